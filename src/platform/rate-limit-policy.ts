@@ -1,0 +1,66 @@
+import type { RateLimitOverride } from "../config.js";
+import { AppError } from "./errors.js";
+import type { Logger } from "./logger.js";
+import { DEFAULT_RATE_LIMIT, type RouteRateLimit } from "./method-policy.js";
+import type { RateLimitDecision, RateLimiter } from "./rate-limiter.js";
+import { tenantKey } from "./redis.js";
+import { TtlCache } from "./ttl-cache.js";
+
+export interface RateLimitSubject {
+  tenantId: string | null;
+  /** client_id from the body, or the remote address when absent (token endpoint). */
+  clientKey: string;
+}
+
+/**
+ * Which limit applies (tenant override, then deployment override, then the proto's value for the
+ * route's bucket), which window it counts in, and what happens when the limiter store is down:
+ * routes marked fail_closed are refused, every other route is let through and logged.
+ */
+export class RateLimitPolicy {
+  private readonly tenantOverrides = new TtlCache<Record<string, RateLimitOverride>>(30_000);
+
+  constructor(
+    private readonly limiter: RateLimiter,
+    private readonly deploymentOverrides: Record<string, RateLimitOverride>,
+    private readonly loadTenantOverrides: (tenantId: string) => Promise<Record<string, RateLimitOverride>>,
+    private readonly logger: Logger,
+  ) {}
+
+  async check(route: RouteRateLimit | null, subject: RateLimitSubject): Promise<RateLimitDecision | null> {
+    const rule = route ?? DEFAULT_RATE_LIMIT;
+    try {
+      const tenantOverride = subject.tenantId
+        ? (await this.tenantOverrides.get(subject.tenantId, () => this.loadTenantOverrides(subject.tenantId!)))[rule.bucket]
+        : undefined;
+      const effective = tenantOverride ?? this.deploymentOverrides[rule.bucket] ?? rule;
+      const key =
+        rule.key === "client_id" || !subject.tenantId
+          ? `rl:{${rule.bucket}:${subject.clientKey}}`
+          : tenantKey(subject.tenantId, "rl", rule.bucket);
+      const decision = await this.limiter.hit(key, effective.limit, effective.windowSeconds * 1000);
+      if (!decision.allowed) {
+        throw new AppError({
+          code: "RESOURCE_EXHAUSTED",
+          reason: "RATE_LIMITED",
+          message: `Rate limit of ${effective.limit} requests per ${effective.windowSeconds} seconds exceeded`,
+          details: { retryAfterSeconds: decision.retryAfterSeconds, limit: decision.limit, remaining: 0 },
+        });
+      }
+      return decision;
+    } catch (err) {
+      if ((err as AppError).reason === "RATE_LIMITED") throw err;
+      if (rule.failClosed) {
+        throw new AppError({
+          code: "UNAVAILABLE",
+          reason: "RATE_LIMITER_UNAVAILABLE",
+          message: "The rate limiter is unavailable; try again shortly",
+          details: { retryAfterSeconds: 5 },
+          cause: err,
+        });
+      }
+      this.logger.warn({ err: (err as Error).message, bucket: rule.bucket }, "rate limiter unavailable; request let through");
+      return null;
+    }
+  }
+}

@@ -1,0 +1,73 @@
+import { randomBytes } from "node:crypto";
+import type { Redis } from "./redis.js";
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until a slot frees up; 0 when allowed. */
+  retryAfterSeconds: number;
+}
+
+/** Sliding-window log limiter: at most `limit` hits in any window of `windowMs`. */
+export interface RateLimiter {
+  hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision>;
+}
+
+/**
+ * Atomic in one script: trim the window, count, add a unique member only when under the limit
+ * (refused hits do not extend a caller's wait). Time comes from the Redis server so several
+ * service processes with skewed clocks share one window.
+ */
+const SLIDING_WINDOW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+if count < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[3] .. ':' .. now)
+  redis.call('PEXPIRE', KEYS[1], window)
+  return {1, limit - count - 1, 0}
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local wait = tonumber(oldest[2]) + window - now
+return {0, 0, wait}
+`;
+
+export function createRedisRateLimiter(redis: Redis): RateLimiter {
+  redis.defineCommand("slidingWindowHit", { numberOfKeys: 1, lua: SLIDING_WINDOW });
+  return {
+    async hit(key, limit, windowMs) {
+      const member = randomBytes(8).toString("hex");
+      const [allowed, remaining, waitMs] = (await (
+        redis as unknown as { slidingWindowHit(k: string, w: number, l: number, m: string): Promise<number[]> }
+      ).slidingWindowHit(key, windowMs, limit, member)) as [number, number, number];
+      return {
+        allowed: allowed === 1,
+        limit,
+        remaining,
+        retryAfterSeconds: allowed === 1 ? 0 : Math.max(1, Math.ceil(waitMs / 1000)),
+      };
+    },
+  };
+}
+
+/** Single-node default: the same algorithm over an in-process map. */
+export function createMemoryRateLimiter(now: () => number = Date.now): RateLimiter {
+  const windows = new Map<string, number[]>();
+  return {
+    async hit(key, limit, windowMs) {
+      const t = now();
+      const hits = (windows.get(key) ?? []).filter((h) => h > t - windowMs);
+      if (hits.length < limit) {
+        hits.push(t);
+        windows.set(key, hits);
+        return { allowed: true, limit, remaining: limit - hits.length, retryAfterSeconds: 0 };
+      }
+      windows.set(key, hits);
+      return { allowed: false, limit, remaining: 0, retryAfterSeconds: Math.max(1, Math.ceil((hits[0] + windowMs - t) / 1000)) };
+    },
+  };
+}

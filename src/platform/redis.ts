@@ -1,0 +1,29 @@
+import { Redis } from "ioredis";
+
+export type { Redis };
+
+/**
+ * A dead Redis must fail fast, not hang the request path: no offline queue, bounded command time,
+ * one retry per request. ioredis keeps reconnecting in the background.
+ */
+export function createRedis(url: string, keyPrefix: string): Redis {
+  return new Redis(url, {
+    keyPrefix,
+    enableOfflineQueue: false,
+    commandTimeout: 1_000,
+    connectTimeout: 2_000,
+    maxRetriesPerRequest: 1,
+    lazyConnect: true,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+  });
+}
+
+/** Connects and waits until ready, so start-up reports a wrong REDIS_URL at once. */
+export async function connectRedis(redis: Redis): Promise<void> {
+  await redis.connect();
+}
+
+/** Redis Cluster hash tag for one tenant, so a tenant's multi-key scripts stay on one slot. */
+export function tenantKey(tenantId: string, ...parts: string[]): string {
+  return [`t:{${tenantId}}`, ...parts].join(":");
+}

@@ -1,0 +1,38 @@
+/**
+ * A bounded time-to-live cache for lookups on the request path. Concurrent misses for one key share
+ * a single load; failed loads are not cached, so a caller that fails closed retries next time.
+ */
+export class TtlCache<V> {
+  private readonly entries = new Map<string, { value: V; expiresAt: number }>();
+  private readonly inflight = new Map<string, Promise<V>>();
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries = 10_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async get(key: string, load: () => Promise<V>): Promise<V> {
+    const hit = this.entries.get(key);
+    if (hit && hit.expiresAt > this.now()) return hit.value;
+    const pending = this.inflight.get(key);
+    if (pending) return pending;
+    const p = load()
+      .then((value) => {
+        if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+        this.entries.set(key, { value, expiresAt: this.now() + this.ttlMs });
+        return value;
+      })
+      .finally(() => this.inflight.delete(key));
+    this.inflight.set(key, p);
+    return p;
+  }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}

@@ -1,0 +1,154 @@
+import { status as GrpcStatus } from "@grpc/grpc-js";
+import { Code } from "@connectrpc/connect";
+import { AppError, isAppError, type ErrorCode } from "../platform/errors.js";
+import type { Logger } from "../platform/logger.js";
+import type { ErrorFormatName } from "../platform/method-policy.js";
+
+/** Every failure becomes an AppError; anything unexpected is logged with its cause and never leaked. */
+export function toAppError(err: unknown, logger: Logger, requestId?: string): AppError {
+  if (isAppError(err)) {
+    if (err.code === "INTERNAL") logger.error({ err, requestId }, "internal error");
+    return err;
+  }
+  logger.error({ err, requestId }, "unexpected error");
+  return new AppError({ code: "INTERNAL", reason: "INTERNAL", message: "Internal server error" });
+}
+
+export const GRPC_CODES: Record<ErrorCode, GrpcStatus> = {
+  INVALID_ARGUMENT: GrpcStatus.INVALID_ARGUMENT,
+  UNAUTHENTICATED: GrpcStatus.UNAUTHENTICATED,
+  PERMISSION_DENIED: GrpcStatus.PERMISSION_DENIED,
+  NOT_FOUND: GrpcStatus.NOT_FOUND,
+  ALREADY_EXISTS: GrpcStatus.ALREADY_EXISTS,
+  FAILED_PRECONDITION: GrpcStatus.FAILED_PRECONDITION,
+  RESOURCE_EXHAUSTED: GrpcStatus.RESOURCE_EXHAUSTED,
+  UNIMPLEMENTED: GrpcStatus.UNIMPLEMENTED,
+  UNAVAILABLE: GrpcStatus.UNAVAILABLE,
+  INTERNAL: GrpcStatus.INTERNAL,
+};
+
+export const CONNECT_CODES: Record<ErrorCode, Code> = {
+  INVALID_ARGUMENT: Code.InvalidArgument,
+  UNAUTHENTICATED: Code.Unauthenticated,
+  PERMISSION_DENIED: Code.PermissionDenied,
+  NOT_FOUND: Code.NotFound,
+  ALREADY_EXISTS: Code.AlreadyExists,
+  FAILED_PRECONDITION: Code.FailedPrecondition,
+  RESOURCE_EXHAUSTED: Code.ResourceExhausted,
+  UNIMPLEMENTED: Code.Unimplemented,
+  UNAVAILABLE: Code.Unavailable,
+  INTERNAL: Code.Internal,
+};
+
+const HTTP_BY_CODE: Record<ErrorCode, number> = {
+  INVALID_ARGUMENT: 400,
+  UNAUTHENTICATED: 401,
+  PERMISSION_DENIED: 403,
+  NOT_FOUND: 404,
+  ALREADY_EXISTS: 409,
+  FAILED_PRECONDITION: 400,
+  RESOURCE_EXHAUSTED: 429,
+  UNIMPLEMENTED: 501,
+  UNAVAILABLE: 503,
+  INTERNAL: 500,
+};
+
+/** The HTTP-only statuses of spec 7 come from reasons, in this one table. */
+const HTTP_BY_REASON: Record<string, number> = {
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  METHOD_NOT_ALLOWED: 405,
+  INVALID_CRON_EXPRESSION: 422,
+  RATE_LIMITED: 429,
+  CONFLICT: 409,
+};
+
+export function httpStatusOf(err: AppError): number {
+  return HTTP_BY_REASON[err.reason] ?? HTTP_BY_CODE[err.code];
+}
+
+/** `error.code` of the structured shape: the HTTP status as a constant name (documented in docs/errors.md). */
+export const HTTP_CODE_NAMES: Record<number, string> = {
+  400: "BAD_REQUEST",
+  401: "UNAUTHORIZED",
+  403: "FORBIDDEN",
+  404: "NOT_FOUND",
+  405: "METHOD_NOT_ALLOWED",
+  409: "CONFLICT",
+  413: "PAYLOAD_TOO_LARGE",
+  415: "UNSUPPORTED_MEDIA_TYPE",
+  422: "UNPROCESSABLE_ENTITY",
+  429: "TOO_MANY_REQUESTS",
+  500: "INTERNAL_ERROR",
+  501: "NOT_IMPLEMENTED",
+  503: "SERVICE_UNAVAILABLE",
+};
+
+const TITLES: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  409: "Conflict",
+  413: "Payload Too Large",
+  415: "Unsupported Media Type",
+  422: "Unprocessable Entity",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  501: "Not Implemented",
+  503: "Service Unavailable",
+};
+
+const OAUTH_ERRORS: Record<string, string> = {
+  INVALID_REQUEST: "invalid_request",
+  UNSUPPORTED_GRANT_TYPE: "unsupported_grant_type",
+  INVALID_CLIENT: "invalid_client",
+  RATE_LIMITED: "rate_limit_exceeded",
+  RATE_LIMITER_UNAVAILABLE: "temporarily_unavailable",
+};
+
+export interface HttpErrorResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+}
+
+/** Spec 7's four body shapes: rate limit on every 429, OAuth on the token endpoint, then by plane. */
+export function httpErrorResponse(err: AppError, format: ErrorFormatName, requestId: string): HttpErrorResponse {
+  const status = httpStatusOf(err);
+  const headers: Record<string, string> = { "x-error-reason": err.reason };
+  const retryAfter = err.details.retryAfterSeconds;
+  if (typeof retryAfter === "number") headers["retry-after"] = String(retryAfter);
+  if (err.reason === "RATE_LIMITED") {
+    headers["x-ratelimit-limit"] = String(err.details.limit);
+    headers["x-ratelimit-remaining"] = "0";
+  }
+  if (format === "oauth") {
+    const error = OAUTH_ERRORS[err.reason] ?? (status >= 500 ? "server_error" : "invalid_request");
+    return { status, headers, body: { error, error_description: err.message } };
+  }
+  if (status === 429) {
+    return { status, headers, body: { error: "Too Many Requests", retryAfter, message: err.message } };
+  }
+  if (format === "structured") {
+    return {
+      status,
+      headers,
+      body: {
+        error: {
+          code: HTTP_CODE_NAMES[status] ?? "ERROR",
+          reason: err.reason,
+          message: err.message,
+          status,
+          recommendationId: (err.details.recommendationId as string | undefined) ?? null,
+          timestamp: new Date().toISOString(),
+          requestId,
+        },
+      },
+    };
+  }
+  const body: Record<string, unknown> = { title: TITLES[status] ?? "Error", detail: err.message, status, reason: err.reason, requestId };
+  if (Array.isArray(err.details.fields)) body.errors = err.details.fields;
+  return { status, headers, body };
+}

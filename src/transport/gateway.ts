@@ -1,0 +1,131 @@
+import { randomUUID } from "node:crypto";
+import type { DescMethod, DescService, Message } from "@bufbuild/protobuf";
+import type { CallInfo, TenantContext } from "../platform/context.js";
+import { AppError, forbidden } from "../platform/errors.js";
+import type { Logger } from "../platform/logger.js";
+import { methodPolicy, type ResolvedPolicy } from "../platform/method-policy.js";
+import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
+import type { RateLimitDecision } from "../platform/rate-limiter.js";
+import { authorize, type Authenticator } from "../identity/authenticator.js";
+
+/** A service method as every door calls it: the tenant context first, then the decoded request. */
+export type Handler = (ctx: TenantContext, request: any, call: CallInfo) => Promise<Message>;
+
+export interface ServiceRegistration {
+  service: DescService;
+  /** Keyed by the method's localName (createApiKey, ...). */
+  impl: Record<string, Handler>;
+}
+
+/** What an HTTP door knows that gRPC does not: the CSRF guard needs it. */
+export interface HttpFacts {
+  method: string;
+  contentType: string | undefined;
+}
+
+export interface Invocation {
+  call: CallInfo;
+  http: HttpFacts | null;
+  requestId: string;
+}
+
+/** The caller's X-Request-Id when given, else a fresh one; doors take it first so every error carries it. */
+export function requestIdOf(call: CallInfo): string {
+  return call.header("x-request-id") || randomUUID();
+}
+
+export interface InvocationResult {
+  response: Message;
+  requestId: string;
+  rateLimit: RateLimitDecision | null;
+}
+
+const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/**
+ * Spec 5.1 rule 3: a state-changing API-key request over HTTP must carry a content type a browser
+ * form cannot send cross-site, or X-Requested-With. Native gRPC is exempt (it never reaches here with http).
+ */
+function csrfSafe(http: HttpFacts, call: CallInfo): boolean {
+  if (!STATE_CHANGING.has(http.method) || !call.header("x-api-key")) return true;
+  if (call.header("x-requested-with")) return true;
+  const type = (http.contentType ?? "").split(";")[0].trim().toLowerCase();
+  return (
+    type === "application/json" ||
+    type.endsWith("+json") ||
+    type === "application/proto" ||
+    type === "application/connect+proto" ||
+    type.startsWith("application/grpc")
+  );
+}
+
+/**
+ * The one pipeline behind all three doors: CSRF guard (HTTP only), authentication, plane and role
+ * checks, rate limits, then the service method. Doors only decode, call this, and map errors.
+ */
+export class Gateway {
+  private readonly handlers = new Map<DescMethod, Handler>();
+
+  constructor(
+    readonly registrations: ServiceRegistration[],
+    private readonly authenticator: Authenticator,
+    private readonly rateLimits: RateLimitPolicy,
+    readonly defaultBodyLimitBytes: number,
+    readonly logger: Logger,
+  ) {
+    for (const { service, impl } of registrations) {
+      for (const method of service.methods) {
+        const handler = impl[method.localName];
+        if (typeof handler !== "function") throw new Error(`${service.typeName}.${method.name} has no implementation`);
+        this.handlers.set(method, handler.bind(impl));
+        methodPolicy(method, defaultBodyLimitBytes); // fail at start-up on a method without a policy
+      }
+    }
+  }
+
+  policy(method: DescMethod): ResolvedPolicy {
+    return methodPolicy(method, this.defaultBodyLimitBytes);
+  }
+
+  /**
+   * `decode` runs after authentication, so an anonymous caller learns nothing from body errors,
+   * and before rate limiting, which may key on a body field (client_id).
+   */
+  async invoke(method: DescMethod, decode: () => Message | Promise<Message>, inv: Invocation): Promise<InvocationResult> {
+    const handler = this.handlers.get(method);
+    if (!handler) throw new AppError({ code: "UNIMPLEMENTED", reason: "UNIMPLEMENTED", message: `${method.name} is not served` });
+    const policy = this.policy(method);
+    const requestId = inv.requestId;
+    if (inv.http && !csrfSafe(inv.http, inv.call)) {
+      throw forbidden(
+        "State-changing API-key requests must send Content-Type: application/json or an X-Requested-With header",
+        "CSRF_GUARD",
+      );
+    }
+    let ctx: TenantContext;
+    if (policy.plane === "public") {
+      ctx = { tenantId: "", userId: null, role: "viewer", principal: { kind: "anonymous" }, requestId };
+    } else {
+      const auth = await this.authenticator.authenticate(inv.call);
+      authorize(auth, policy);
+      ctx = { ...auth, requestId };
+    }
+    const request = await decode();
+    const rateLimit = await this.rateLimits.check(policy.rateLimit, {
+      tenantId: ctx.tenantId || null,
+      clientKey: (request as { clientId?: unknown }).clientId ? String((request as { clientId?: unknown }).clientId) : inv.call.remoteAddress,
+    });
+    const response = await handler(ctx, request, inv.call);
+    return { response, requestId, rateLimit };
+  }
+}
+
+/** Builds the AppError for an oversize body; each door detects size its own way. */
+export function payloadTooLarge(limit: number): AppError {
+  return new AppError({
+    code: "RESOURCE_EXHAUSTED",
+    reason: "PAYLOAD_TOO_LARGE",
+    message: `Request body exceeds the limit of ${limit} bytes`,
+    details: { limitBytes: limit },
+  });
+}

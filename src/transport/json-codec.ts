@@ -1,0 +1,79 @@
+import {
+  fromJson,
+  toJson,
+  getOption,
+  type DescMessage,
+  type JsonValue,
+  type Message,
+  type MessageShape,
+} from "@bufbuild/protobuf";
+import { isFieldSet } from "@bufbuild/protobuf";
+import { field as fieldExt } from "../../gen/decisioning/v1/options_pb.js";
+import { invalidFields, type FieldViolation } from "../platform/errors.js";
+
+const DECODE_PREFIX = /^cannot decode .*? from JSON: /;
+
+function cleanMessage(err: unknown): string {
+  return String((err as Error).message ?? err).replace(DECODE_PREFIX, "");
+}
+
+/**
+ * JSON to message with spec semantics: unknown keys ignored, known keys strictly typed, and errors
+ * that name the offending field as `<field>: <message>` (protobuf-es names the message type instead).
+ */
+export function readJson<D extends DescMessage>(schema: D, json: JsonValue): MessageShape<D> {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw invalidFields([{ field: "body", message: "must be a JSON object" }]);
+  }
+  try {
+    return fromJson(schema, json, { ignoreUnknownFields: true });
+  } catch (err) {
+    // Decode field by field to say which ones are wrong.
+    const violations: FieldViolation[] = [];
+    for (const [key, value] of Object.entries(json)) {
+      try {
+        fromJson(schema, { [key]: value } as JsonValue, { ignoreUnknownFields: true });
+      } catch (fieldErr) {
+        violations.push({ field: key, message: cleanMessage(fieldErr) });
+      }
+    }
+    throw invalidFields(violations.length ? violations : [{ field: "body", message: cleanMessage(err) }]);
+  }
+}
+
+/**
+ * Message to the spec's JSON: implicit values (false, 0, "") are written, and fields marked
+ * `(decisioning.v1.field).nullable` are written as null when unset instead of being left out.
+ */
+export function writeJson(schema: DescMessage, message: Message): JsonValue {
+  const json = toJson(schema, message, { alwaysEmitImplicit: true });
+  addNulls(schema, message, json);
+  return json;
+}
+
+const nullableCache = new WeakMap<DescMessage, Set<string>>();
+
+function nullableFields(schema: DescMessage): Set<string> {
+  let set = nullableCache.get(schema);
+  if (!set) {
+    set = new Set(schema.fields.filter((f) => getOption(f, fieldExt).nullable).map((f) => f.localName));
+    nullableCache.set(schema, set);
+  }
+  return set;
+}
+
+function addNulls(schema: DescMessage, message: Message, json: JsonValue): void {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return;
+  const obj = json as Record<string, JsonValue>;
+  const nullable = nullableFields(schema);
+  for (const f of schema.fields) {
+    if (nullable.has(f.localName) && !isFieldSet(message, f)) obj[f.jsonName] = null;
+    if (f.fieldKind === "message" && isFieldSet(message, f)) {
+      addNulls(f.message, (message as Record<string, unknown>)[f.localName] as Message, obj[f.jsonName]);
+    } else if (f.fieldKind === "list" && f.listKind === "message") {
+      const items = (message as Record<string, unknown>)[f.localName] as Message[];
+      const out = obj[f.jsonName] as JsonValue[] | undefined;
+      items.forEach((item, i) => out && addNulls(f.message, item, out[i]));
+    }
+  }
+}

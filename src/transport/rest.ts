@@ -1,0 +1,218 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { getOption, type DescField, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { ScalarType } from "@bufbuild/protobuf";
+import { http as httpExt } from "../../gen/google/api/annotations_pb.js";
+import { HttpBodySchema, type HttpBody } from "../../gen/google/api/httpbody_pb.js";
+import { AppError, badRequest } from "../platform/errors.js";
+import type { CallInfo } from "../platform/context.js";
+import type { RateLimitDecision } from "../platform/rate-limiter.js";
+import { readJson, writeJson } from "./json-codec.js";
+import { httpErrorResponse, toAppError } from "./error-mapping.js";
+import { isJsonMediaType, mediaType, readBody } from "./http-body.js";
+import { requestIdOf, type Gateway } from "./gateway.js";
+
+type Segment = { literal: string } | { variable: string };
+
+interface Route {
+  verb: string;
+  segments: Segment[];
+  /** "" (no body), "*" (every field not bound by the path), or one field name. */
+  body: string;
+  method: DescMethod;
+  literalCount: number;
+}
+
+/** `/api/v1/offers/{id}` → segments; `{field=*}` is accepted as `{field}`. */
+function compileTemplate(template: string): Segment[] {
+  return template
+    .split("/")
+    .filter(Boolean)
+    .map((s) => {
+      const m = /^\{([a-z_][a-z0-9_.]*)(=\*)?\}$/i.exec(s);
+      return m ? { variable: m[1] } : { literal: s };
+    });
+}
+
+function routesOf(method: DescMethod): Route[] {
+  const rule = getOption(method, httpExt);
+  const out: Route[] = [];
+  for (const r of [rule, ...rule.additionalBindings]) {
+    const p = r.pattern;
+    if (!p.case || p.case === "custom") continue;
+    const segments = compileTemplate(p.value);
+    out.push({
+      verb: p.case.toUpperCase(),
+      segments,
+      body: r.body,
+      method,
+      literalCount: segments.filter((s) => "literal" in s).length,
+    });
+  }
+  return out;
+}
+
+function match(route: Route, parts: string[]): Record<string, string> | null {
+  if (route.segments.length !== parts.length) return null;
+  const vars: Record<string, string> = {};
+  for (let i = 0; i < parts.length; i++) {
+    const seg = route.segments[i];
+    if ("literal" in seg) {
+      if (seg.literal !== parts[i]) return null;
+    } else {
+      vars[seg.variable] = decodeURIComponent(parts[i]);
+    }
+  }
+  return vars;
+}
+
+function fieldByName(method: DescMethod, name: string): DescField | undefined {
+  return method.input.fields.find((f) => f.name === name || f.jsonName === name);
+}
+
+/** Query values are strings; booleans need converting, everything else protobuf JSON accepts as text. */
+function queryValue(field: DescField, values: string[]): JsonValue {
+  const convert = (v: string): JsonValue =>
+    (field.fieldKind === "scalar" || field.fieldKind === "list") && field.scalar === ScalarType.BOOL
+      ? v === "true" ? true : v === "false" ? false : v
+      : v;
+  return field.fieldKind === "list" ? values.map(convert) : convert(values[values.length - 1]);
+}
+
+/**
+ * The REST door: one generic transcoder driven by the google.api.http annotations of the served
+ * methods (path variables, query parameters, body mapping), plus the method policy's REST specifics
+ * (success status, form bodies). It writes the spec's JSON and error shapes.
+ */
+export class RestTranscoder {
+  private readonly routes: Route[];
+
+  constructor(private readonly gateway: Gateway) {
+    this.routes = gateway.registrations
+      .flatMap((r) => r.service.methods.flatMap(routesOf))
+      // Literal segments beat variables: /audit-logs/verify before /audit-logs/{id}.
+      .sort((a, b) => b.literalCount - a.literalCount);
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const parts = url.pathname.split("/").filter(Boolean);
+    const verb = (req.method ?? "GET").toUpperCase();
+    const call = callInfo(req);
+    let pathMatched = false;
+    for (const route of this.routes) {
+      const vars = match(route, parts);
+      if (!vars) continue;
+      pathMatched = true;
+      if (route.verb !== verb) continue;
+      await this.serve(route, vars, url, req, res, call);
+      return;
+    }
+    const err = pathMatched
+      ? new AppError({ code: "UNIMPLEMENTED", reason: "METHOD_NOT_ALLOWED", message: `${verb} is not allowed on ${url.pathname}` })
+      : new AppError({ code: "NOT_FOUND", reason: "NOT_FOUND", message: `No route for ${verb} ${url.pathname}` });
+    sendError(res, err, "problem", requestIdOf(call));
+  }
+
+  private async serve(
+    route: Route,
+    vars: Record<string, string>,
+    url: URL,
+    req: IncomingMessage,
+    res: ServerResponse,
+    call: CallInfo,
+  ): Promise<void> {
+    const policy = this.gateway.policy(route.method);
+    const requestId = requestIdOf(call);
+    try {
+      const decode = async (): Promise<Message> => {
+        const json: Record<string, JsonValue> = {};
+        for (const key of new Set(url.searchParams.keys())) {
+          const field = fieldByName(route.method, key);
+          if (field && field.fieldKind !== "message" && field.fieldKind !== "map") {
+            json[field.jsonName] = queryValue(field, url.searchParams.getAll(key));
+          } else if (field && field.fieldKind === "message") {
+            json[field.jsonName] = url.searchParams.get(key)!;
+          }
+        }
+        if (route.body) {
+          const body = await this.readRequestBody(req, policy.maxBodyBytes, policy.acceptForm);
+          if (route.body === "*") Object.assign(json, body);
+          else json[fieldByName(route.method, route.body)?.jsonName ?? route.body] = body;
+        }
+        for (const [name, value] of Object.entries(vars)) json[fieldByName(route.method, name)?.jsonName ?? name] = value;
+        return readJson(route.method.input, json);
+      };
+      const result = await this.gateway.invoke(route.method, decode, {
+        call,
+        http: { method: route.verb, contentType: req.headers["content-type"] },
+        requestId,
+      });
+      writeRateLimitHeaders(res, result.rateLimit);
+      res.setHeader("x-request-id", requestId);
+      if (route.method.output.typeName === HttpBodySchema.typeName) {
+        const body = result.response as HttpBody;
+        res.writeHead(policy.httpStatus, { "content-type": body.contentType || "application/octet-stream" });
+        res.end(Buffer.from(body.data));
+        return;
+      }
+      if (policy.httpStatus === 204) {
+        res.writeHead(204).end();
+        return;
+      }
+      const payload = JSON.stringify(writeJson(route.method.output, result.response));
+      res.writeHead(policy.httpStatus, { "content-type": "application/json; charset=utf-8" }).end(payload);
+    } catch (err) {
+      sendError(res, toAppError(err, this.gateway.logger, requestId), policy.errorFormat, requestId);
+    }
+  }
+
+  /** JSON (or, where the method allows it, form-urlencoded) into a plain object; empty means {}. */
+  private async readRequestBody(req: IncomingMessage, limit: number, acceptForm: boolean): Promise<JsonValue> {
+    const raw = await readBody(req, limit);
+    if (raw.length === 0) return {};
+    const type = mediaType(req.headers["content-type"]);
+    if (acceptForm && type === "application/x-www-form-urlencoded") {
+      return Object.fromEntries(new URLSearchParams(raw.toString("utf8")));
+    }
+    if (!isJsonMediaType(type) && type !== "") {
+      throw new AppError({
+        code: "INVALID_ARGUMENT",
+        reason: "UNSUPPORTED_MEDIA_TYPE",
+        message: `Content-Type must be application/json${acceptForm ? " or application/x-www-form-urlencoded" : ""}, got ${type}`,
+      });
+    }
+    try {
+      return JSON.parse(raw.toString("utf8")) as JsonValue;
+    } catch {
+      throw badRequest("INVALID_JSON", "Invalid JSON");
+    }
+  }
+}
+
+export function callInfo(req: IncomingMessage): CallInfo {
+  return {
+    header(name) {
+      const v = req.headers[name];
+      return Array.isArray(v) ? v[0] : v;
+    },
+    remoteAddress: req.socket.remoteAddress ?? "",
+  };
+}
+
+export function writeRateLimitHeaders(res: ServerResponse, decision: RateLimitDecision | null): void {
+  if (!decision) return;
+  res.setHeader("x-ratelimit-limit", String(decision.limit));
+  res.setHeader("x-ratelimit-remaining", String(decision.remaining));
+}
+
+export function sendError(res: ServerResponse, err: AppError, format: "structured" | "problem" | "oauth", requestId: string): void {
+  const out = httpErrorResponse(err, format, requestId);
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  if (requestId) out.headers["x-request-id"] = requestId;
+  if (out.status === 413) out.headers.connection = "close";
+  res.writeHead(out.status, { ...out.headers, "content-type": "application/json; charset=utf-8" });
+  res.end(JSON.stringify(out.body));
+}

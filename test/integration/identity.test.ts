@@ -1,0 +1,268 @@
+import { test, before, after, describe } from "node:test";
+import assert from "node:assert/strict";
+import { startTestService, TEST_INTERNAL_KEY, type TestService } from "../support/service.js";
+import { rest } from "../support/clients.js";
+
+let svc: TestService;
+let tenant: { tenantId: string; userId: string; apiKey: string };
+
+before(async () => {
+  svc = await startTestService();
+  tenant = await svc.createTenant();
+});
+after(() => svc.stop());
+
+describe("API keys (spec 2.3, 4.2)", () => {
+  test("create shows the raw key once with a warning; the list shows prefixes of active keys only", async () => {
+    const created = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: "ingest" } });
+    assert.equal(created.status, 201);
+    assert.match(created.body.key, /^krn_[0-9a-f]{64}$/);
+    assert.equal(created.body.prefix, created.body.key.slice(0, 12));
+    assert.equal(created.body.prefix.length, "krn_".length + 8);
+    assert.deepEqual(created.body.scopes, []);
+    assert.equal(created.body.expiresAt, null);
+    assert.ok(created.body.warning.length > 10);
+    assert.ok(!Number.isNaN(Date.parse(created.body.createdAt)));
+
+    const list = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: tenant.apiKey });
+    assert.equal(list.status, 200);
+    const row = list.body.data.find((k: any) => k.id === created.body.id);
+    assert.equal(row.prefix, created.body.prefix);
+    assert.equal(row.key, undefined, "listings never show key material beyond the prefix");
+    assert.equal(JSON.stringify(list.body).includes(created.body.key), false);
+    assert.ok("lastUsedAt" in row && "expiresAt" in row);
+  });
+
+  test("a data-plane key (no scopes) is refused on the control plane with 403 Forbidden", async () => {
+    const created = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: "dp" } });
+    const res = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: created.body.key });
+    assert.equal(res.status, 403);
+    assert.equal(res.body.title, "Forbidden");
+    assert.match(res.body.detail, /data plane/);
+  });
+
+  test("revoke takes effect at once, and the revoked key leaves the list", async () => {
+    const created = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", {
+      key: tenant.apiKey,
+      body: { name: "short-lived", scopes: ["control-plane"] },
+    });
+    assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: created.body.key })).status, 200);
+    const revoked = await rest(svc.baseUrl, "DELETE", `/api/v1/api-keys?id=${created.body.id}`, {
+      key: tenant.apiKey,
+      body: { reason: "rotated" },
+    });
+    assert.equal(revoked.status, 204);
+    const after = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: created.body.key });
+    assert.equal(after.status, 401);
+    const list = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: tenant.apiKey });
+    assert.equal(list.body.data.some((k: any) => k.id === created.body.id), false);
+  });
+
+  test("bad input is a 400 naming the field, and writes nothing", async () => {
+    const before = (await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: tenant.apiKey })).body.total;
+    const cases: Array<[unknown, RegExp]> = [
+      [{}, /^name: is required/],
+      [{ name: "x", scopes: ["root"] }, /^scopes: unknown scope "root"/],
+      [{ name: "x", expiresAt: "2001-01-01T00:00:00Z" }, /^expiresAt: must be in the future/],
+      [{ name: "x", expiresAt: "tomorrow" }, /^expiresAt: /],
+      [{ name: 42 }, /^name: /],
+      [{ name: "x", scopes: "control-plane" }, /^scopes: /],
+    ];
+    for (const [body, message] of cases) {
+      const res = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body });
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.match(res.body.detail, message);
+    }
+    const malformed = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", {
+      key: tenant.apiKey,
+      rawBody: "{not json",
+      headers: { "content-type": "application/json" },
+    });
+    assert.equal(malformed.status, 400);
+    assert.equal(malformed.body.detail, "Invalid JSON");
+    const after = (await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: tenant.apiKey })).body.total;
+    assert.equal(after, before);
+  });
+
+  test("a foreign or unknown key id is a 404, and the foreign key keeps working", async () => {
+    const other = await svc.createTenant("other");
+    const theirs = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: other.apiKey, body: { name: "theirs" } });
+    for (const id of [theirs.body.id, "not-a-uuid", "01a203f6-939c-77cb-95b9-000000000000"]) {
+      const res = await rest(svc.baseUrl, "DELETE", `/api/v1/api-keys?id=${id}`, { key: tenant.apiKey, body: {} });
+      assert.equal(res.status, 404, id);
+    }
+    const list = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: other.apiKey });
+    assert.ok(list.body.data.some((k: any) => k.id === theirs.body.id));
+    const missing = await rest(svc.baseUrl, "DELETE", "/api/v1/api-keys", { key: tenant.apiKey, body: {} });
+    assert.equal(missing.status, 400);
+    assert.match(missing.body.detail, /^id: is required/);
+  });
+
+  test("roles: editors and viewers cannot manage keys", async () => {
+    for (const role of ["editor", "viewer"] as const) {
+      const user = await svc.createUser(tenant.tenantId, role);
+      const res = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: user.apiKey });
+      assert.equal(res.status, 403, role);
+      assert.equal(res.body.title, "Forbidden");
+    }
+  });
+});
+
+describe("authentication rules (spec 5.1, 5.4)", () => {
+  test("missing or invalid credentials are 401; an API key sent as Bearer is 401", async () => {
+    assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/api-keys")).status, 401);
+    assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: "krn_nope" })).status, 401);
+    const bearer = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { bearer: tenant.apiKey });
+    assert.equal(bearer.status, 401);
+    assert.equal(bearer.body.title, "Unauthorized");
+    assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { bearer: "garbage.token.here" })).status, 401);
+  });
+
+  test("X-Tenant-Id is ignored when the key names the tenant", async () => {
+    const other = await svc.createTenant("elsewhere");
+    const res = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: tenant.apiKey, headers: { "x-tenant-id": other.tenantId } });
+    assert.equal(res.status, 200);
+    const mine = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: tenant.apiKey });
+    assert.deepEqual(res.body, mine.body);
+  });
+
+  test("the internal server key names its tenant with X-Tenant-Id; unknown or missing tenant is 400", async () => {
+    const ok = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: TEST_INTERNAL_KEY, headers: { "x-tenant-id": tenant.tenantId } });
+    assert.equal(ok.status, 200);
+    assert.ok(ok.body.total >= 1);
+    const unknown = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", {
+      key: TEST_INTERNAL_KEY,
+      headers: { "x-tenant-id": "01a203f6-939c-77cb-95b9-000000000000" },
+    });
+    assert.equal(unknown.status, 400);
+    assert.match(unknown.body.detail, /^X-Tenant-Id: unknown tenant/);
+    assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: TEST_INTERNAL_KEY })).status, 400);
+  });
+
+  test("CSRF guard: a state-changing API-key request needs JSON or X-Requested-With", async () => {
+    const form = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", {
+      key: tenant.apiKey,
+      rawBody: "name=x",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    assert.equal(form.status, 403);
+    assert.equal(form.body.title, "Forbidden");
+    const noType = await rest(svc.baseUrl, "DELETE", "/api/v1/api-keys?id=x", { key: tenant.apiKey });
+    assert.equal(noType.status, 403);
+    const withHeader = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", {
+      key: tenant.apiKey,
+      rawBody: "name=x",
+      headers: { "content-type": "text/plain", "x-requested-with": "XMLHttpRequest" },
+    });
+    assert.equal(withHeader.status, 415, "past the guard, a non-JSON body is an unsupported media type");
+  });
+
+  test("disabling a user rejects their keys at once (liveness); enabling restores them; role changes apply", async () => {
+    const user = await svc.createUser(tenant.tenantId, "admin");
+    assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: user.apiKey })).status, 200);
+    await svc.identity.updateUser(tenant.tenantId, user.userId, { disabled: true });
+    const denied = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: user.apiKey });
+    assert.equal(denied.status, 401);
+    assert.equal(denied.body.title, "Unauthorized");
+    await svc.identity.updateUser(tenant.tenantId, user.userId, { disabled: false });
+    assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: user.apiKey })).status, 200);
+    const row = await svc.identity.updateUser(tenant.tenantId, user.userId, { role: "viewer" });
+    assert.equal(row.token_version, 4, "every change bumps tokenVersion");
+    assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: user.apiKey })).status, 403);
+  });
+});
+
+describe("OAuth clients and tokens (spec 4.1, 7)", () => {
+  async function client(scopes?: unknown, name?: string) {
+    const res = await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { key: tenant.apiKey, body: { name, scopes } });
+    assert.equal(res.status, 201);
+    return res.body;
+  }
+
+  test("create: formats, default name and scopes, unknown scopes dropped", async () => {
+    const c = await client();
+    assert.match(c.clientId, /^kci_[0-9a-f]{32}$/);
+    assert.match(c.clientSecret, /^kcs_[0-9a-f]{64}$/);
+    assert.match(c.name, /^oauth-client-\d+$/);
+    assert.deepEqual(c.scopes, ["read"]);
+    assert.ok(c.warning && c.createdAt && c.id);
+    assert.deepEqual((await client(["write", "bogus"])).scopes, ["write"]);
+    assert.deepEqual((await client(["bogus"])).scopes, ["read"]);
+    assert.deepEqual((await client(["admin", "read"], "named")).scopes, ["read", "admin"]);
+  });
+
+  test("list: active clients newest first without secrets; revoke is 204 and 404 across tenants", async () => {
+    const a = await client(["read"], "a");
+    const b = await client(["read"], "b");
+    const list = await rest(svc.baseUrl, "GET", "/api/v1/oauth/clients", { key: tenant.apiKey });
+    assert.equal(list.status, 200);
+    const ids = list.body.data.map((c: any) => c.id);
+    assert.ok(ids.indexOf(b.id) < ids.indexOf(a.id), "newest first");
+    const row = list.body.data.find((c: any) => c.id === a.id);
+    assert.deepEqual(Object.keys(row).sort(), ["clientId", "clientIdPrefix", "createdAt", "id", "name", "scopes"]);
+    assert.equal(list.body.total, list.body.data.length);
+    const other = await svc.createTenant("foreign");
+    assert.equal((await rest(svc.baseUrl, "DELETE", `/api/v1/oauth/clients?id=${a.id}`, { key: other.apiKey, body: {} })).status, 404);
+    assert.equal((await rest(svc.baseUrl, "DELETE", `/api/v1/oauth/clients?id=${a.id}`, { key: tenant.apiKey, body: {} })).status, 204);
+    const after = await rest(svc.baseUrl, "GET", "/api/v1/oauth/clients", { key: tenant.apiKey });
+    assert.equal(after.body.data.some((c: any) => c.id === a.id), false);
+  });
+
+  test("token: JSON and form bodies, claims, and a token whose client is revoked stops working", async () => {
+    const c = await client(["write"]);
+    const json = await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", {
+      body: { grant_type: "client_credentials", client_id: c.clientId, client_secret: c.clientSecret },
+    });
+    assert.equal(json.status, 200);
+    assert.equal(json.body.token_type, "Bearer");
+    assert.equal(json.body.expires_in, 3600);
+    assert.equal(json.body.scope, "write");
+    const claims = JSON.parse(Buffer.from(json.body.access_token.split(".")[1], "base64url").toString());
+    assert.equal(claims.sub, c.clientId);
+    assert.equal(claims.tid, tenant.tenantId);
+    assert.equal(claims.role, "editor");
+    assert.deepEqual(claims.scopes, ["write"]);
+    assert.equal(typeof claims.iss, "string");
+    assert.equal(claims.exp - claims.iat, 3600);
+    const header = JSON.parse(Buffer.from(json.body.access_token.split(".")[0], "base64url").toString());
+    assert.equal(header.alg, "HS256");
+
+    const form = await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", {
+      rawBody: new URLSearchParams({ grant_type: "client_credentials", client_id: c.clientId, client_secret: c.clientSecret }).toString(),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    assert.equal(form.status, 200);
+
+    // An editor token reaches editor routes but not admin ones.
+    const adminOnly = await rest(svc.baseUrl, "GET", "/api/v1/oauth/clients", { bearer: json.body.access_token });
+    assert.equal(adminOnly.status, 403);
+    const admin = await client(["admin"]);
+    const adminToken = await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", {
+      body: { grant_type: "client_credentials", client_id: admin.clientId, client_secret: admin.clientSecret },
+    });
+    assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/oauth/clients", { bearer: adminToken.body.access_token })).status, 200);
+    await rest(svc.baseUrl, "DELETE", `/api/v1/oauth/clients?id=${admin.id}`, { key: tenant.apiKey, body: {} });
+    assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/oauth/clients", { bearer: adminToken.body.access_token })).status, 401);
+    const reissue = await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", {
+      body: { grant_type: "client_credentials", client_id: admin.clientId, client_secret: admin.clientSecret },
+    });
+    assert.equal(reissue.status, 401);
+    assert.equal(reissue.body.error, "invalid_client");
+  });
+
+  test("token errors use the OAuth shape", async () => {
+    const c = await client();
+    const cases: Array<[unknown, number, string]> = [
+      [{ grant_type: "password", client_id: c.clientId, client_secret: c.clientSecret }, 400, "unsupported_grant_type"],
+      [{ grant_type: "client_credentials", client_id: c.clientId }, 400, "invalid_request"],
+      [{ grant_type: "client_credentials", client_secret: c.clientSecret }, 400, "invalid_request"],
+      [{ grant_type: "client_credentials", client_id: c.clientId, client_secret: "kcs_wrong" }, 401, "invalid_client"],
+      [{ grant_type: "client_credentials", client_id: "kci_unknown", client_secret: c.clientSecret }, 401, "invalid_client"],
+    ];
+    for (const [body, status, error] of cases) {
+      const res = await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", { body });
+      assert.equal(res.status, status, JSON.stringify(body));
+      assert.equal(res.body.error, error);
+    }
+  });
+});

@@ -1,0 +1,55 @@
+import { createClient, ConnectError, type Client } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import type { DescService } from "@bufbuild/protobuf";
+
+/** Real clients for each door: Connect JSON and binary over HTTP/1.1, gRPC over HTTP/2. */
+export function connectClient<S extends DescService>(service: S, baseUrl: string, binary = false): Client<S> {
+  return createClient(service, createConnectTransport({ baseUrl: `${baseUrl}/api/v1`, httpVersion: "1.1", useBinaryFormat: binary }));
+}
+
+export function grpcClient<S extends DescService>(service: S, address: string): Client<S> {
+  return createClient(service, createGrpcTransport({ baseUrl: `http://${address}` }));
+}
+
+/** Runs a call expected to fail and returns its ConnectError (code, message, reason metadata). */
+export async function rpcError(p: Promise<unknown>): Promise<{ code: number; reason: string | null; message: string }> {
+  try {
+    await p;
+  } catch (err) {
+    const e = ConnectError.from(err);
+    return { code: e.code, reason: e.metadata.get("x-error-reason"), message: e.rawMessage };
+  }
+  throw new Error("expected the call to fail");
+}
+
+export interface RestResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+/** REST call as a user would make it: JSON in, JSON (or nothing) out. */
+export async function rest(
+  baseUrl: string,
+  method: string,
+  path: string,
+  opts: { key?: string; bearer?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<RestResponse> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.key) headers["x-api-key"] = opts.key;
+  if (opts.bearer) headers.authorization = `Bearer ${opts.bearer}`;
+  let body: string | undefined = opts.rawBody;
+  if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers["content-type"] ??= "application/json";
+  }
+  const res = await fetch(baseUrl + path, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    /* non-JSON bodies are returned as text */
+  }
+  return { status: res.status, headers: res.headers, body: parsed };
+}

@@ -1,0 +1,57 @@
+import { randomBytes } from "node:crypto";
+import { loadConfig, type Config } from "../../src/config.js";
+import { createLogger } from "../../src/platform/logger.js";
+import { startService, type RunningService } from "../../src/main.js";
+import { IdentityStore } from "../../src/identity/identity-store.js";
+import { IdentityService } from "../../src/identity/identity-service.js";
+import type { RoleName } from "../../src/platform/context.js";
+import { createTestDatabase, requireEnv } from "./database.js";
+
+export const TEST_PEPPER = "test-pepper-0123456789abcdef0123456789abcdef";
+export const TEST_JWT_SECRET = "test-jwt-secret-0123456789abcdef0123456789abcdef";
+export const TEST_INTERNAL_KEY = "internal-0123456789abcdef0123456789abcdef";
+
+export interface TestService {
+  running: RunningService;
+  config: Config;
+  baseUrl: string;
+  grpcAddress: string;
+  identity: IdentityService;
+  /** A tenant with an admin user and that user's control-plane key. */
+  createTenant(name?: string): Promise<{ tenantId: string; userId: string; apiKey: string }>;
+  createUser(tenantId: string, role: RoleName): Promise<{ userId: string; apiKey: string }>;
+  stop(): Promise<void>;
+}
+
+/** The whole service on real Postgres (a database of this file's own) and Redis (a key prefix of its own). */
+export async function startTestService(overrides: Partial<Config> = {}, databaseUrl?: string): Promise<TestService> {
+  const config: Config = {
+    ...loadConfig({}),
+    host: "127.0.0.1",
+    port: 0,
+    grpcPort: 0,
+    databaseUrl: databaseUrl ?? (await createTestDatabase()),
+    redisUrl: requireEnv("TEST_REDIS_URL"),
+    redisKeyPrefix: `test:${randomBytes(6).toString("hex")}:`,
+    apiKeyPepper: TEST_PEPPER,
+    jwtSigningSecret: TEST_JWT_SECRET,
+    internalApiKey: TEST_INTERNAL_KEY,
+    logLevel: process.env.TEST_LOG_LEVEL ?? "silent",
+    shutdownGraceMs: 2000,
+    ...overrides,
+  };
+  const running = await startService(config, createLogger(config.logLevel));
+  const f = running.foundation;
+  const identity = new IdentityService(new IdentityStore(f.db), f.secrets, f.bus);
+  let n = 0;
+  return {
+    running,
+    config,
+    baseUrl: `http://127.0.0.1:${running.httpPort}`,
+    grpcAddress: `127.0.0.1:${running.grpcPort}`,
+    identity,
+    createTenant: (name = `tenant-${++n}`) => identity.createTenant(name),
+    createUser: (tenantId, role) => identity.createUser(tenantId, `${role}-${++n}-${randomBytes(3).toString("hex")}@example.com`, role),
+    stop: () => running.stop(),
+  };
+}
