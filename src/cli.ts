@@ -3,9 +3,7 @@ import { loadConfig } from "./config.js";
 import { createLogger } from "./platform/logger.js";
 import { isAppError } from "./platform/errors.js";
 import { isRole, type RoleName } from "./platform/context.js";
-import { openFoundation } from "./main.js";
-import { IdentityStore } from "./identity/identity-store.js";
-import { IdentityService } from "./identity/identity-service.js";
+import { createServices, openFoundation } from "./main.js";
 
 const USAGE = `usage:
   cli migrate
@@ -51,7 +49,7 @@ async function run(argv: string[]): Promise<unknown> {
   const logger = createLogger(process.env.LOG_LEVEL ?? "warn", 2);
   const f = await openFoundation(config, logger);
   try {
-    const identity = new IdentityService(new IdentityStore(f.db), f.secrets, f.bus);
+    const { identity } = createServices(f);
     switch (command) {
       case "migrate":
         return { migrated: true };

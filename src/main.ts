@@ -17,6 +17,12 @@ import { IdentityStore } from "./identity/identity-store.js";
 import { IdentityService } from "./identity/identity-service.js";
 import { Authenticator } from "./identity/authenticator.js";
 import { ApiKeyService, OAuthService } from "../gen/decisioning/v1/identity_pb.js";
+import { AuditService as AuditServiceDesc } from "../gen/decisioning/v1/audit_pb.js";
+import { AuditStore } from "./audit/audit-store.js";
+import { AuditLog } from "./audit/audit-log.js";
+import { AuditService } from "./audit/audit-service.js";
+import { CatalogStore } from "./catalog/catalog-store.js";
+import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { Gateway, type ServiceRegistration } from "./transport/gateway.js";
 import { createHttpServer } from "./transport/http-server.js";
 import { createGrpcServer, bindGrpc } from "./transport/grpc.js";
@@ -89,18 +95,43 @@ export async function openFoundation(config: Config, logger: Logger): Promise<Fo
   };
 }
 
+/** Stores and services over one foundation: what the servers, the CLI and the tests all use. */
+export interface Services {
+  identityStore: IdentityStore;
+  identity: IdentityService;
+  audit: AuditService;
+  catalog: Catalog;
+  registrations: ServiceRegistration[];
+}
+
+export function createServices(f: Foundation): Services {
+  const identityStore = new IdentityStore(f.db);
+  const auditLog = new AuditLog(new AuditStore(f.db));
+  const audit = new AuditService(new AuditStore(f.db));
+  const catalog = createCatalog(new CatalogStore(f.db), auditLog, (tenantId, userId) => identityStore.isActiveAdmin(tenantId, userId), []);
+  const identity = new IdentityService(identityStore, f.secrets, f.bus, catalog.seedTenant);
+  const registrations: ServiceRegistration[] = [
+    { service: ApiKeyService, impl: identity as never },
+    { service: OAuthService, impl: identity as never },
+    { service: AuditServiceDesc, impl: audit as never },
+    ...catalog.services,
+  ];
+  return { identityStore, identity, audit, catalog, registrations };
+}
+
 export interface RunningService {
   httpPort: number;
   grpcPort: number;
   foundation: Foundation;
+  services: Services;
   stop(): Promise<void>;
 }
 
 /** The one wiring point: config → pools → stores → services → servers. */
 export async function startService(config: Config, logger = createLogger(config.logLevel)): Promise<RunningService> {
   const f = await openFoundation(config, logger);
-  const identityStore = new IdentityStore(f.db);
-  const identity = new IdentityService(identityStore, f.secrets, f.bus);
+  const services = createServices(f);
+  const { identityStore } = services;
   const authenticator = new Authenticator(identityStore, f.secrets, config.internalApiKey, logger);
   await authenticator.listen(f.bus);
 
@@ -111,11 +142,7 @@ export async function startService(config: Config, logger = createLogger(config.
     async (tenantId) => (await identityStore.findTenant(tenantId))?.rate_limits ?? {},
     logger,
   );
-  const registrations: ServiceRegistration[] = [
-    { service: ApiKeyService, impl: identity as never },
-    { service: OAuthService, impl: identity as never },
-  ];
-  const gateway = new Gateway(registrations, authenticator, rateLimits, config.defaultBodyLimitBytes, logger);
+  const gateway = new Gateway(services.registrations, authenticator, rateLimits, config.defaultBodyLimitBytes, logger);
 
   const health = async () => {
     const checks: Record<string, "ok" | "down"> = {};
@@ -136,6 +163,7 @@ export async function startService(config: Config, logger = createLogger(config.
     httpPort,
     grpcPort,
     foundation: f,
+    services,
     stop() {
       // Drain: stop accepting, let in-flight requests finish (bounded), then close the pools.
       stopping ??= (async () => {

@@ -19,6 +19,7 @@ const TOUCH_INTERVAL_MS = 60_000;
 export interface Authenticated {
   tenantId: string;
   userId: string | null;
+  actorName: string;
   role: RoleName;
   principal: Principal;
 }
@@ -83,6 +84,7 @@ export class Authenticator {
     return {
       tenantId: key.tenant_id,
       userId: user.id,
+      actorName: user.name,
       role: user.role,
       principal: { kind: "api_key", keyId: key.id, userId: user.id, scopes: key.scopes },
     };
@@ -94,7 +96,7 @@ export class Authenticator {
     if (!tenantId) throw invalidField("X-Tenant-Id", "is required with the internal server key");
     const exists = isUuid(tenantId) && (await this.live(() => this.tenants.get(tenantId, async () => (await this.store.findTenant(tenantId)) !== null)));
     if (!exists) throw invalidField("X-Tenant-Id", `unknown tenant ${tenantId}`);
-    return { tenantId, userId: null, role: "admin", principal: { kind: "internal" } };
+    return { tenantId, userId: null, actorName: "system", role: "admin", principal: { kind: "internal" } };
   }
 
   private async fromAccessToken(token: string): Promise<Authenticated> {
@@ -106,6 +108,7 @@ export class Authenticator {
     return {
       tenantId: client.tenant_id,
       userId: null,
+      actorName: `oauth-client:${client.name}`,
       role: roleForOAuthScopes(client.scopes),
       principal: { kind: "oauth_client", clientId: client.client_id, scopes: client.scopes },
     };

@@ -22,6 +22,7 @@ import { newId, isUuid } from "../platform/ids.js";
 import type { Secrets } from "../platform/secrets.js";
 import type { Bus } from "../platform/bus.js";
 import type { IdentityStore, UserRow } from "./identity-store.js";
+import type { Transaction } from "../platform/db.js";
 import { TokenSigner, TOKEN_LIFETIME_SECONDS } from "./token-signer.js";
 import { toApiKeySummary, toCreatedApiKey, toCreatedOAuthClient, toOAuthClientSummary } from "./identity-mapper.js";
 
@@ -62,6 +63,8 @@ export class IdentityService {
     private readonly store: IdentityStore,
     private readonly secrets: Secrets,
     private readonly bus: Bus,
+    /** Fills a new tenant's defaults (outcome types, ...) in the same transaction as the tenant. */
+    private readonly initializeTenant: (t: Transaction, ctx: TenantContext) => Promise<void> = async () => {},
   ) {
     this.signer = new TokenSigner(secrets);
   }
@@ -188,6 +191,14 @@ export class IdentityService {
         { id: newId(), user_id: userId, name: "bootstrap", prefix: apiKey.slice(0, 12), key_hash: keyHash, scopes: ["control-plane"], expires_at: null },
         t,
       );
+      await this.initializeTenant(t, {
+        tenantId,
+        userId: null,
+        actorName: "system",
+        role: "admin",
+        principal: { kind: "internal" },
+        requestId: `tenant-create-${tenantId}`,
+      });
     });
     return { tenantId, userId, apiKey };
   }

@@ -94,6 +94,12 @@ export class IdentityStore {
     return row ?? null;
   }
 
+  /** Spec 2.4: a mandatory offer's approver must be an (active) admin of the same tenant. */
+  async isActiveAdmin(tenantId: string, userId: string): Promise<boolean> {
+    const user = await this.findUser(tenantId, userId);
+    return user !== null && user.role === "admin" && !user.disabled;
+  }
+
   /** Every change of role or disabled state bumps token_version (spec 5.4). */
   async updateUser(
     tenantId: string,

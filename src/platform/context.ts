@@ -26,6 +26,8 @@ export interface TenantContext {
   tenantId: string;
   /** The acting user; null for OAuth clients and infrastructure credentials. */
   userId: string | null;
+  /** Who to name in audit entries: the user's name, the OAuth client's name, or `system`. */
+  actorName: string;
   role: RoleName;
   principal: Principal;
   requestId: string;

@@ -26,6 +26,7 @@ export interface ResolvedPolicy {
   maxBodyBytes: number;
   httpStatus: number;
   acceptForm: boolean;
+  anyContentType: boolean;
   /** Replaces the tenant default on this route when set. */
   rateLimit: RouteRateLimit | null;
   errorFormat: ErrorFormatName;
@@ -67,6 +68,7 @@ export function methodPolicy(method: DescMethod, defaultBodyLimitBytes: number):
     maxBodyBytes: p.maxBodyBytes || defaultBodyLimitBytes,
     httpStatus: p.httpStatus || 200,
     acceptForm: p.acceptForm,
+    anyContentType: p.anyContentType,
     rateLimit: rl
       ? {
           bucket: rl.bucket,

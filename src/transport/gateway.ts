@@ -104,7 +104,7 @@ export class Gateway {
     }
     let ctx: TenantContext;
     if (policy.plane === "public") {
-      ctx = { tenantId: "", userId: null, role: "viewer", principal: { kind: "anonymous" }, requestId };
+      ctx = { tenantId: "", userId: null, actorName: "anonymous", role: "viewer", principal: { kind: "anonymous" }, requestId };
     } else {
       const auth = await this.authenticator.authenticate(inv.call);
       authorize(auth, policy);

@@ -1,11 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { getOption, type DescField, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { create, fromBinary, getOption, type DescField, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { ScalarType } from "@bufbuild/protobuf";
+import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { http as httpExt } from "../../gen/google/api/annotations_pb.js";
 import { HttpBodySchema, type HttpBody } from "../../gen/google/api/httpbody_pb.js";
+import { DownloadDispositionSchema } from "../../gen/decisioning/v1/common_pb.js";
 import { AppError, badRequest } from "../platform/errors.js";
 import type { CallInfo } from "../platform/context.js";
 import type { RateLimitDecision } from "../platform/rate-limiter.js";
+import type { ResolvedPolicy } from "../platform/method-policy.js";
 import { readJson, writeJson } from "./json-codec.js";
 import { httpErrorResponse, toAppError } from "./error-mapping.js";
 import { isJsonMediaType, mediaType, readBody } from "./http-body.js";
@@ -98,16 +101,19 @@ export class RestTranscoder {
     const parts = url.pathname.split("/").filter(Boolean);
     const verb = (req.method ?? "GET").toUpperCase();
     const call = callInfo(req);
-    let pathMatched = false;
+    // Routes are sorted most literal segments first; once a path matches, less specific templates
+    // are not considered, so a known path with the wrong verb is a 405 rather than a variable match.
+    let matchedTier: number | null = null;
     for (const route of this.routes) {
+      if (matchedTier !== null && route.literalCount < matchedTier) break;
       const vars = match(route, parts);
       if (!vars) continue;
-      pathMatched = true;
+      matchedTier = route.literalCount;
       if (route.verb !== verb) continue;
       await this.serve(route, vars, url, req, res, call);
       return;
     }
-    const err = pathMatched
+    const err = matchedTier !== null
       ? new AppError({ code: "UNIMPLEMENTED", reason: "METHOD_NOT_ALLOWED", message: `${verb} is not allowed on ${url.pathname}` })
       : new AppError({ code: "NOT_FOUND", reason: "NOT_FOUND", message: `No route for ${verb} ${url.pathname}` });
     sendError(res, err, "problem", requestIdOf(call));
@@ -134,13 +140,18 @@ export class RestTranscoder {
             json[field.jsonName] = url.searchParams.get(key)!;
           }
         }
+        let bodyKeys: string[] = [];
         if (route.body) {
-          const body = await this.readRequestBody(req, policy.maxBodyBytes, policy.acceptForm);
-          if (route.body === "*") Object.assign(json, body);
-          else json[fieldByName(route.method, route.body)?.jsonName ?? route.body] = body;
+          const body = await this.readRequestBody(req, policy);
+          if (route.body === "*") {
+            Object.assign(json, body);
+            bodyKeys = typeof body === "object" && body !== null && !Array.isArray(body) ? Object.keys(body) : [];
+          } else json[fieldByName(route.method, route.body)?.jsonName ?? route.body] = body;
         }
         for (const [name, value] of Object.entries(vars)) json[fieldByName(route.method, name)?.jsonName ?? name] = value;
-        return readJson(route.method.input, json);
+        const message = readJson(route.method.input, json);
+        fillUpdateMask(route.method, message, bodyKeys, Object.keys(vars));
+        return message;
       };
       const result = await this.gateway.invoke(route.method, decode, {
         call,
@@ -151,7 +162,10 @@ export class RestTranscoder {
       res.setHeader("x-request-id", requestId);
       if (route.method.output.typeName === HttpBodySchema.typeName) {
         const body = result.response as HttpBody;
-        res.writeHead(policy.httpStatus, { "content-type": body.contentType || "application/octet-stream" });
+        const headers: Record<string, string> = { "content-type": body.contentType || "application/octet-stream" };
+        const filename = downloadFilename(body);
+        if (filename) headers["content-disposition"] = `attachment; filename="${filename.replace(/["\\\r\n]/g, "_")}"`;
+        res.writeHead(policy.httpStatus, headers);
         res.end(Buffer.from(body.data));
         return;
       }
@@ -167,14 +181,15 @@ export class RestTranscoder {
   }
 
   /** JSON (or, where the method allows it, form-urlencoded) into a plain object; empty means {}. */
-  private async readRequestBody(req: IncomingMessage, limit: number, acceptForm: boolean): Promise<JsonValue> {
-    const raw = await readBody(req, limit);
+  private async readRequestBody(req: IncomingMessage, policy: ResolvedPolicy): Promise<JsonValue> {
+    const raw = await readBody(req, policy.maxBodyBytes);
     if (raw.length === 0) return {};
     const type = mediaType(req.headers["content-type"]);
+    const acceptForm = policy.acceptForm;
     if (acceptForm && type === "application/x-www-form-urlencoded") {
       return Object.fromEntries(new URLSearchParams(raw.toString("utf8")));
     }
-    if (!isJsonMediaType(type) && type !== "") {
+    if (!isJsonMediaType(type) && type !== "" && !policy.anyContentType) {
       throw new AppError({
         code: "INVALID_ARGUMENT",
         reason: "UNSUPPORTED_MEDIA_TYPE",
@@ -187,6 +202,26 @@ export class RestTranscoder {
       throw badRequest("INVALID_JSON", "Invalid JSON");
     }
   }
+}
+
+/**
+ * Update semantics on REST: the keys present in the body form the update mask (so `null` clears a
+ * nullable field and absent keys stay unchanged), unless the body sends updateMask itself.
+ */
+function fillUpdateMask(method: DescMethod, message: Message, bodyKeys: string[], pathVars: string[]): void {
+  const maskField = method.input.fields.find((f) => f.name === "update_mask" && f.message?.typeName === FieldMaskSchema.typeName);
+  if (!maskField || bodyKeys.includes(maskField.jsonName) || bodyKeys.includes(maskField.name)) return;
+  const paths = bodyKeys
+    .map((k) => fieldByName(method, k))
+    .filter((f): f is DescField => f !== undefined && f !== maskField && !pathVars.includes(f.name) && f.name !== "id")
+    .map((f) => f.name);
+  (message as Record<string, unknown>)[maskField.localName] = create(FieldMaskSchema, { paths });
+}
+
+/** A DownloadDisposition packed into HttpBody.extensions makes the answer a file download. */
+function downloadFilename(body: HttpBody): string | null {
+  const ext = body.extensions.find((a) => a.typeUrl === `type.googleapis.com/${DownloadDispositionSchema.typeName}`);
+  return ext ? fromBinary(DownloadDispositionSchema, ext.value).filename : null;
 }
 
 export function callInfo(req: IncomingMessage): CallInfo {

@@ -2,8 +2,7 @@ import { randomBytes } from "node:crypto";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { startService, type RunningService } from "../../src/main.js";
-import { IdentityStore } from "../../src/identity/identity-store.js";
-import { IdentityService } from "../../src/identity/identity-service.js";
+import type { IdentityService } from "../../src/identity/identity-service.js";
 import type { RoleName } from "../../src/platform/context.js";
 import { createTestDatabase, requireEnv } from "./database.js";
 
@@ -41,8 +40,7 @@ export async function startTestService(overrides: Partial<Config> = {}, database
     ...overrides,
   };
   const running = await startService(config, createLogger(config.logLevel));
-  const f = running.foundation;
-  const identity = new IdentityService(new IdentityStore(f.db), f.secrets, f.bus);
+  const identity = running.services.identity;
   let n = 0;
   return {
     running,

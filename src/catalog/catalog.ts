@@ -1,0 +1,120 @@
+import { create, type DescService, type Message } from "@bufbuild/protobuf";
+import {
+  CatalogEntrySchema,
+  CatalogEntryService,
+  CatalogEntryWriteSchema,
+  CreativeSchema,
+  CreativeService,
+  CreativeWriteSchema,
+  ListCatalogEntriesResponseSchema,
+  ListCreativesResponseSchema,
+  OfferService as OfferServiceDesc,
+  type ListCreativesRequest,
+} from "../../gen/decisioning/v1/catalog_pb.js";
+import type { TenantContext } from "../platform/context.js";
+import type { Transaction } from "../platform/db.js";
+import { invalidField, notFound } from "../platform/errors.js";
+import { isUuid } from "../platform/ids.js";
+import type { AuditLog } from "../audit/audit-log.js";
+import { CatalogCollection } from "./catalog-collection.js";
+import { toCatalogEntry, toCreative } from "./catalog-mapper.js";
+import { CREATIVE_RULES, DEFAULT_OUTCOME_TYPES, ENTRY_KINDS } from "./catalog-rules.js";
+import type { CatalogStore } from "./catalog-store.js";
+import { OfferService, type AdminCheck } from "./offer-service.js";
+import type { OfferEventListener } from "./offer-events.js";
+
+type Handler = (ctx: TenantContext, req: any) => Promise<Message>;
+type EntryCollection = CatalogCollection<typeof CatalogEntrySchema, typeof ListCatalogEntriesResponseSchema>;
+
+export interface Catalog {
+  offers: OfferService;
+  /** Service implementations for the doors, keyed by method localName. */
+  services: Array<{ service: DescService; impl: Record<string, Handler> }>;
+  /** Fills a new tenant's catalog (the default outcome types) inside its creating transaction. */
+  seedTenant(t: Transaction, ctx: TenantContext): Promise<void>;
+}
+
+export function createCatalog(store: CatalogStore, audit: AuditLog, isTenantAdmin: AdminCheck, listeners: OfferEventListener[]): Catalog {
+  const offers = new OfferService(store, audit, isTenantAdmin, listeners);
+  const creatives = new CatalogCollection(store, audit, {
+    table: "creatives",
+    entityType: "creative",
+    label: "creative",
+    schema: CreativeSchema,
+    writeSchema: CreativeWriteSchema,
+    listSchema: ListCreativesResponseSchema,
+    toMessage: toCreative,
+    rules: CREATIVE_RULES,
+    references: [
+      { column: "offer_id", field: "offerId", kind: "offer" },
+      { column: "channel_id", field: "channelId", kind: "channel" },
+      { column: "placement_id", field: "placementId", kind: "placement" },
+    ],
+    filter: {},
+    fixed: {},
+  });
+  const entries = new Map<string, EntryCollection>(
+    Object.values(ENTRY_KINDS).map((k) => [
+      k.collection,
+      new CatalogCollection(store, audit, {
+        table: "catalog_entries",
+        entityType: k.kind,
+        label: k.label,
+        schema: CatalogEntrySchema,
+        writeSchema: CatalogEntryWriteSchema,
+        listSchema: ListCatalogEntriesResponseSchema,
+        toMessage: toCatalogEntry,
+        rules: k.rules,
+        references: k.references.map((r) => ({
+          column: r.field,
+          field: CatalogEntryWriteSchema.fields.find((f) => f.name === r.field)!.jsonName,
+          kind: r.kind,
+        })),
+        filter: { kind: k.kind },
+        fixed: { kind: k.kind },
+      }),
+    ]),
+  );
+  /** The collection a path names; an unknown one is no route at all. */
+  const entry = (collection: string): EntryCollection => {
+    const found = entries.get(collection);
+    if (!found) throw notFound("collection", `/api/v1/${collection}`);
+    return found;
+  };
+
+  return {
+    offers,
+    services: [
+      { service: OfferServiceDesc, impl: offers as unknown as Record<string, Handler> },
+      {
+        service: CreativeService,
+        impl: {
+          listCreatives: (ctx, req: ListCreativesRequest) => {
+            if (req.offerId && !isUuid(req.offerId)) throw invalidField("offerId", "must be an offer id");
+            return creatives.list(ctx, req, req.offerId ? { offer_id: req.offerId } : {});
+          },
+          createCreative: (ctx, req) => creatives.create(ctx, req),
+          updateCreative: (ctx, req) => creatives.update(ctx, req),
+          deleteCreative: (ctx, req) => creatives.delete(ctx, req),
+          getCreative: (ctx, req) => creatives.get(ctx, req),
+        },
+      },
+      {
+        service: CatalogEntryService,
+        impl: {
+          listCatalogEntries: (ctx, req) => entry(req.collection).list(ctx, req),
+          createCatalogEntry: (ctx, req) => entry(req.collection).create(ctx, req),
+          updateCatalogEntry: (ctx, req) => entry(req.collection).update(ctx, req),
+          deleteCatalogEntry: (ctx, req) => entry(req.collection).delete(ctx, req),
+          getCatalogEntry: (ctx, req) => entry(req.collection).get(ctx, req),
+        },
+      },
+    ],
+    async seedTenant(t, ctx) {
+      const outcomeTypes = entry(ENTRY_KINDS.outcome_type.collection);
+      for (const o of DEFAULT_OUTCOME_TYPES) {
+        await outcomeTypes.create(ctx, create(CatalogEntryWriteSchema, { name: o.name, key: o.key, category: o.category }), t);
+      }
+    },
+  };
+}

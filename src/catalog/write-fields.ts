@@ -1,0 +1,110 @@
+import { isFieldSet, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { timestampDate, type FieldMask, type Timestamp } from "@bufbuild/protobuf/wkt";
+import type { FieldViolation } from "../platform/errors.js";
+
+export type FieldKind = "string" | "int" | "number" | "bool" | "timestamp" | "json" | "strings";
+
+/** One writable column, named as its proto field (snake_case), with its rules. */
+export interface FieldRule {
+  name: string;
+  kind: FieldKind;
+  /** May be written as null (cleared). */
+  nullable?: boolean;
+  /** Must be given on create. */
+  required?: boolean;
+  /** Numeric range, or string length for strings. */
+  min?: number;
+  max?: number;
+  oneOf?: readonly string[];
+}
+
+export type ColumnValues = Record<string, unknown>;
+
+export interface WriteResult {
+  values: ColumnValues;
+  violations: FieldViolation[];
+}
+
+const MAX_TEXT = 10_000;
+
+/**
+ * Which fields a write sets: the update mask's paths when it has any (REST fills it from the body's
+ * keys), otherwise the fields present in the message (gRPC and Connect callers).
+ */
+export function writtenFieldNames(schema: DescMessage, message: Message & { updateMask?: FieldMask }): Set<string> {
+  const paths = message.updateMask?.paths ?? [];
+  if (paths.length) return new Set(paths);
+  const set = new Set<string>();
+  for (const f of schema.fields) {
+    if (f.name === "id" || f.name === "update_mask") continue;
+    if (f.fieldKind === "list" ? (message as any)[f.localName].length > 0 : isFieldSet(message, f)) set.add(f.name);
+  }
+  return set;
+}
+
+function check(rule: FieldRule, value: unknown): string | null {
+  switch (rule.kind) {
+    case "string": {
+      const s = value as string;
+      if (rule.oneOf && !rule.oneOf.includes(s)) return `must be one of ${rule.oneOf.join(", ")}`;
+      if (rule.min !== undefined && s.trim().length < rule.min) return rule.min === 1 ? "must not be empty" : `must be at least ${rule.min} characters`;
+      if (s.length > (rule.max ?? MAX_TEXT)) return `must be at most ${rule.max ?? MAX_TEXT} characters`;
+      if (s.includes("\u0000")) return "must not contain NUL characters";
+      return null;
+    }
+    case "int":
+    case "number": {
+      const n = value as number;
+      if (!Number.isFinite(n)) return "must be a finite number";
+      if ((rule.min !== undefined && n < rule.min) || (rule.max !== undefined && n > rule.max)) {
+        return `must be between ${rule.min} and ${rule.max}`;
+      }
+      return null;
+    }
+    case "strings":
+      return (value as string[]).some((s) => s.length > 255) ? "items must be at most 255 characters" : null;
+    default:
+      return null;
+  }
+}
+
+function columnValue(rule: FieldRule, raw: unknown): unknown {
+  if (rule.kind === "timestamp") return timestampDate(raw as Timestamp);
+  if (rule.kind === "string") return (raw as string).trim();
+  return raw;
+}
+
+/**
+ * Turns a write message into column values for the fields it sets, checking each against its rule.
+ * Fields outside `rules` are ignored (a route that accepts only some fields passes only those).
+ */
+export function columnsFromWrite(
+  schema: DescMessage,
+  message: Message & { updateMask?: FieldMask },
+  rules: readonly FieldRule[],
+  mode: "create" | "update",
+): WriteResult {
+  const written = writtenFieldNames(schema, message);
+  const values: ColumnValues = {};
+  const violations: FieldViolation[] = [];
+  for (const rule of rules) {
+    const field = schema.fields.find((f) => f.name === rule.name) as DescField;
+    if (!written.has(rule.name)) {
+      if (mode === "create" && rule.required) violations.push({ field: field.jsonName, message: "is required" });
+      continue;
+    }
+    const present = field.fieldKind === "list" || isFieldSet(message, field);
+    if (!present) {
+      if (rule.required) violations.push({ field: field.jsonName, message: "is required" });
+      else if (rule.nullable) values[rule.name] = null;
+      else if (rule.kind === "json") values[rule.name] = {};
+      else violations.push({ field: field.jsonName, message: "must not be null" });
+      continue;
+    }
+    const value = columnValue(rule, (message as any)[field.localName]);
+    const problem = check(rule, value);
+    if (problem) violations.push({ field: field.jsonName, message: problem });
+    else values[rule.name] = value;
+  }
+  return { values, violations };
+}

@@ -1,0 +1,38 @@
+import { invalidField } from "./errors.js";
+import { isUuid } from "./ids.js";
+
+export interface CursorPageRequest {
+  limit: number;
+  /** The last id of the previous page; rows come newest first, so the next page is `id < cursor`. */
+  cursor: string | null;
+}
+
+/** Spec 8: list pages default to 50 and allow at most 100; anything else is a 400 naming the field. */
+export function cursorPageRequest(req: { limit?: number; cursor: string }, max = 100, fallback = 50): CursorPageRequest {
+  const limit = req.limit ?? fallback;
+  if (!Number.isInteger(limit) || limit < 1 || limit > max) throw invalidField("limit", `must be between 1 and ${max}`);
+  if (req.cursor && !isUuid(req.cursor)) throw invalidField("cursor", "is not a cursor returned by this list");
+  return { limit, cursor: req.cursor || null };
+}
+
+/** The spec 2.1 envelope from a page fetched with limit + 1 rows (the extra row says whether more exist). */
+export function cursorPage<T extends { id: string }>(rows: T[], limit: number): { rows: T[]; pagination: { limit: number; cursor?: string; hasMore: boolean } } {
+  const hasMore = rows.length > limit;
+  const page = hasMore ? rows.slice(0, limit) : rows;
+  return { rows: page, pagination: { limit, cursor: hasMore ? page[page.length - 1].id : undefined, hasMore } };
+}
+
+export interface OffsetPageRequest {
+  page: number;
+  limit: number;
+  offset: number;
+}
+
+/** Page/limit lists (audit logs, change history): page from 1, limit within 1..max; 400 naming the field. */
+export function offsetPageRequest(req: { page?: number; limit?: number }, max: number, fallback = 50): OffsetPageRequest {
+  const page = req.page ?? 1;
+  const limit = req.limit ?? fallback;
+  if (!Number.isInteger(page) || page < 1) throw invalidField("page", "must be a whole number of at least 1");
+  if (!Number.isInteger(limit) || limit < 1 || limit > max) throw invalidField("limit", `must be between 1 and ${max}`);
+  return { page, limit, offset: (page - 1) * limit };
+}
