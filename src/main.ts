@@ -21,7 +21,7 @@ import { AuditService as AuditServiceDesc } from "../gen/decisioning/v1/audit_pb
 import { AuditStore } from "./audit/audit-store.js";
 import { AuditLog } from "./audit/audit-log.js";
 import { AuditService } from "./audit/audit-service.js";
-import { CatalogStore } from "./catalog/catalog-store.js";
+import { CatalogStore, DecisionConfigStore } from "./catalog/catalog-store.js";
 import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { Gateway, type ServiceRegistration } from "./transport/gateway.js";
 import { createHttpServer } from "./transport/http-server.js";
@@ -108,7 +108,9 @@ export function createServices(f: Foundation): Services {
   const identityStore = new IdentityStore(f.db);
   const auditLog = new AuditLog(new AuditStore(f.db));
   const audit = new AuditService(new AuditStore(f.db));
-  const catalog = createCatalog(new CatalogStore(f.db), auditLog, (tenantId, userId) => identityStore.isActiveAdmin(tenantId, userId), []);
+  const catalog = createCatalog(new CatalogStore(f.db), new DecisionConfigStore(f.db), auditLog, (tenantId, userId) =>
+    identityStore.isActiveAdmin(tenantId, userId),
+  );
   const identity = new IdentityService(identityStore, f.secrets, f.bus, catalog.seedTenant);
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },

@@ -3,7 +3,7 @@ import type { FieldMask } from "@bufbuild/protobuf/wkt";
 import { DeleteResponseSchema, type CatalogIdRequest, type DeleteResponse } from "../../gen/decisioning/v1/catalog_pb.js";
 import type { TenantContext } from "../platform/context.js";
 import type { Transaction } from "../platform/db.js";
-import { invalidField, isAppError, conflict, notFound } from "../platform/errors.js";
+import { invalidField, isAppError, conflict, notFound, type FieldViolation } from "../platform/errors.js";
 import { isUniqueViolation } from "../platform/db.js";
 import { isUuid, newId } from "../platform/ids.js";
 import { cursorPage, cursorPageRequest } from "../platform/pagination.js";
@@ -28,8 +28,13 @@ export interface CollectionSpec<M extends DescMessage, L extends DescMessage> {
   references: ReadonlyArray<{ column: string; field: string; kind: EntryKind | "offer" }>;
   /** Rows of this collection within the table (the entry kind). */
   filter: RowFilter;
-  /** Fixed column values of new rows (the entry kind). */
+  /** Column values of new rows: the entry kind, and defaults the body may override. */
   fixed: ColumnValues;
+  /**
+   * Rules across fields and against the core's shapes, given the row as it would be after the
+   * write (`before` is null on create).
+   */
+  validate?: (ctx: TenantContext, after: ColumnValues, before: CatalogRow | null) => Promise<FieldViolation[]>;
 }
 
 type WriteMessage = Message & { id: string; updateMask?: FieldMask };
@@ -58,21 +63,21 @@ export class CatalogCollection<M extends DescMessage, L extends DescMessage> {
 
   async create(ctx: TenantContext, req: WriteMessage, t?: Transaction): Promise<MessageShape<M>> {
     const { values, violations } = columnsFromWrite(this.spec.writeSchema, req, this.spec.rules, "create");
-    await this.checkReferences(ctx, values, violations);
+    await this.checkReferences(ctx, values, violations, null);
     const write = async (tx: Transaction) => {
       const row = await this.conflicts(this.store.insert(tx, this.spec.table, ctx.tenantId, { id: newId(), ...this.spec.fixed, ...values }), values);
       await this.record(tx, ctx, "create", null, row);
       return row;
     };
-    return this.spec.toMessage(t ? await write(t) : await this.store.transaction(write));
+    return this.spec.toMessage(t ? await write(t) : await this.store.transaction(ctx.tenantId, write));
   }
 
   async update(ctx: TenantContext, req: WriteMessage): Promise<MessageShape<M>> {
     if (!req.id) throw invalidField("id", "is required");
     const { values, violations } = columnsFromWrite(this.spec.writeSchema, req, this.spec.rules, "update");
-    const row = await this.store.transaction(async (t) => {
+    const row = await this.store.transaction(ctx.tenantId, async (t) => {
       const before = await this.mustFind(ctx.tenantId, req.id, t);
-      await this.checkReferences(ctx, values, violations);
+      await this.checkReferences(ctx, values, violations, before);
       const after = await this.conflicts(this.store.update(t, this.spec.table, ctx.tenantId, before.id, values, true), values);
       await this.record(t, ctx, "update", before, after);
       return after;
@@ -83,7 +88,7 @@ export class CatalogCollection<M extends DescMessage, L extends DescMessage> {
   /** Soft delete with a version increment, as a cascade from an offer would do. */
   async delete(ctx: TenantContext, req: CatalogIdRequest): Promise<DeleteResponse> {
     if (!req.id) throw invalidField("id", "is required");
-    await this.store.transaction(async (t) => {
+    await this.store.transaction(ctx.tenantId, async (t) => {
       const before = await this.mustFind(ctx.tenantId, req.id, t);
       const after = await this.store.update(t, this.spec.table, ctx.tenantId, before.id, { deleted_at: new Date() }, true);
       await this.record(t, ctx, "soft_delete", before, after);
@@ -97,7 +102,7 @@ export class CatalogCollection<M extends DescMessage, L extends DescMessage> {
     return row;
   }
 
-  private async checkReferences(ctx: TenantContext, values: ColumnValues, violations: ReturnType<typeof columnsFromWrite>["violations"]) {
+  private async checkReferences(ctx: TenantContext, values: ColumnValues, violations: FieldViolation[], before: CatalogRow | null) {
     violations.push(
       ...(await referenceViolations(
         this.store,
@@ -105,6 +110,10 @@ export class CatalogCollection<M extends DescMessage, L extends DescMessage> {
         this.spec.references.map((r) => ({ field: r.field, kind: r.kind, id: values[r.column] })),
       )),
     );
+    // Cross-field rules read the resulting row; they are moot while single fields are wrong.
+    if (!violations.length && this.spec.validate) {
+      violations.push(...(await this.spec.validate(ctx, { ...this.spec.fixed, ...before, ...values }, before)));
+    }
     throwIfInvalid(violations);
   }
 

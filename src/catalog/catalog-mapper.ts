@@ -26,6 +26,8 @@ function fromRow<D extends DescMessage>(schema: D, row: CatalogRow): MessageShap
   return create(schema, init as never);
 }
 
+/** Any catalog message from its row. */
+export const toMessage = fromRow;
 export const toOffer = (row: CatalogRow): Offer => fromRow(OfferSchema, row);
 export const toCreative = (row: CatalogRow): Creative => fromRow(CreativeSchema, row);
 export const toCatalogEntry = (row: CatalogRow): CatalogEntry => fromRow(CatalogEntrySchema, row);

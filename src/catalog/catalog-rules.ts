@@ -1,5 +1,6 @@
-import type { FieldRule } from "./write-fields.js";
+import type { ColumnValues, FieldRule } from "./write-fields.js";
 import type { EntryKind } from "./catalog-store.js";
+import { CONFIG_VALIDATORS } from "../core/config-validation.js";
 
 export const OFFER_STATUSES = ["draft", "active", "paused", "archived"] as const;
 
@@ -64,6 +65,10 @@ export interface EntryKindSpec {
   label: string;
   rules: readonly FieldRule[];
   references: readonly EntryReference[];
+  /** Column values of new rows that the body may override. */
+  defaults?: ColumnValues;
+  /** Checks a decision rule's `config` against the shape the core reads; messages name the path. */
+  validateConfig?: (config: unknown) => string[];
 }
 
 const common: FieldRule[] = [
@@ -71,6 +76,21 @@ const common: FieldRule[] = [
   { name: "description", kind: "string" },
   { name: "metadata", kind: "json" },
 ];
+
+/** A decision rule: a named, switchable `config` object the core reads (docs/decisioning.md). */
+function decisionRule(kind: EntryKind, collection: string, label: string, validateConfig: (config: unknown) => string[]): EntryKindSpec {
+  return {
+    kind,
+    collection,
+    label,
+    rules: [...common, { name: "status", kind: "string", oneOf: RULE_STATUSES }, { name: "config", kind: "json", required: true }],
+    references: [],
+    defaults: { status: "active" },
+    validateConfig,
+  };
+}
+
+export const RULE_STATUSES = ["active", "inactive"] as const;
 
 export const ENTRY_KINDS: Record<EntryKind, EntryKindSpec> = {
   category: { kind: "category", collection: "categories", label: "category", rules: common, references: [] },
@@ -106,7 +126,57 @@ export const ENTRY_KINDS: Record<EntryKind, EntryKindSpec> = {
     ],
     references: [],
   },
+  qualification_rule: decisionRule("qualification_rule", "qualification-rules", "qualification rule", CONFIG_VALIDATORS.qualificationRule),
+  decisioning_gate: decisionRule("decisioning_gate", "decisioning-gates", "decisioning gate", CONFIG_VALIDATORS.qualificationRule),
+  contact_policy: decisionRule("contact_policy", "contact-policies", "contact policy", CONFIG_VALIDATORS.contactPolicy),
+  guardrail_rule: decisionRule("guardrail_rule", "guardrail-rules", "guardrail rule", CONFIG_VALIDATORS.guardrailRule),
+  ranking_profile: decisionRule("ranking_profile", "ranking-profiles", "ranking profile", CONFIG_VALIDATORS.rankingProfile),
+  cross_offer_constraint: decisionRule("cross_offer_constraint", "cross-offer-constraints", "cross-offer constraint", CONFIG_VALIDATORS.crossOfferConstraint),
+  segment: decisionRule("segment", "segments", "segment", CONFIG_VALIDATORS.segment),
 };
+
+export const BUDGET_SCOPES = ["global", "category", "offer", "channel"] as const;
+export const BUDGET_PERIODS = ["lifetime", "day", "week", "month"] as const;
+const MAX_INT = 2_147_483_647;
+const MAX_AMOUNT = 1e12;
+
+/** Spec 2.19: at least one of the limits on create (checked by the budget validation). */
+export const BUDGET_RULES: readonly FieldRule[] = [
+  { name: "name", kind: "string", required: true, min: 1, max: 255 },
+  { name: "scope", kind: "string", oneOf: BUDGET_SCOPES },
+  { name: "scope_id", kind: "string", nullable: true },
+  { name: "max_impressions", kind: "int", nullable: true, min: 0, max: MAX_INT },
+  { name: "max_spend", kind: "number", nullable: true, min: 0, max: MAX_AMOUNT },
+  { name: "max_conversions", kind: "int", nullable: true, min: 0, max: MAX_INT },
+  { name: "cost_per_impression", kind: "number", min: 0, max: MAX_AMOUNT },
+  { name: "cost_per_conversion", kind: "number", min: 0, max: MAX_AMOUNT },
+  { name: "period", kind: "string", oneOf: BUDGET_PERIODS },
+  { name: "status", kind: "string", oneOf: ["active", "paused"] },
+];
+
+export const MODEL_TYPES = ["adaptive", "formula", "logistic_regression", "gradient_boosted"] as const;
+
+/** registry_status is absent on purpose: it moves only through promote (spec 3.3). */
+export const MODEL_RULES: readonly FieldRule[] = [
+  { name: "name", kind: "string", required: true, min: 1, max: 255 },
+  { name: "key", kind: "string", required: true, min: 1, max: 128 },
+  { name: "type", kind: "string", required: true, oneOf: MODEL_TYPES },
+  { name: "family", kind: "string", max: 255 },
+  { name: "description", kind: "string" },
+  { name: "config", kind: "json" },
+];
+
+export const FLOW_STATUSES = ["draft", "active", "paused", "archived"] as const;
+
+export const FLOW_RULES: readonly FieldRule[] = [
+  { name: "name", kind: "string", required: true, min: 1, max: 255 },
+  { name: "key", kind: "string", required: true, min: 1, max: 128 },
+  { name: "description", kind: "string" },
+  { name: "status", kind: "string", oneOf: FLOW_STATUSES },
+  { name: "config", kind: "json" },
+  { name: "offer_ids", kind: "strings" },
+  { name: "auto_assemble", kind: "bool" },
+];
 
 /** Every new tenant starts with these, so Respond works out of the box (docs/catalog.md). */
 export const DEFAULT_OUTCOME_TYPES: ReadonlyArray<{ key: string; name: string; category: (typeof OUTCOME_CATEGORIES)[number] }> = [

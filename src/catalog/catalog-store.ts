@@ -3,8 +3,20 @@ import { execReturning, selectRows, type Transaction } from "../platform/db.js";
 import type { CursorPageRequest } from "../platform/pagination.js";
 import type { ColumnValues } from "./write-fields.js";
 
-export type CatalogTable = "offers" | "creatives" | "catalog_entries";
-export type EntryKind = "category" | "sub_category" | "channel" | "placement" | "outcome_type";
+export type CatalogTable = "offers" | "creatives" | "catalog_entries" | "budgets" | "algorithm_models" | "decision_flows";
+export type EntryKind =
+  | "category"
+  | "sub_category"
+  | "channel"
+  | "placement"
+  | "outcome_type"
+  | "qualification_rule"
+  | "decisioning_gate"
+  | "contact_policy"
+  | "guardrail_rule"
+  | "ranking_profile"
+  | "cross_offer_constraint"
+  | "segment";
 
 /** A catalog row as stored: columns are named as the proto fields they back. */
 export interface CatalogRow {
@@ -35,10 +47,16 @@ function filterSql(filter: RowFilter, bind: unknown[]): string {
  * names come from the field rules in catalog-rules.ts, never from request input.
  */
 export class CatalogStore {
-  constructor(private readonly db: Sequelize) {}
+  /** `committed` hears of every tenant whose configuration a committed transaction changed. */
+  constructor(
+    private readonly db: Sequelize,
+    private readonly committed: (tenantId: string) => void = () => {},
+  ) {}
 
-  transaction<T>(fn: (t: Transaction) => Promise<T>): Promise<T> {
-    return this.db.transaction(fn);
+  async transaction<T>(tenantId: string, fn: (t: Transaction) => Promise<T>): Promise<T> {
+    const result = await this.db.transaction(fn);
+    this.committed(tenantId);
+    return result;
   }
 
   async insert(t: Transaction, table: CatalogTable, tenantId: string, values: ColumnValues): Promise<CatalogRow> {
@@ -78,11 +96,11 @@ export class CatalogStore {
     return row;
   }
 
-  /** One row by id (or, for offers, by live name), locked for update when inside a write. */
+  /** One row by id (or by live name or key), locked for update when inside a write. */
   async find(
     table: CatalogTable,
     tenantId: string,
-    idOrName: { id?: string; name?: string },
+    idOrName: { id?: string; name?: string; key?: string },
     opts: { includeDeleted?: boolean; filter?: RowFilter; t?: Transaction } = {},
   ): Promise<CatalogRow | null> {
     const bind: unknown[] = [tenantId];
@@ -90,6 +108,9 @@ export class CatalogStore {
     if (idOrName.id) {
       bind.push(idOrName.id);
       where += ` AND id = $${bind.length}`;
+    } else if (idOrName.key) {
+      bind.push(idOrName.key);
+      where += ` AND key = $${bind.length}`;
     } else {
       bind.push(idOrName.name);
       where += ` AND name = $${bind.length}`;
@@ -150,5 +171,112 @@ export class CatalogStore {
     );
     const byId = new Map(after.map((r) => [r.id, r]));
     return before.map((b) => ({ before: b, after: byId.get(b.id)! }));
+  }
+}
+
+/** One published version of a decision flow (decision_flow_versions). */
+export interface FlowVersionRow {
+  flow_id: string;
+  version: number;
+  config: Record<string, unknown>;
+  offer_ids: string[];
+  notes: string;
+  published_by: string | null;
+  published_at: Date;
+}
+
+/** What a decision snapshot is compiled from: the live configuration of one tenant. */
+export interface DecisionConfigRows {
+  offers: CatalogRow[];
+  creatives: CatalogRow[];
+  entries: CatalogRow[];
+  budgets: CatalogRow[];
+  models: CatalogRow[];
+  /**
+   * Active flows: `config` (the nodes) from the published version when there is one, else the
+   * draft; `offer_ids` always live, since auto-assembly changes membership between publishes.
+   */
+  flows: CatalogRow[];
+}
+
+/** Decision-flow versions and the decision read model, beside the generic rows. */
+export class DecisionConfigStore {
+  constructor(private readonly db: Sequelize) {}
+
+  async insertFlowVersion(t: Transaction, tenantId: string, row: Omit<FlowVersionRow, "published_at" | "version">): Promise<FlowVersionRow> {
+    const [stored] = await execReturning<FlowVersionRow>(
+      this.db,
+      `INSERT INTO decision_flow_versions (tenant_id, flow_id, version, config, offer_ids, notes, published_by)
+       SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4::uuid[], $5, $6 FROM decision_flow_versions WHERE tenant_id = $1 AND flow_id = $2
+       RETURNING *`,
+      [tenantId, row.flow_id, JSON.stringify(row.config), row.offer_ids, row.notes, row.published_by],
+      t,
+    );
+    return stored;
+  }
+
+  flowVersions(tenantId: string, flowId: string): Promise<FlowVersionRow[]> {
+    return selectRows<FlowVersionRow>(
+      this.db,
+      "SELECT * FROM decision_flow_versions WHERE tenant_id = $1 AND flow_id = $2 ORDER BY version DESC",
+      [tenantId, flowId],
+    );
+  }
+
+  async flowVersion(t: Transaction, tenantId: string, flowId: string, version: number): Promise<FlowVersionRow | null> {
+    const [row] = await selectRows<FlowVersionRow>(
+      this.db,
+      "SELECT * FROM decision_flow_versions WHERE tenant_id = $1 AND flow_id = $2 AND version = $3",
+      [tenantId, flowId, version],
+      t,
+    );
+    return row ?? null;
+  }
+
+  /**
+   * Auto-assembly (spec 3.1, 4.3): adds an active offer to, or removes a deleted one from, the
+   * tenant's active auto-assembling flows. Returns the flows before and after, for the audit log.
+   */
+  async assemble(t: Transaction, tenantId: string, offerId: string, add: boolean): Promise<Array<{ before: CatalogRow; after: CatalogRow }>> {
+    const before = await selectRows<CatalogRow>(
+      this.db,
+      `SELECT * FROM decision_flows WHERE tenant_id = $1 AND deleted_at IS NULL
+         AND ${add ? "status = 'active' AND auto_assemble AND NOT ($2::uuid = ANY(offer_ids))" : "$2::uuid = ANY(offer_ids)"}
+       ORDER BY id FOR UPDATE`,
+      [tenantId, offerId],
+      t,
+    );
+    if (!before.length) return [];
+    const after = await execReturning<CatalogRow>(
+      this.db,
+      `UPDATE decision_flows SET offer_ids = ${add ? "array_append(offer_ids, $3::uuid)" : "array_remove(offer_ids, $3::uuid)"},
+         version = version + 1, updated_at = now()
+       WHERE tenant_id = $1 AND id = ANY($2::uuid[]) RETURNING *`,
+      [tenantId, before.map((r) => r.id), offerId],
+      t,
+    );
+    const byId = new Map(after.map((r) => [r.id, r]));
+    return before.map((b) => ({ before: b, after: byId.get(b.id)! }));
+  }
+
+  async decisionConfig(tenantId: string): Promise<DecisionConfigRows> {
+    const live = (table: string, extra = "") =>
+      selectRows<CatalogRow>(this.db, `SELECT * FROM ${table} WHERE tenant_id = $1 AND deleted_at IS NULL${extra} ORDER BY id`, [tenantId]);
+    const [offers, creatives, entries, budgets, models, flows] = await Promise.all([
+      live("offers"),
+      live("creatives"),
+      live("catalog_entries", " AND (status IS NULL OR status = 'active')"),
+      live("budgets", " AND status = 'active'"),
+      live("algorithm_models", " AND registry_status <> 'archived'"),
+      selectRows<CatalogRow>(
+        this.db,
+        `SELECT f.*, coalesce(v.config, f.config) AS config
+         FROM decision_flows f
+         LEFT JOIN decision_flow_versions v ON v.tenant_id = f.tenant_id AND v.flow_id = f.id AND v.version = f.published_version
+         WHERE f.tenant_id = $1 AND f.deleted_at IS NULL AND f.status = 'active' ORDER BY f.id`,
+        [tenantId],
+      ),
+    ]);
+    return { offers, creatives, entries, budgets, models, flows };
   }
 }

@@ -19,7 +19,8 @@ import type { AuditLog } from "../audit/audit-log.js";
 import { CatalogCollection } from "./catalog-collection.js";
 import { toCatalogEntry, toCreative } from "./catalog-mapper.js";
 import { CREATIVE_RULES, DEFAULT_OUTCOME_TYPES, ENTRY_KINDS } from "./catalog-rules.js";
-import type { CatalogStore } from "./catalog-store.js";
+import type { CatalogStore, DecisionConfigRows, DecisionConfigStore } from "./catalog-store.js";
+import { configViolations, createDecisionConfig } from "./decision-config.js";
 import { OfferService, type AdminCheck } from "./offer-service.js";
 import type { OfferEventListener } from "./offer-events.js";
 
@@ -32,10 +33,19 @@ export interface Catalog {
   services: Array<{ service: DescService; impl: Record<string, Handler> }>;
   /** Fills a new tenant's catalog (the default outcome types) inside its creating transaction. */
   seedTenant(t: Transaction, ctx: TenantContext): Promise<void>;
+  /** The read model Recommend compiles its snapshot from. */
+  decisionConfig(tenantId: string): Promise<DecisionConfigRows>;
 }
 
-export function createCatalog(store: CatalogStore, audit: AuditLog, isTenantAdmin: AdminCheck, listeners: OfferEventListener[]): Catalog {
-  const offers = new OfferService(store, audit, isTenantAdmin, listeners);
+export function createCatalog(
+  store: CatalogStore,
+  decisionStore: DecisionConfigStore,
+  audit: AuditLog,
+  isTenantAdmin: AdminCheck,
+  listeners: OfferEventListener[] = [],
+): Catalog {
+  const decisionConfig = createDecisionConfig(store, decisionStore, audit);
+  const offers = new OfferService(store, audit, isTenantAdmin, [decisionConfig.onOfferEvent, ...listeners]);
   const creatives = new CatalogCollection(store, audit, {
     table: "creatives",
     entityType: "creative",
@@ -71,7 +81,8 @@ export function createCatalog(store: CatalogStore, audit: AuditLog, isTenantAdmi
           kind: r.kind,
         })),
         filter: { kind: k.kind },
-        fixed: { kind: k.kind },
+        fixed: { kind: k.kind, ...k.defaults },
+        validate: k.validateConfig ? async (_ctx, after) => configViolations(k.validateConfig!(after.config)) : undefined,
       }),
     ]),
   );
@@ -109,7 +120,9 @@ export function createCatalog(store: CatalogStore, audit: AuditLog, isTenantAdmi
           getCatalogEntry: (ctx, req) => entry(req.collection).get(ctx, req),
         },
       },
+      ...decisionConfig.services,
     ],
+    decisionConfig: (tenantId) => decisionStore.decisionConfig(tenantId),
     async seedTenant(t, ctx) {
       const outcomeTypes = entry(ENTRY_KINDS.outcome_type.collection);
       for (const o of DEFAULT_OUTCOME_TYPES) {

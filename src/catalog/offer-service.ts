@@ -57,7 +57,7 @@ export class OfferService {
   async createOffer(ctx: TenantContext, req: OfferWrite): Promise<OfferWithRelations> {
     const { values, violations } = columnsFromWrite(OfferWriteSchema, req, OFFER_RULES, "create");
     await this.validate(ctx, values, violations, null);
-    const row = await this.store.transaction(async (t) => {
+    const row = await this.store.transaction(ctx.tenantId, async (t) => {
       const created = await mapConflict(
         this.store.insert(t, "offers", ctx.tenantId, { id: newId(), ...values }),
         `name: an offer named "${values.name}" already exists`,
@@ -95,7 +95,7 @@ export class OfferService {
   /** DELETE /offers?id=: cascading soft delete with version increments and an audit entry per entity. */
   async deleteOffer(ctx: TenantContext, req: CatalogIdRequest): Promise<DeleteResponse> {
     if (!req.id) throw invalidField("id", "is required");
-    const cascaded = await this.store.transaction(async (t) => {
+    const cascaded = await this.store.transaction(ctx.tenantId, async (t) => {
       const before = await this.mustFind(ctx.tenantId, req.id, t);
       const after = await this.store.update(t, "offers", ctx.tenantId, before.id, { deleted_at: new Date() }, true);
       await this.recordChange(t, ctx, "soft_delete", before, after);
@@ -120,7 +120,7 @@ export class OfferService {
 
   /** DELETE /offers/{id}: soft delete without cascade or version increment. */
   async removeOffer(ctx: TenantContext, req: CatalogIdRequest): Promise<DeleteResponse> {
-    const id = await this.store.transaction(async (t) => {
+    const id = await this.store.transaction(ctx.tenantId, async (t) => {
       const before = await this.mustFind(ctx.tenantId, req.id, t);
       const after = await this.store.update(t, "offers", ctx.tenantId, before.id, { deleted_at: new Date() }, false);
       await this.recordChange(t, ctx, "soft_delete", before, after);
@@ -136,7 +136,7 @@ export class OfferService {
     if (req.entityType !== "offer") violations.push({ field: "entityType", message: "must be offer" });
     if (!req.id) violations.push({ field: "id", message: "is required" });
     throwIfInvalid(violations);
-    const row = await this.store.transaction(async (t) => {
+    const row = await this.store.transaction(ctx.tenantId, async (t) => {
       const before = isUuid(req.id) ? await this.store.find("offers", ctx.tenantId, { id: req.id }, { includeDeleted: true, t }) : null;
       if (!before) throw notFound("offer", req.id);
       if (!before.deleted_at) throw badRequest("NOT_DELETED", `id: offer ${req.id} is not deleted`);
@@ -160,7 +160,7 @@ export class OfferService {
     violations: FieldViolation[],
     bumpVersion: boolean,
   ): Promise<CatalogRow> {
-    return this.store.transaction(async (t) => {
+    return this.store.transaction(ctx.tenantId, async (t) => {
       // Not-found before body errors: nothing is learnt about an offer that is not the caller's.
       const before = await this.mustFind(ctx.tenantId, idOrName, t);
       await this.validate(ctx, values, violations, before);

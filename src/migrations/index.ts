@@ -2,10 +2,12 @@ import type { Migration } from "../platform/migrator.js";
 import * as m0001 from "./0001-identity.js";
 import * as m0002 from "./0002-audit.js";
 import * as m0003 from "./0003-catalog.js";
+import * as m0004 from "./0004-decisioning.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
 export const migrations: Migration[] = [
   { name: "0001-identity", up: m0001.up },
   { name: "0002-audit", up: m0002.up },
   { name: "0003-catalog", up: m0003.up },
+  { name: "0004-decisioning", up: m0004.up },
 ];

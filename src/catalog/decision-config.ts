@@ -1,0 +1,169 @@
+import type { DescService, Message } from "@bufbuild/protobuf";
+import {
+  AlgorithmModelSchema,
+  AlgorithmModelService,
+  AlgorithmModelWriteSchema,
+  BudgetSchema,
+  BudgetService,
+  BudgetWriteSchema,
+  DecisionFlowSchema,
+  DecisionFlowService,
+  DecisionFlowWriteSchema,
+  ListAlgorithmModelsResponseSchema,
+  ListBudgetsResponseSchema,
+  ListDecisionFlowsResponseSchema,
+} from "../../gen/decisioning/v1/configuration_pb.js";
+import type { TenantContext } from "../platform/context.js";
+import type { FieldViolation } from "../platform/errors.js";
+import { CONFIG_VALIDATORS } from "../core/config-validation.js";
+import { validateModel } from "../core/scoring/compile-model.js";
+import { DEFAULT_MODEL, type ModelConfig } from "../core/scoring/models.js";
+import { DEFAULT_FLOW } from "../core/flow.js";
+import type { AuditLog } from "../audit/audit-log.js";
+import { CatalogCollection } from "./catalog-collection.js";
+import { toMessage } from "./catalog-mapper.js";
+import { BUDGET_RULES, FLOW_RULES, MODEL_RULES } from "./catalog-rules.js";
+import type { CatalogStore, DecisionConfigStore } from "./catalog-store.js";
+import type { ColumnValues } from "./write-fields.js";
+import { referenceViolations } from "./catalog-support.js";
+import { DecisionFlowLifecycle } from "./decision-flows.js";
+
+type Handler = (ctx: TenantContext, req: any) => Promise<Message>;
+
+/** `config.trees[0]: must ...` as a field violation on `config`. */
+export function configViolations(problems: string[]): FieldViolation[] {
+  return problems.map((p) => {
+    const at = p.indexOf(": ");
+    return at < 0 ? { field: "config", message: p } : { field: p.slice(0, at), message: p.slice(at + 2) };
+  });
+}
+
+/** Model parameters by type, checked by compiling them as the scorer will; paths name `config`. */
+function modelViolations(after: ColumnValues): FieldViolation[] {
+  const { id: _id, key: _key, type: _type, registryStatus: _status, ...params } = (after.config ?? {}) as Record<string, unknown>;
+  const model = { ...params, id: String(after.key), key: String(after.key), type: after.type } as ModelConfig;
+  return configViolations(validateModel(model).map((p) => p.replace(/^model(?=[.:[])/, "config")));
+}
+
+/** Spec 2.19: at least one limit; a scope other than global names a live entity of that kind. */
+async function budgetViolations(store: CatalogStore, ctx: TenantContext, after: ColumnValues): Promise<FieldViolation[]> {
+  const violations: FieldViolation[] = [];
+  if (after.max_impressions == null && after.max_spend == null && after.max_conversions == null) {
+    violations.push({ field: "maxImpressions", message: "at least one of maxImpressions, maxSpend and maxConversions is required" });
+  }
+  const scope = (after.scope as string | undefined) ?? "global";
+  if (scope === "global") {
+    if (after.scope_id) violations.push({ field: "scopeId", message: "must be null for a global budget" });
+  } else if (!after.scope_id) {
+    violations.push({ field: "scopeId", message: `is required for scope ${scope}` });
+  } else {
+    violations.push(...(await referenceViolations(store, ctx.tenantId, [{ field: "scopeId", kind: scope as "offer" | "category" | "channel", id: after.scope_id }])));
+  }
+  return violations;
+}
+
+/** Offers a flow lists must be the tenant's; models and profiles its nodes name must exist. */
+async function flowViolations(store: CatalogStore, ctx: TenantContext, after: ColumnValues): Promise<FieldViolation[]> {
+  const violations = configViolations(CONFIG_VALIDATORS.decisionFlow(after.config));
+  const offerIds = (after.offer_ids as string[] | undefined) ?? [];
+  violations.push(
+    ...(await referenceViolations(store, ctx.tenantId, offerIds.map((id, i) => ({ field: `offerIds[${i}]`, kind: "offer" as const, id })))),
+  );
+  if (violations.length) return violations;
+  const nodes = ((after.config as { nodes?: Array<Record<string, unknown>> } | undefined)?.nodes ?? []);
+  for (const [i, node] of nodes.entries()) {
+    for (const key of [node.modelKey, ...((node.shadowModelKeys as string[] | undefined) ?? [])]) {
+      if (typeof key === "string" && key !== DEFAULT_MODEL.key && !(await store.find("algorithm_models", ctx.tenantId, { key }))) {
+        violations.push({ field: `config.nodes[${i}]`, message: `unknown model key ${key}` });
+      }
+    }
+    if (typeof node.profileId === "string") {
+      violations.push(...(await referenceViolations(store, ctx.tenantId, [{ field: `config.nodes[${i}].profileId`, kind: "ranking_profile", id: node.profileId }])));
+    }
+  }
+  return violations;
+}
+
+/** Budgets, algorithm models and decision flows: collections with rules of their own. */
+export function createDecisionConfig(store: CatalogStore, flowStore: DecisionConfigStore, audit: AuditLog) {
+  const budgets = new CatalogCollection(store, audit, {
+    table: "budgets",
+    entityType: "budget",
+    label: "budget",
+    schema: BudgetSchema,
+    writeSchema: BudgetWriteSchema,
+    listSchema: ListBudgetsResponseSchema,
+    toMessage: (row) => toMessage(BudgetSchema, row),
+    rules: BUDGET_RULES,
+    references: [],
+    filter: {},
+    fixed: {},
+    validate: (ctx, after) => budgetViolations(store, ctx, after),
+  });
+  const models = new CatalogCollection(store, audit, {
+    table: "algorithm_models",
+    entityType: "algorithm_model",
+    label: "algorithm model",
+    schema: AlgorithmModelSchema,
+    writeSchema: AlgorithmModelWriteSchema,
+    listSchema: ListAlgorithmModelsResponseSchema,
+    toMessage: (row) => toMessage(AlgorithmModelSchema, row),
+    rules: MODEL_RULES,
+    references: [],
+    filter: {},
+    fixed: {},
+    validate: async (_ctx, after) => modelViolations(after),
+  });
+  const flows = new CatalogCollection(store, audit, {
+    table: "decision_flows",
+    entityType: "decision_flow",
+    label: "decision flow",
+    schema: DecisionFlowSchema,
+    writeSchema: DecisionFlowWriteSchema,
+    listSchema: ListDecisionFlowsResponseSchema,
+    toMessage: (row) => toMessage(DecisionFlowSchema, row),
+    rules: FLOW_RULES,
+    references: [],
+    filter: {},
+    // A new flow starts with the default flow's nodes: all candidates, adaptive scoring, default rank.
+    fixed: { config: { nodes: DEFAULT_FLOW.nodes } },
+    validate: (ctx, after) => flowViolations(store, ctx, after),
+  });
+  const lifecycle = new DecisionFlowLifecycle(store, flowStore, audit);
+
+  const services: Array<{ service: DescService; impl: Record<string, Handler> }> = [
+    {
+      service: BudgetService,
+      impl: {
+        listBudgets: (ctx, req) => budgets.list(ctx, req),
+        createBudget: (ctx, req) => budgets.create(ctx, req),
+        updateBudget: (ctx, req) => budgets.update(ctx, req),
+        deleteBudget: (ctx, req) => budgets.delete(ctx, req),
+      },
+    },
+    {
+      service: AlgorithmModelService,
+      impl: {
+        listAlgorithmModels: (ctx, req) => models.list(ctx, req),
+        createAlgorithmModel: (ctx, req) => models.create(ctx, req),
+        getAlgorithmModel: (ctx, req) => models.get(ctx, req),
+        updateAlgorithmModel: (ctx, req) => models.update(ctx, req),
+        deleteAlgorithmModel: (ctx, req) => models.delete(ctx, req),
+      },
+    },
+    {
+      service: DecisionFlowService,
+      impl: {
+        listDecisionFlows: (ctx, req) => flows.list(ctx, req),
+        createDecisionFlow: (ctx, req) => flows.create(ctx, req),
+        getDecisionFlow: (ctx, req) => flows.get(ctx, req),
+        updateDecisionFlow: (ctx, req) => flows.update(ctx, req),
+        deleteDecisionFlow: (ctx, req) => flows.delete(ctx, req),
+        publishDecisionFlow: (ctx, req) => lifecycle.publish(ctx, req),
+        rollbackDecisionFlow: (ctx, req) => lifecycle.rollback(ctx, req),
+        listDecisionFlowVersions: (ctx, req) => lifecycle.listVersions(ctx, req),
+      },
+    },
+  ];
+  return { services, onOfferEvent: lifecycle.onOfferEvent };
+}

@@ -1,0 +1,49 @@
+/**
+ * Attribute lookup shared by the condition language and model features, so a path means the same
+ * thing in a gate, a guardrail and a logistic-regression coefficient.
+ *
+ * A bag has named roots (`customer`, `context`, and for features `offer`). A path whose first
+ * segment names a root reads inside that root (`context.channel`, `customer.address.city`); any
+ * other path reads the customer attributes first and then the request context (`age` is
+ * `customer.age` when the customer has it, else `context.age`).
+ */
+
+export type Attributes = Record<string, unknown>;
+
+export interface AttributeBag {
+  customer: Attributes;
+  context: Attributes;
+  offer?: Attributes;
+}
+
+/** Bare paths are looked up in these roots, in this order. */
+const BARE_PATH_ROOTS = ["customer", "context"] as const;
+
+/** The value at `path`, or undefined when any segment is absent. */
+export function resolveAttribute(bag: AttributeBag, path: string): unknown {
+  const segments = path.split(".");
+  const head = segments[0];
+  if (head === "customer" || head === "context" || head === "offer") {
+    const root = bag[head];
+    if (root !== undefined) return readPath(root, segments.slice(1));
+  }
+  for (const root of BARE_PATH_ROOTS) {
+    const value = readPath(bag[root], segments);
+    if (value !== undefined) return value;
+  }
+  return undefined;
+}
+
+function readPath(root: unknown, segments: string[]): unknown {
+  let current: unknown = root;
+  for (const segment of segments) {
+    if (current === null || typeof current !== "object") return undefined;
+    current = (current as Record<string, unknown>)[segment];
+  }
+  return current;
+}
+
+/** True when the value counts as absent for `onMissing` purposes. */
+export function isMissing(value: unknown): boolean {
+  return value === undefined || value === null;
+}

@@ -1,0 +1,127 @@
+/**
+ * Channel coupling: an offer can only go out through a creative made for where it is going.
+ *
+ * A request fills slots: one per requested placement (in request order), or a single slot when it
+ * names none. A slot knows its placement and channel (the request's channel, else the placement's).
+ * An offer fits a slot when it has a live creative for it:
+ *   - slot with a placement: a creative on that placement whose channel, if set, is the slot's;
+ *   - slot with only a channel: a creative on that channel;
+ *   - slot with neither: any live creative, or none at all (offers without creatives qualify).
+ * Among fitting creatives the one with the smallest id is chosen, so the choice is deterministic.
+ *
+ * Coupling runs before scoring so no model time is spent on offers that cannot be shown. An offer
+ * that fits no slot is rejected with stage `channel` when the request named only a channel, and
+ * `coupling` when it named placements.
+ */
+import type { Channel, Creative, Offer, Placement } from "./catalog.js";
+import type { Rejection } from "./rejections.js";
+import { parseInstant } from "./time.js";
+
+export interface Slot {
+  placementId: string | null;
+  channelId: string | null;
+}
+
+/** Where an offer would go out in one slot. */
+export interface CreativeChoice {
+  creativeId: string | null;
+  channelId: string | null;
+  placementId: string | null;
+}
+
+/** Per slot index, the choice for an offer, or null when it cannot fill that slot. */
+export type SlotOptions = Array<CreativeChoice | null>;
+
+export interface CoupledOffer {
+  offer: Offer;
+  options: SlotOptions;
+}
+
+export interface CouplingOutput {
+  coupled: CoupledOffer[];
+  rejections: Rejection[];
+}
+
+export function decisionSlots(
+  placementsById: ReadonlyMap<string, Placement>,
+  channelId: string | null | undefined,
+  placementIds: readonly string[] | undefined,
+): Slot[] {
+  if (!placementIds || placementIds.length === 0) return [{ placementId: null, channelId: channelId ?? null }];
+  return placementIds.map((id) => ({ placementId: id, channelId: channelId ?? placementsById.get(id)?.channelId ?? null }));
+}
+
+/**
+ * The channel contact policies apply to: the slots' channel when they all share one, else none (a
+ * request spanning channels must name its channel for consent and channel caps to apply).
+ */
+export function decisionChannel(slots: readonly Slot[], channelsById: ReadonlyMap<string, Channel>): Channel | null {
+  const ids = new Set(slots.map((s) => s.channelId));
+  if (ids.size !== 1) return null;
+  const [id] = ids;
+  return id ? (channelsById.get(id) ?? { id }) : null;
+}
+
+export function coupleCreatives(
+  offers: readonly Offer[],
+  creativesByOffer: ReadonlyMap<string, readonly Creative[]>,
+  slots: readonly Slot[],
+  nowMs: number,
+): CouplingOutput {
+  const output: CouplingOutput = { coupled: [], rejections: [] };
+  for (const offer of offers) {
+    const live = (creativesByOffer.get(offer.id) ?? []).filter((c) => isLive(c, nowMs));
+    const options = slots.map((slot) => chooseCreative(live, slot));
+    if (options.some((o) => o !== null)) {
+      output.coupled.push({ offer, options });
+    } else {
+      output.rejections.push(couplingRejection(offer, slots));
+    }
+  }
+  return output;
+}
+
+function chooseCreative(live: readonly Creative[], slot: Slot): CreativeChoice | null {
+  if (slot.placementId === null && slot.channelId === null && live.length === 0) {
+    return { creativeId: null, channelId: null, placementId: null };
+  }
+  const fitting = live.filter((c) =>
+    slot.placementId !== null
+      ? c.placementId === slot.placementId && (!c.channelId || !slot.channelId || c.channelId === slot.channelId)
+      : slot.channelId === null || c.channelId === slot.channelId,
+  );
+  if (fitting.length === 0) return null;
+  const creative = fitting.reduce((a, b) => (b.id < a.id ? b : a));
+  return {
+    creativeId: creative.id,
+    channelId: creative.channelId ?? slot.channelId,
+    placementId: slot.placementId ?? creative.placementId ?? null,
+  };
+}
+
+function isLive(creative: Creative, nowMs: number): boolean {
+  if ((creative.status ?? "active") !== "active") return false;
+  const start = parseInstant(creative.startAt);
+  const end = parseInstant(creative.endAt);
+  return (start === null || nowMs >= start) && (end === null || nowMs < end);
+}
+
+function couplingRejection(offer: Offer, slots: readonly Slot[]): Rejection {
+  const placements = slots.map((s) => s.placementId).filter((p): p is string => p !== null);
+  if (placements.length > 0) {
+    return {
+      offerId: offer.id,
+      offerName: offer.name,
+      stage: "coupling",
+      reason: `no live creative for placement ${placements.join(", ")}`,
+      detail: { placementIds: placements },
+    };
+  }
+  return {
+    offerId: offer.id,
+    offerName: offer.name,
+    stage: "channel",
+    reason: `no live creative for channel ${slots[0].channelId}`,
+    detail: { channelId: slots[0].channelId },
+  };
+}

@@ -1,0 +1,198 @@
+/**
+ * Stage 2, contact policy: may we contact this customer with this offer now? For each qualified
+ * offer the checks run in a fixed order and the first block drops it:
+ *
+ *   emergency exclusion (contact_policy) → guardrails (guardrail) → channel consent (consent)
+ *   → suppression after negative outcomes (suppression) → frequency caps (frequency_cap)
+ *   → budgets (contact_policy) → maturity ramp (maturity_ramp)
+ *
+ * Counter values come from the caller (the core never touches Redis). Each surviving offer carries
+ * the reservations that selecting it would consume, which the service reserves atomically.
+ */
+import type { AttributeBag } from "./attributes.js";
+import type { Channel, Offer } from "./catalog.js";
+import { consentRefusal } from "./consent.js";
+import { admits, type CounterCheck, type Reservation } from "./counters.js";
+import { budgetChecks, type BudgetAllocation } from "./budgets.js";
+import { frequencyCapCheck, type FrequencyCapPolicy } from "./frequency-caps.js";
+import { guardrailVerdict, type GuardrailRule } from "./guardrails.js";
+import { rampVerdict, type MaturityRamp } from "./maturity-ramp.js";
+import type { Rejection, RejectionStage } from "./rejections.js";
+import { suppressingOutcome, type RecentOutcome, type SuppressionPolicy } from "./suppression.js";
+
+export type ContactPolicy = FrequencyCapPolicy | SuppressionPolicy;
+
+/** The part of a snapshot this stage reads. */
+export interface ContactPolicyConfig {
+  contactPolicies: ContactPolicy[];
+  budgets: BudgetAllocation[];
+  guardrails: GuardrailRule[];
+  maturityRamp: MaturityRamp | null;
+}
+
+/** The part of a request this stage reads. */
+export interface ContactPolicyInput {
+  customerId: string;
+  bag: AttributeBag;
+  /** The channel the decision is for; channel-scoped checks apply only when it is known. */
+  channel: Channel | null;
+  nowMs: number;
+  counters: Readonly<Record<string, number>>;
+  recentOutcomes: readonly RecentOutcome[];
+}
+
+/** One policy's verdict on one offer (spec 2.16 `contactPolicyResults[]`). */
+export interface ContactPolicyRow {
+  offerId: string;
+  blocked: boolean;
+  policyId: string;
+  reason: string;
+}
+
+export interface ContactableOffer {
+  offer: Offer;
+  reservations: Reservation[];
+}
+
+export interface ContactPolicyOutput {
+  allowed: ContactableOffer[];
+  results: ContactPolicyRow[];
+  rejections: Rejection[];
+}
+
+/** Policy ids of the built-in checks in `contactPolicyResults`. */
+export const CONTACT_CHECKS = {
+  emergency: "emergency_exclusion",
+  consent: "consent",
+  maturityRamp: "maturity_ramp",
+} as const;
+
+interface Verdict {
+  stage: RejectionStage;
+  policyId: string;
+  blocked: boolean;
+  reason: string;
+  detail?: Record<string, unknown>;
+}
+
+export function applyContactPolicies(offers: Offer[], config: ContactPolicyConfig, input: ContactPolicyInput): ContactPolicyOutput {
+  const output: ContactPolicyOutput = { allowed: [], results: [], rejections: [] };
+  for (const offer of offers) {
+    const checks = counterChecks(offer, config, input.customerId, input.channel?.id ?? null, input.nowMs);
+    let blockedBy: Verdict | undefined;
+    for (const verdict of verdicts(offer, config, input, checks)) {
+      output.results.push({ offerId: offer.id, blocked: verdict.blocked, policyId: verdict.policyId, reason: verdict.reason });
+      if (verdict.blocked) {
+        blockedBy = verdict;
+        break;
+      }
+    }
+    if (blockedBy) {
+      output.rejections.push({
+        offerId: offer.id,
+        offerName: offer.name,
+        stage: blockedBy.stage,
+        reason: blockedBy.reason,
+        detail: { policyId: blockedBy.policyId, ...blockedBy.detail },
+      });
+    } else {
+      output.allowed.push({ offer, reservations: reservationsOf(checks) });
+    }
+  }
+  return output;
+}
+
+/**
+ * Every counter the policies hold against `offer`: frequency caps first, then budgets. The service
+ * reads these keys before deciding (see counter-keys.ts), and reserves those that consume.
+ */
+export function counterChecks(
+  offer: Offer,
+  config: ContactPolicyConfig,
+  customerId: string,
+  channelId: string | null,
+  nowMs: number,
+): CounterCheck[] {
+  const caps = config.contactPolicies
+    .filter((p): p is FrequencyCapPolicy => p.type !== "suppression")
+    .map((p) => frequencyCapCheck(p, offer, customerId, channelId, nowMs))
+    .filter((c): c is CounterCheck => c !== null);
+  return [...caps, ...config.budgets.flatMap((b) => budgetChecks(b, offer, channelId, nowMs))];
+}
+
+/** The checks' verdicts in stage order, lazily, so evaluation stops at the first block. */
+function* verdicts(offer: Offer, config: ContactPolicyConfig, input: ContactPolicyInput, checks: CounterCheck[]): Generator<Verdict> {
+  if (offer.emergencyExcluded) {
+    yield { stage: "contact_policy", policyId: CONTACT_CHECKS.emergency, blocked: true, reason: "offer is emergency-excluded" };
+  }
+  for (const rule of config.guardrails) {
+    const verdict = guardrailVerdict(rule, offer, input.bag, input.nowMs);
+    if (verdict) yield { stage: "guardrail", policyId: rule.id, blocked: verdict.excluded, reason: verdict.reason };
+  }
+  if (input.channel) {
+    const refusal = consentRefusal(input.bag.customer, input.channel);
+    yield refusal === null
+      ? { stage: "consent", policyId: CONTACT_CHECKS.consent, blocked: false, reason: `no consent refusal for channel ${input.channel.id}` }
+      : {
+          stage: "consent",
+          policyId: CONTACT_CHECKS.consent,
+          blocked: true,
+          reason: `customer refused consent for channel ${refusal}`,
+          detail: { channelId: input.channel.id, consentKey: refusal },
+        };
+  }
+  for (const policy of config.contactPolicies) {
+    if (policy.type !== "suppression") continue;
+    const outcome = suppressingOutcome(policy, offer, input.recentOutcomes, input.nowMs);
+    yield outcome
+      ? {
+          stage: "suppression",
+          policyId: policy.id,
+          blocked: true,
+          reason: `suppressed for ${policy.windowSeconds}s after ${outcome.outcome} at ${outcome.at}`,
+          detail: { outcome: outcome.outcome, at: outcome.at },
+        }
+      : { stage: "suppression", policyId: policy.id, blocked: false, reason: "no suppressing outcome in window" };
+  }
+  for (const check of checks) {
+    const current = input.counters[check.key] ?? 0;
+    const stage: RejectionStage = check.kind === "frequency_cap" ? "frequency_cap" : "contact_policy";
+    const what = check.kind === "frequency_cap" ? "frequency cap" : `budget ${check.kind.replace("budget_", "")}`;
+    yield admits(check, input.counters)
+      ? { stage, policyId: check.policyId, blocked: false, reason: `${what} ${current}/${check.limit}` }
+      : {
+          stage,
+          policyId: check.policyId,
+          blocked: true,
+          reason: `${what} exhausted: ${current}/${check.limit}`,
+          detail: { key: check.key, current, limit: check.limit },
+        };
+  }
+  if (config.maturityRamp) {
+    const ramp = rampVerdict(config.maturityRamp, offer, input.customerId, input.nowMs);
+    if (ramp.fraction < 1) {
+      const share = `${(ramp.fraction * 100).toFixed(1)}%`;
+      yield {
+        stage: "maturity_ramp",
+        policyId: CONTACT_CHECKS.maturityRamp,
+        blocked: !ramp.admitted,
+        reason: ramp.admitted ? `new offer ramping, customer within first ${share}` : `new offer ramping, shown to ${share} of customers`,
+        detail: { fraction: ramp.fraction, position: ramp.position },
+      };
+    }
+  }
+}
+
+/**
+ * Checks that consume something, one per key: two caps on the same scope and window share a
+ * counter, and the stricter limit wins so the key is incremented once.
+ */
+function reservationsOf(checks: CounterCheck[]): Reservation[] {
+  const byKey = new Map<string, Reservation>();
+  for (const check of checks) {
+    if (check.increment === 0) continue;
+    const seen = byKey.get(check.key);
+    if (!seen || check.limit < seen.limit) byKey.set(check.key, check);
+  }
+  return [...byKey.values()];
+}

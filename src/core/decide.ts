@@ -1,0 +1,219 @@
+/**
+ * One decision: qualification → contact policy → channel coupling → scoring → ranking over a
+ * prepared snapshot, as a pure function of (snapshot, input).
+ *
+ * Scoring is the only stage worth moving off the event loop, so a decision splits around it:
+ * `prepareDecision` runs the stages before scoring and returns the serialisable ScoreTask;
+ * the caller scores it inline or in the worker pool (scoring-path.ts); `completeDecision` ranks.
+ * `decide` is the three in a row. The same inputs give the same decision byte for byte, and
+ * `inputsHash` fingerprints those inputs so a replay can prove it ran the same decision.
+ */
+import type { AttributeBag, Attributes } from "./attributes.js";
+import type { Offer } from "./catalog.js";
+import { coupleCreatives, type SlotOptions } from "./channel-coupling.js";
+import { applyContactPolicies, type ContactPolicyRow } from "./contact-policy.js";
+import type { Reservation } from "./counters.js";
+import { flowRankNode, flowScoreNode } from "./flow.js";
+import { fingerprint } from "./hash.js";
+import { qualify, type QualificationRow } from "./qualification.js";
+import {
+  DEFAULT_COUNT,
+  orderCandidates,
+  resolveRankingWeights,
+  selectOffers,
+  type RankedCandidate,
+  type RankedOffer,
+  type RankingWeights,
+  type SelectionOutput,
+  type SelectionPlan,
+} from "./ranking.js";
+import type { Rejection } from "./rejections.js";
+import { resolveRequestScope, type RequestScopeInput } from "./request-scope.js";
+import type { ClvInput } from "./scoring/impact.js";
+import type { ModelConfig } from "./scoring/models.js";
+import { scoreCandidates, type CandidateScore, type ScoreTask } from "./scoring/score-candidates.js";
+import type { AdaptiveCount, ScoringOffer } from "./scoring/scorer.js";
+import type { DecisionSnapshot } from "./snapshot.js";
+import type { RecentOutcome } from "./suppression.js";
+
+export interface DecisionInput extends RequestScopeInput {
+  customer: Attributes;
+  context: Attributes;
+  /** Offers per slot; default the flow's rank node count, else DEFAULT_COUNT. */
+  count?: number;
+  /** Overrides the score node's model, e.g. the experiment variant the service assigned. */
+  modelKey?: string;
+  /** Counter values read for counterKeys(snapshot, input); absent keys are 0. */
+  counters?: Record<string, number>;
+  /** Keyed by adaptiveCountKey(offerId, bucket). */
+  adaptiveCounts?: Record<string, AdaptiveCount>;
+  recentOutcomes?: RecentOutcome[];
+  clv: ClvInput | null;
+  /** Seeds every random draw (Thompson sampling); record it to replay. */
+  seed: string;
+  /** Build scoring explanations (when the caller asked, or the trace is sampled). */
+  explain?: boolean;
+}
+
+/** A scoring row of the trace (spec 2.16), best first. */
+export interface ScoringResult extends CandidateScore {
+  offerName: string;
+}
+
+export interface Decision {
+  flowId: string;
+  modelKey: string;
+  /** Returned offers, rank from 1; each with the reservations the service must take. */
+  offers: RankedOffer[];
+  /** Eligible offers not returned, best first: the supply for `refill`. */
+  fallbacks: RankedCandidate[];
+  selectionPlan: SelectionPlan;
+  rejectedOffers: Rejection[];
+  scoringResults: ScoringResult[];
+  qualificationResults: QualificationRow[];
+  contactPolicyResults: ContactPolicyRow[];
+  degradedScoring: boolean;
+  rankingWeights: RankingWeights;
+  inputsHash: string;
+  policyVersionHash: string;
+}
+
+/** The decision up to scoring; `scoreTask` is what goes to the scorer. */
+export interface PreparedDecision {
+  scoreTask: ScoreTask;
+  flowId: string;
+  candidates: Array<{ offer: Offer; options: SlotOptions; reservations: Reservation[] }>;
+  rejections: Rejection[];
+  qualificationResults: QualificationRow[];
+  contactPolicyResults: ContactPolicyRow[];
+  selectionPlan: SelectionPlan;
+  rankingWeights: RankingWeights;
+  clv: ClvInput | null;
+  nowMs: number;
+  inputsHash: string;
+  policyVersionHash: string;
+}
+
+export function decide(snapshot: DecisionSnapshot, input: DecisionInput): Decision {
+  const prepared = prepareDecision(snapshot, input);
+  return completeDecision(prepared, scoreCandidates(prepared.scoreTask));
+}
+
+export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput): PreparedDecision {
+  const scope = resolveRequestScope(snapshot, input);
+  const bag: AttributeBag = { customer: input.customer, context: input.context };
+  const qualification = qualify(scope.candidates, snapshot.qualificationRules, bag, scope.nowMs);
+  const contact = applyContactPolicies(qualification.qualified, snapshot, {
+    customerId: input.customerId,
+    bag,
+    channel: scope.channel,
+    nowMs: scope.nowMs,
+    counters: input.counters ?? {},
+    recentOutcomes: input.recentOutcomes ?? [],
+  });
+  const reservations = new Map(contact.allowed.map((a) => [a.offer.id, a.reservations]));
+  const coupling = coupleCreatives(
+    contact.allowed.map((a) => a.offer),
+    snapshot.creativesByOffer,
+    scope.slots,
+    scope.nowMs,
+  );
+  const scoreNode = flowScoreNode(scope.flow);
+  const rankNode = flowRankNode(scope.flow);
+  const modelKey = input.modelKey ?? scoreNode.modelKey;
+  const shadowModelKeys = [
+    ...new Set([
+      ...(scoreNode.shadowModelKeys ?? []),
+      ...[...snapshot.models.values()].filter((m) => m.registryStatus === "shadow").map((m) => m.key),
+    ]),
+  ].filter((key) => key !== modelKey);
+  const models: Record<string, ModelConfig> = Object.fromEntries(
+    [modelKey, ...shadowModelKeys].flatMap((key) => {
+      const model = snapshot.models.get(key);
+      return model ? [[key, model]] : [];
+    }),
+  );
+  return {
+    scoreTask: {
+      candidates: coupling.coupled.map(({ offer }) => scoringOffer(offer)),
+      customer: input.customer,
+      context: input.context,
+      models,
+      modelKey,
+      shadowModelKeys,
+      adaptiveCounts: input.adaptiveCounts ?? {},
+      clv: input.clv,
+      seed: input.seed,
+      explain: input.explain ?? false,
+    },
+    flowId: scope.flow.id,
+    candidates: coupling.coupled.map(({ offer, options }) => ({ offer, options, reservations: reservations.get(offer.id) ?? [] })),
+    rejections: [...qualification.rejections, ...contact.rejections, ...coupling.rejections],
+    qualificationResults: qualification.results,
+    contactPolicyResults: contact.results,
+    selectionPlan: { slots: scope.slots, count: input.count ?? rankNode.count ?? DEFAULT_COUNT, constraints: snapshot.constraints },
+    rankingWeights: resolveRankingWeights(snapshot.rankingProfiles, rankNode.profileId),
+    clv: input.clv,
+    nowMs: scope.nowMs,
+    inputsHash: fingerprint({ policyVersionHash: snapshot.policyVersionHash, input }),
+    policyVersionHash: snapshot.policyVersionHash,
+  };
+}
+
+/** Ranks with the scores of `prepared.scoreTask` (one per candidate, in any order). */
+export function completeDecision(prepared: PreparedDecision, scores: readonly CandidateScore[]): Decision {
+  const byOffer = new Map(scores.map((s) => [s.offerId, s]));
+  const inputs = prepared.candidates.map((c) => {
+    const score = byOffer.get(c.offer.id);
+    if (!score) throw new Error(`no score for candidate ${c.offer.id}`);
+    return { ...c, score };
+  });
+  const pool = orderCandidates(inputs, prepared.rankingWeights, prepared.clv, prepared.nowMs);
+  const selection = selectOffers(pool, prepared.selectionPlan);
+  const scoringResults = inputs
+    .map(({ offer, score }) => ({ ...score, offerName: offer.name }))
+    .sort((a, b) => b.score - a.score || (a.offerId < b.offerId ? -1 : a.offerId > b.offerId ? 1 : 0));
+  return {
+    flowId: prepared.flowId,
+    modelKey: prepared.scoreTask.modelKey,
+    offers: selection.offers,
+    fallbacks: selection.fallbacks,
+    selectionPlan: prepared.selectionPlan,
+    rejectedOffers: [...prepared.rejections, ...selection.rejections],
+    scoringResults,
+    qualificationResults: prepared.qualificationResults,
+    contactPolicyResults: prepared.contactPolicyResults,
+    degradedScoring: scoringResults.some((s) => s.degraded === true),
+    rankingWeights: prepared.rankingWeights,
+    inputsHash: prepared.inputsHash,
+    policyVersionHash: prepared.policyVersionHash,
+  };
+}
+
+/**
+ * The selection again without the `refused` offers (their reservations failed). Offers ranked
+ * before the first refused one are unchanged, so the service can keep the reservations it holds
+ * and continue from there (docs/decisioning-core.md#reservations).
+ */
+export function refill(decision: Decision, refused: ReadonlySet<string>): SelectionOutput {
+  const pool = [...decision.offers.map(toCandidate), ...decision.fallbacks].sort((a, b) => a.position - b.position);
+  return selectOffers(pool, decision.selectionPlan, refused);
+}
+
+function toCandidate(offer: RankedOffer): RankedCandidate {
+  const { rank: _rank, creativeId: _creative, channelId: _channel, placementId: _placement, ...candidate } = offer;
+  return candidate;
+}
+
+function scoringOffer(offer: Offer): ScoringOffer {
+  return {
+    id: offer.id,
+    categoryId: offer.categoryId ?? null,
+    priority: offer.priority,
+    businessValue: offer.businessValue,
+    margin: offer.margin ?? null,
+    revenueValue: offer.revenueValue ?? null,
+    productType: offer.productType ?? null,
+    tags: offer.tags ?? [],
+  };
+}

@@ -1,0 +1,32 @@
+/**
+ * The pure decision core: the one module services and workers import. It imports nothing outside
+ * src/core, reads no clock and does no I/O, so it runs identically in-process, in a worker thread
+ * and in tests (docs/decisioning-core.md).
+ */
+export * from "./attributes.js";
+export * from "./budgets.js";
+export * from "./catalog.js";
+export * from "./channel-coupling.js";
+export * from "./conditions.js";
+export * from "./config-validation.js";
+export * from "./consent.js";
+export * from "./constraints.js";
+export * from "./contact-policy.js";
+export * from "./counter-keys.js";
+export * from "./counters.js";
+export * from "./decide.js";
+export * from "./flow.js";
+export * from "./frequency-caps.js";
+export * from "./guardrails.js";
+export * from "./hash.js";
+export * from "./maturity-ramp.js";
+export * from "./offer-scope.js";
+export * from "./qualification.js";
+export * from "./random.js";
+export * from "./ranking.js";
+export * from "./rejections.js";
+export * from "./request-scope.js";
+export * from "./snapshot.js";
+export * from "./suppression.js";
+export * from "./time.js";
+export * from "./scoring/index.js";

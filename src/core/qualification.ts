@@ -1,0 +1,102 @@
+/**
+ * Stage 1, qualification (eligibility): may this customer have this offer at all? Checks, in order,
+ * the offer's status, its schedule, its own eligibility condition and then every decisioning gate
+ * that applies to it. The first failure drops the offer (stage `eligibility`); every check that ran
+ * leaves a `qualificationResults` row so a trace shows skipped rules and their warnings too.
+ */
+import type { AttributeBag } from "./attributes.js";
+import type { Offer } from "./catalog.js";
+import { evaluateCondition, type Condition, type ConditionOutcome, type OnMissing } from "./conditions.js";
+import { appliesToOffer, type OfferScope } from "./offer-scope.js";
+import type { Rejection } from "./rejections.js";
+import { scheduleViolation } from "./schedule.js";
+
+/** A decisioning gate (spec 2.20): `onMissing` defaults to `skip`; no `appliesTo` means every offer. */
+export interface QualificationRule {
+  id: string;
+  name?: string;
+  condition: Condition;
+  onMissing?: OnMissing;
+  appliesTo?: OfferScope;
+}
+
+/** One check on one offer (spec 2.16 `qualificationResults[]`). */
+export interface QualificationRow {
+  offerId: string;
+  passed: boolean;
+  ruleId: string;
+  reason: string;
+  skipped?: true;
+  warning?: string;
+  attribute?: string;
+}
+
+export interface QualificationOutput {
+  qualified: Offer[];
+  results: QualificationRow[];
+  rejections: Rejection[];
+}
+
+/** Row ids of the built-in checks, distinct from configured gate ids. */
+export const QUALIFICATION_CHECKS = {
+  status: "offer.status",
+  schedule: "offer.schedule",
+  eligibility: "offer.eligibility",
+} as const;
+
+export function qualify(offers: Offer[], rules: QualificationRule[], bag: AttributeBag, nowMs: number): QualificationOutput {
+  const output: QualificationOutput = { qualified: [], results: [], rejections: [] };
+  for (const offer of offers) {
+    const rows = checkOffer(offer, rules, bag, nowMs);
+    output.results.push(...rows);
+    const failed = rows.find((r) => !r.passed);
+    if (failed) {
+      output.rejections.push({
+        offerId: offer.id,
+        offerName: offer.name,
+        stage: "eligibility",
+        reason: failed.reason,
+        detail: { ruleId: failed.ruleId, ...(failed.attribute ? { attribute: failed.attribute } : {}) },
+      });
+    } else {
+      output.qualified.push(offer);
+    }
+  }
+  return output;
+}
+
+/** Rows for each check up to and including the first failure. */
+function checkOffer(offer: Offer, rules: QualificationRule[], bag: AttributeBag, nowMs: number): QualificationRow[] {
+  if (offer.status !== "active") {
+    return [{ offerId: offer.id, passed: false, ruleId: QUALIFICATION_CHECKS.status, reason: `offer status is ${offer.status}` }];
+  }
+  const rows: QualificationRow[] = [{ offerId: offer.id, passed: true, ruleId: QUALIFICATION_CHECKS.status, reason: "offer is active" }];
+  const outOfSchedule = scheduleViolation(offer.schedule, nowMs);
+  rows.push({
+    offerId: offer.id,
+    passed: outOfSchedule === null,
+    ruleId: QUALIFICATION_CHECKS.schedule,
+    reason: outOfSchedule ?? "within schedule",
+  });
+  if (outOfSchedule !== null) return rows;
+  const checks: Array<{ id: string; label: string; condition: Condition; onMissing: OnMissing }> = [
+    { id: QUALIFICATION_CHECKS.eligibility, label: "offer eligibility", condition: offer.eligibility ?? {}, onMissing: "skip" },
+    ...rules
+      .filter((rule) => appliesToOffer(rule.appliesTo, offer))
+      .map((rule) => ({ id: rule.id, label: `rule ${rule.name ?? rule.id}`, condition: rule.condition, onMissing: rule.onMissing ?? "skip" })),
+  ];
+  for (const check of checks) {
+    const outcome = evaluateCondition(check.condition, bag, check.onMissing, nowMs);
+    const row = { offerId: offer.id, ruleId: check.id, reason: describe(check.label, outcome), ...outcome };
+    rows.push(row);
+    if (!row.passed) break;
+  }
+  return rows;
+}
+
+function describe(label: string, outcome: ConditionOutcome): string {
+  if (outcome.skipped) return `${label} skipped: attribute ${outcome.attribute} is missing`;
+  if (outcome.passed) return `${label} passed`;
+  if (outcome.attribute) return `${label} blocked: attribute ${outcome.attribute} is missing (onMissing=block)`;
+  return `${label} not met`;
+}

@@ -1,0 +1,110 @@
+/**
+ * The adaptive model: a Beta-Bernoulli posterior per offer and context bucket. With prior
+ * Beta(alpha0, beta0) and caller-supplied `{successes, trials}`, the posterior is
+ * Beta(alpha0 + successes, beta0 + trials - successes). The score is its mean, so a decision is
+ * deterministic; with `thompson: true` it is a draw from the posterior using a generator seeded by
+ * `<seed>|<modelKey>|<offerId>`, so the draw replays from the recorded seed and does not depend on
+ * which other offers were scored. Below `coldStartTrials` trials the propensity is `cold_start`.
+ */
+import { resolveAttribute, isMissing, type AttributeBag } from "../attributes.js";
+import { createRandom } from "../random.js";
+import { betaMean, sampleBeta } from "./beta.js";
+import { DEFAULT_ADAPTIVE, type AdaptiveModel, type AdaptiveSettings } from "./models.js";
+import { numberProblem, type AdaptiveCount, type Compiled, type Explanation, type ModelScore, type ScoringContext } from "./scorer.js";
+
+/** Bucket used when `bucketBy` is empty. */
+export const ALL_CONTEXTS_BUCKET = "*";
+/** Bucket segment for a `bucketBy` attribute the request lacks. */
+export const MISSING_BUCKET_VALUE = "_";
+
+/** The context bucket: the `bucketBy` attribute values joined with `,`. */
+export function contextBucket(bucketBy: readonly string[] | undefined, bag: AttributeBag): string {
+  if (!bucketBy || bucketBy.length === 0) return ALL_CONTEXTS_BUCKET;
+  return bucketBy
+    .map((path) => {
+      const value = resolveAttribute(bag, path);
+      return isMissing(value) ? MISSING_BUCKET_VALUE : String(value);
+    })
+    .join(",");
+}
+
+/** Key of `adaptiveCounts`: `<offerId>|<bucket>`. */
+export function adaptiveCountKey(offerId: string, bucket: string): string {
+  return `${offerId}|${bucket}`;
+}
+
+export interface Posterior {
+  alpha: number;
+  beta: number;
+  trials: number;
+  source: "adaptation" | "cold_start";
+}
+
+/** The posterior of an offer in the request's bucket; no counts means the prior alone. */
+export function posteriorFor(settings: AdaptiveSettings, context: ScoringContext): Posterior {
+  const alpha0 = settings.alpha0 ?? DEFAULT_ADAPTIVE.alpha0;
+  const beta0 = settings.beta0 ?? DEFAULT_ADAPTIVE.beta0;
+  const key = adaptiveCountKey(context.offer.id, contextBucket(settings.bucketBy, context.bag));
+  const { successes, trials } = checkedCount(context.adaptiveCounts[key], key);
+  return {
+    alpha: alpha0 + successes,
+    beta: beta0 + trials - successes,
+    trials,
+    source: trials < (settings.coldStartTrials ?? DEFAULT_ADAPTIVE.coldStartTrials) ? "cold_start" : "adaptation",
+  };
+}
+
+/**
+ * The posterior mean split into what the prior and the observed successes put in:
+ * alpha0/(alpha0+beta0+n) + successes/(alpha0+beta0+n).
+ */
+export function posteriorExplanations(settings: AdaptiveSettings, posterior: Posterior): Explanation[] {
+  const total = posterior.alpha + posterior.beta;
+  const alpha0 = settings.alpha0 ?? DEFAULT_ADAPTIVE.alpha0;
+  return [
+    { field: "prior", contribution: alpha0 / total },
+    { field: "observed_successes", contribution: (posterior.alpha - alpha0) / total },
+  ];
+}
+
+export function validateAdaptiveSettings(settings: AdaptiveSettings, path: string): string[] {
+  const positive = (n: number) => n > 0;
+  return [
+    ...(settings.alpha0 === undefined ? [] : numberProblem(settings.alpha0, `${path}.alpha0`, positive, "a positive number")),
+    ...(settings.beta0 === undefined ? [] : numberProblem(settings.beta0, `${path}.beta0`, positive, "a positive number")),
+    ...(settings.coldStartTrials === undefined
+      ? []
+      : numberProblem(settings.coldStartTrials, `${path}.coldStartTrials`, (n) => n >= 0, "a number >= 0")),
+    ...(settings.bucketBy === undefined || (Array.isArray(settings.bucketBy) && settings.bucketBy.every((p) => typeof p === "string"))
+      ? []
+      : [`${path}.bucketBy: must be an array of attribute paths`]),
+  ];
+}
+
+export function compileAdaptive(model: AdaptiveModel): Compiled {
+  const errors = validateAdaptiveSettings(model, "model");
+  if (errors.length > 0) return { errors };
+  return {
+    scorer: {
+      score(context): ModelScore {
+        const posterior = posteriorFor(model, context);
+        const mean = betaMean(posterior.alpha, posterior.beta);
+        const score = model.thompson
+          ? sampleBeta(posterior.alpha, posterior.beta, createRandom(`${context.seed}|${model.key}|${context.offer.id}`))
+          : mean;
+        const explanations = context.explain ? posteriorExplanations(model, posterior) : [];
+        if (context.explain && model.thompson) explanations.push({ field: "thompson_sample", contribution: score - mean });
+        return { score, propensity: score, propensitySource: posterior.source, explanations };
+      },
+    },
+  };
+}
+
+function checkedCount(count: AdaptiveCount | undefined, key: string): AdaptiveCount {
+  if (count === undefined) return { successes: 0, trials: 0 };
+  const { successes, trials } = count;
+  if (!(Number.isFinite(successes) && Number.isFinite(trials) && successes >= 0 && successes <= trials)) {
+    throw new Error(`adaptive counts ${key} are inconsistent: ${successes}/${trials}`);
+  }
+  return count;
+}

@@ -1,0 +1,140 @@
+/**
+ * Imported gradient-boosted trees in XGBoost's JSON dump format (`dump_model(..., dump_format="json")`
+ * or `get_dump(dump_format="json")`). Each split sends a feature value `x` to `yes` when
+ * `x < split_condition`, to `no` otherwise, and to `missing` when the feature is absent — XGBoost's
+ * own rule. The raw margin is the base margin plus the sum of the reached leaves; logistic
+ * objectives then apply the sigmoid. `baseScore` is XGBoost's `base_score`, which it keeps in
+ * probability space for logistic objectives, so the base margin is logit(baseScore) there (0 for
+ * the default 0.5) and baseScore itself for `reg:squarederror`.
+ *
+ * Explanations use Saabas path attribution: every node has an expected value (its leaves' values
+ * weighted by `cover` when the dump has stats, equally otherwise), and each split on the path
+ * credits its feature with E[child] − E[node]. Contributions plus `(bias)` (base margin plus each
+ * root's expectation) add up exactly to the margin. They are cheap, not Shapley-exact; the exact
+ * SHAP endpoint of spec 4.11 is separate.
+ */
+import { featureValue } from "./features.js";
+import { logit, sigmoid } from "./link.js";
+import type { GradientBoostedModel, XgbNode } from "./models.js";
+import { numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
+
+interface TreeNode {
+  expected: number;
+  cover: number | undefined;
+  leaf?: number;
+  split?: { feature: string; threshold: number; yes: TreeNode; no: TreeNode; missing: TreeNode };
+}
+
+const MAX_TREE_DEPTH = 64;
+const LOGISTIC_OBJECTIVES = new Set(["binary:logistic", "reg:logistic"]);
+
+export function compileGradientBoosted(model: GradientBoostedModel): Compiled {
+  const objective = model.objective ?? "binary:logistic";
+  const logistic = LOGISTIC_OBJECTIVES.has(objective);
+  const baseScore = model.baseScore ?? 0.5;
+  const errors: string[] = [];
+  if (!logistic && objective !== "reg:squarederror") errors.push(`model.objective: unsupported objective ${String(objective)}`);
+  errors.push(...numberProblem(baseScore, "model.baseScore", logistic ? (n) => n > 0 && n < 1 : () => true, logistic ? "a probability in (0, 1)" : "a finite number"));
+  if (!Array.isArray(model.trees) || model.trees.length === 0) return { errors: [...errors, "model.trees: must be a non-empty array of trees"] };
+  const trees = model.trees.map((tree, i) => compileTree(tree, `model.trees[${i}]`, errors));
+  if (errors.length > 0) return { errors };
+  const baseMargin = logistic ? logit(baseScore) : baseScore;
+  return {
+    scorer: {
+      score(context: ScoringContext): ModelScore {
+        const { margin, bias, contributions } = evaluate(trees as TreeNode[], baseMargin, context, model.featureMap);
+        const score = logistic ? sigmoid(margin) : margin;
+        return {
+          score,
+          propensity: score,
+          propensitySource: "model",
+          explanations: context.explain ? explanationsOf(bias, contributions) : [],
+        };
+      },
+    },
+  };
+}
+
+/** The raw margin of a compiled ensemble with its Saabas decomposition. */
+function evaluate(trees: TreeNode[], baseMargin: number, context: ScoringContext, featureMap?: Record<string, string>) {
+  const values = new Map<string, number | undefined>();
+  const contributions = new Map<string, number>();
+  let margin = baseMargin;
+  let bias = baseMargin;
+  for (const root of trees) {
+    bias += root.expected;
+    let node = root;
+    while (node.split) {
+      const { feature, threshold, yes, no, missing } = node.split;
+      if (!values.has(feature)) values.set(feature, featureValue(context.bag, feature, featureMap));
+      const x = values.get(feature);
+      const next = x === undefined ? missing : x < threshold ? yes : no;
+      contributions.set(feature, (contributions.get(feature) ?? 0) + next.expected - node.expected);
+      node = next;
+    }
+    margin += node.leaf as number;
+  }
+  return { margin, bias, contributions };
+}
+
+function explanationsOf(bias: number, contributions: Map<string, number>) {
+  const features = [...contributions].map(([field, contribution]) => ({ field, contribution }));
+  features.sort((a, b) => Math.abs(b.contribution) - Math.abs(a.contribution));
+  return [{ field: "(bias)", contribution: bias }, ...features];
+}
+
+/** A dump tree (object or JSON string) to linked nodes; problems are appended to `errors`. */
+function compileTree(tree: XgbNode | string, path: string, errors: string[]): TreeNode | undefined {
+  let node: unknown = tree;
+  if (typeof tree === "string") {
+    try {
+      node = JSON.parse(tree);
+    } catch {
+      errors.push(`${path}: is not valid JSON`);
+      return undefined;
+    }
+  }
+  return compileNode(node, path, errors, 0);
+}
+
+function compileNode(raw: unknown, path: string, errors: string[], depth: number): TreeNode | undefined {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    errors.push(`${path}: must be a tree node object`);
+    return undefined;
+  }
+  if (depth > MAX_TREE_DEPTH) {
+    errors.push(`${path}: tree deeper than ${MAX_TREE_DEPTH}`);
+    return undefined;
+  }
+  const node = raw as XgbNode;
+  const cover = typeof node.cover === "number" && Number.isFinite(node.cover) && node.cover > 0 ? node.cover : undefined;
+  if ("leaf" in node) {
+    const problems = numberProblem(node.leaf, `${path}.leaf`);
+    errors.push(...problems);
+    return problems.length > 0 ? undefined : { expected: node.leaf as number, cover, leaf: node.leaf };
+  }
+  const before = errors.length;
+  if (typeof node.split !== "string" || node.split === "") errors.push(`${path}.split: must be a feature name`);
+  errors.push(...numberProblem(node.split_condition, `${path}.split_condition`));
+  if (!Array.isArray(node.children) || node.children.length === 0) {
+    errors.push(`${path}.children: must list the split's child nodes`);
+    return undefined;
+  }
+  const children = new Map<unknown, TreeNode | undefined>(
+    node.children.map((child, i) => [(child as XgbNode | null)?.nodeid, compileNode(child, `${path}.children[${i}]`, errors, depth + 1)]),
+  );
+  const branch = (name: "yes" | "no" | "missing"): TreeNode | undefined => {
+    if (!children.has(node[name])) errors.push(`${path}.${name}: names no child node (${String(node[name])})`);
+    return children.get(node[name]);
+  };
+  const yes = branch("yes");
+  const no = branch("no");
+  const missing = branch("missing");
+  if (errors.length > before || !yes || !no || !missing) return undefined;
+  const [wYes, wNo] = yes.cover !== undefined && no.cover !== undefined ? [yes.cover, no.cover] : [1, 1];
+  return {
+    expected: (wYes * yes.expected + wNo * no.expected) / (wYes + wNo),
+    cover,
+    split: { feature: node.split as string, threshold: node.split_condition as number, yes, no, missing },
+  };
+}

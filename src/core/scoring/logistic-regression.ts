@@ -1,0 +1,40 @@
+/**
+ * Imported logistic regression: p = sigmoid(intercept + Σ coefficientᵢ · featureᵢ) over named
+ * features (features.ts). A missing feature counts as 0, the usual convention for sparse inputs.
+ * Explanations are the intercept and each coefficient × value, in margin (log-odds) space; they
+ * sum to logit(p).
+ */
+import { featureValue } from "./features.js";
+import { sigmoid } from "./link.js";
+import type { LogisticRegressionModel } from "./models.js";
+import { numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
+
+export function compileLogisticRegression(model: LogisticRegressionModel): Compiled {
+  const coefficients: unknown = model.coefficients;
+  const errors = numberProblem(model.intercept, "model.intercept");
+  if (coefficients === null || typeof coefficients !== "object" || Array.isArray(coefficients)) {
+    errors.push("model.coefficients: must be an object of feature name to weight");
+  } else {
+    for (const [name, weight] of Object.entries(coefficients)) errors.push(...numberProblem(weight, `model.coefficients.${name}`));
+  }
+  if (errors.length > 0) return { errors };
+  const terms = Object.entries(model.coefficients);
+  return {
+    scorer: {
+      score(context: ScoringContext): ModelScore {
+        const contributions = terms.map(([field, weight]) => ({
+          field,
+          contribution: weight * (featureValue(context.bag, field, model.featureMap) ?? 0),
+        }));
+        const margin = contributions.reduce((sum, c) => sum + c.contribution, model.intercept);
+        const score = sigmoid(margin);
+        return {
+          score,
+          propensity: score,
+          propensitySource: "model",
+          explanations: context.explain ? [{ field: "(intercept)", contribution: model.intercept }, ...contributions] : [],
+        };
+      },
+    },
+  };
+}

@@ -1,0 +1,117 @@
+/**
+ * Stage 3, scoring: one serialisable task in, one score per candidate out. This is the function the
+ * Piscina worker runs, so the task carries everything (candidates, attributes, the primary and
+ * shadow model configurations, counts, CLV, seed) and nothing in it is a class, a Map or a
+ * function. Models compile once per task.
+ *
+ * Fail-soft (spec 2.16): a model that is missing, fails to compile or throws or yields a non-finite
+ * number on a candidate gives that candidate FALLBACK_SCORE with `degraded: true` and a `reason`,
+ * and the decision goes on. Shadow models are scored into `shadowScores` and never ranked; a
+ * failing shadow is reported in `shadowErrors` instead.
+ */
+import type { Attributes } from "../attributes.js";
+import { compileModel } from "./compile-model.js";
+import type { ClvInput } from "./impact.js";
+import type { ModelConfig, ModelType } from "./models.js";
+import type { AdaptiveCount, Explanation, ModelScore, PropensitySource, Scorer, ScoringContext, ScoringOffer } from "./scorer.js";
+
+export interface ScoreTask {
+  candidates: ScoringOffer[];
+  customer: Attributes;
+  context: Attributes;
+  /** At least the primary and shadow models, keyed by model key. */
+  models: Record<string, ModelConfig>;
+  modelKey: string;
+  shadowModelKeys: string[];
+  adaptiveCounts: Record<string, AdaptiveCount>;
+  clv: ClvInput | null;
+  seed: string;
+  /** Build `explanations[]`; without it they are empty, which saves work on unsampled decisions. */
+  explain: boolean;
+}
+
+export interface CandidateScore {
+  offerId: string;
+  score: number;
+  propensity: number;
+  propensitySource: PropensitySource;
+  modelId: string;
+  modelKey: string;
+  modelType: ModelType | "unavailable";
+  explanations: Explanation[];
+  shadowScores?: Record<string, number>;
+  shadowErrors?: Record<string, string>;
+  degraded?: true;
+  reason?: string;
+}
+
+/** Score of a candidate whose model is unavailable or failing (spec 2.16). */
+export const FALLBACK_SCORE = 0.5;
+
+interface ResolvedModel {
+  key: string;
+  id: string;
+  type: ModelType | "unavailable";
+  scorer?: Scorer;
+  failure?: string;
+}
+
+export function scoreCandidates(task: ScoreTask): CandidateScore[] {
+  const primary = resolveModel(task, task.modelKey);
+  const shadows = task.shadowModelKeys.filter((key) => key !== task.modelKey).map((key) => resolveModel(task, key));
+  return task.candidates.map((offer) => {
+    const context: ScoringContext = {
+      offer,
+      bag: { customer: task.customer, context: task.context, offer: offer as unknown as Attributes },
+      adaptiveCounts: task.adaptiveCounts,
+      clv: task.clv,
+      seed: task.seed,
+      explain: task.explain,
+    };
+    const result = runModel(primary, context);
+    const score: CandidateScore = {
+      offerId: offer.id,
+      modelId: primary.id,
+      modelKey: primary.key,
+      modelType: primary.type,
+      ...("failure" in result
+        ? {
+            score: FALLBACK_SCORE,
+            propensity: FALLBACK_SCORE,
+            propensitySource: primary.type === "adaptive" || primary.type === "formula" ? "cold_start" : "model",
+            explanations: [],
+            degraded: true,
+            reason: result.failure,
+          }
+        : result),
+    };
+    for (const shadow of shadows) {
+      const shadowResult = runModel(shadow, { ...context, explain: false });
+      if ("failure" in shadowResult) (score.shadowErrors ??= {})[shadow.key] = shadowResult.failure;
+      else (score.shadowScores ??= {})[shadow.key] = shadowResult.score;
+    }
+    return score;
+  });
+}
+
+function resolveModel(task: ScoreTask, key: string): ResolvedModel {
+  const config = Object.hasOwn(task.models, key) ? task.models[key] : undefined;
+  if (!config) return { key, id: key, type: "unavailable", failure: `model ${key} is not available` };
+  const compiled = compileModel(config);
+  return compiled.scorer
+    ? { key, id: config.id, type: config.type, scorer: compiled.scorer }
+    : { key, id: config.id, type: config.type, failure: `model ${key} is invalid: ${compiled.errors.join("; ")}` };
+}
+
+function runModel(model: ResolvedModel, context: ScoringContext): ModelScore | { failure: string } {
+  if (!model.scorer) return { failure: model.failure ?? `model ${model.key} is not available` };
+  try {
+    const result = model.scorer.score(context);
+    if (!Number.isFinite(result.score) || !Number.isFinite(result.propensity)) {
+      return { failure: `model ${model.key} produced a non-finite score for offer ${context.offer.id}` };
+    }
+    return result;
+  } catch (err) {
+    return { failure: `model ${model.key} failed on offer ${context.offer.id}: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * The shape every model compiles to. Compiling validates a configuration once per task; scoring a
+ * candidate may still throw (a NaN feature, a broken count), and score-candidates.ts turns any
+ * throw into the degraded fallback, so a model module only has to be honest about failure.
+ */
+import type { AttributeBag } from "../attributes.js";
+import type { ClvInput } from "./impact.js";
+
+/** The offer fields models read; also the `offer` root of the feature bag. */
+export interface ScoringOffer {
+  id: string;
+  categoryId?: string | null;
+  priority: number;
+  businessValue: number;
+  margin?: number | null;
+  revenueValue?: number | null;
+  productType?: string | null;
+  tags?: string[];
+}
+
+/** Caller-supplied Beta-Bernoulli evidence for one offer in one context bucket. */
+export interface AdaptiveCount {
+  successes: number;
+  trials: number;
+}
+
+/** Where a propensity came from (spec 2.16). */
+export type PropensitySource = "model" | "adaptation" | "cold_start";
+
+/** One term's share of a score (spec 2.16 `explanations[]`). */
+export interface Explanation {
+  field: string;
+  contribution: number;
+}
+
+export interface ScoringContext {
+  offer: ScoringOffer;
+  /** customer, context and offer roots. */
+  bag: AttributeBag;
+  /** Keyed by adaptiveCountKey(offerId, bucket). */
+  adaptiveCounts: Readonly<Record<string, AdaptiveCount>>;
+  clv: ClvInput | null;
+  /** The request seed; models that sample derive their own stream from it. */
+  seed: string;
+  explain: boolean;
+}
+
+export interface ModelScore {
+  score: number;
+  propensity: number;
+  propensitySource: PropensitySource;
+  explanations: Explanation[];
+}
+
+export interface Scorer {
+  score(context: ScoringContext): ModelScore;
+}
+
+export type Compiled = { scorer: Scorer; errors?: undefined } | { errors: string[]; scorer?: undefined };
+
+/** `<path>: must be a finite number` when `value` is not one; shared by the model validators. */
+export function numberProblem(value: unknown, path: string, check: (n: number) => boolean = () => true, rule = "a finite number"): string[] {
+  return typeof value === "number" && Number.isFinite(value) && check(value) ? [] : [`${path}: must be ${rule}`];
+}

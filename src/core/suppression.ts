@@ -1,0 +1,42 @@
+/**
+ * Suppression: after a negative outcome (for example `dismiss`) the same offer rests for
+ * `windowSeconds`. The caller passes the customer's recent outcomes; the core only compares times.
+ */
+import type { Offer } from "./catalog.js";
+import { appliesToOffer, type OfferScope } from "./offer-scope.js";
+import { parseInstant } from "./time.js";
+
+export interface SuppressionPolicy {
+  id: string;
+  name?: string;
+  type: "suppression";
+  afterOutcomes: string[];
+  windowSeconds: number;
+  appliesTo?: OfferScope;
+}
+
+/** An outcome the customer recorded on an offer, as read by the service (spec 2.5 `outcome`). */
+export interface RecentOutcome {
+  offerId: string;
+  outcome: string;
+  at: string;
+}
+
+/** The most recent outcome that suppresses `offer` now, or null. */
+export function suppressingOutcome(
+  policy: SuppressionPolicy,
+  offer: Offer,
+  outcomes: readonly RecentOutcome[],
+  nowMs: number,
+): RecentOutcome | null {
+  if (!appliesToOffer(policy.appliesTo, offer)) return null;
+  const since = nowMs - policy.windowSeconds * 1000;
+  let latest: { outcome: RecentOutcome; at: number } | null = null;
+  for (const outcome of outcomes) {
+    if (outcome.offerId !== offer.id || !policy.afterOutcomes.includes(outcome.outcome)) continue;
+    const at = parseInstant(outcome.at);
+    if (at === null || at < since || at > nowMs) continue;
+    if (!latest || at > latest.at) latest = { outcome, at };
+  }
+  return latest?.outcome ?? null;
+}

@@ -1,0 +1,191 @@
+import { test, before, after, describe } from "node:test";
+import assert from "node:assert/strict";
+import { startTestService, type TestService } from "../support/service.js";
+import { rest } from "../support/clients.js";
+
+let svc: TestService;
+let admin: { tenantId: string; userId: string; apiKey: string };
+let editor: { userId: string; apiKey: string };
+let other: { tenantId: string; userId: string; apiKey: string };
+
+const call = (method: string, path: string, body?: unknown, key = admin.apiKey) =>
+  rest(svc.baseUrl, method, path, { key, body: body ?? (method === "GET" ? undefined : {}) });
+
+before(async () => {
+  svc = await startTestService();
+  admin = await svc.createTenant();
+  editor = await svc.createUser(admin.tenantId, "editor");
+  other = await svc.createTenant("other");
+});
+after(() => svc.stop());
+
+describe("decision rules", () => {
+  test("each rule collection validates its config against the core's shape, naming the path", async () => {
+    const cases: Array<[string, unknown, RegExp]> = [
+      ["qualification-rules", { condition: { attribute: "customer.age", op: "gte", value: 18 } }, /^config\.onMisssing: unknown key/],
+      ["contact-policies", { scope: "offer", maxImpressions: 3, windowSeconds: 86400 }, /^config\.windowSeconds: must be an integer/],
+      ["guardrail-rules", { condition: { attribute: "customer.age", op: "lt", value: 18 }, action: "exclude" }, /^config\.condition/],
+      ["ranking-profiles", { weights: { score: 1, priority: 0.2 } }, /^config\.weights/],
+      ["cross-offer-constraints", { type: "max_per_category", categoryId: "c", max: 1 }, /config\.type: must be mutual_exclusion or max_per_category/],
+      ["segments", { condition: { attribute: "customer.tier", op: "eq", value: "gold" } }, /^config\.condition/],
+    ];
+    const broken: Record<string, unknown> = {
+      "qualification-rules": { condition: { attribute: "customer.age", op: "gte", value: 18 }, onMisssing: "skip" },
+      "contact-policies": { scope: "offer", maxImpressions: 3, windowSeconds: -5 },
+      "guardrail-rules": { condition: { attribute: "customer.age", op: "older_than", value: 18 }, action: "exclude" },
+      "ranking-profiles": { weights: { score: "high" } },
+      "cross-offer-constraints": { type: "at_most", categoryId: "c", max: 1 },
+      segments: { condition: { all: "gold" } },
+    };
+    for (const [collection, config, problem] of cases) {
+      const created = await call("POST", `/api/v1/${collection}`, { name: `${collection} one`, config });
+      assert.equal(created.status, 201, `${collection}: ${JSON.stringify(created.body)}`);
+      assert.equal(created.body.status, "active");
+      assert.deepEqual(created.body.config, config);
+      const bad = await call("POST", `/api/v1/${collection}`, { name: `${collection} bad`, config: broken[collection] });
+      assert.equal(bad.status, 400, collection);
+      assert.match(bad.body.detail, problem, collection);
+      const missing = await call("POST", `/api/v1/${collection}`, { name: `${collection} none` });
+      assert.equal(missing.status, 400);
+      assert.match(missing.body.detail, /^config: is required/);
+      const off = await call("PUT", `/api/v1/${collection}`, { id: created.body.id, status: "inactive" });
+      assert.equal(off.status, 200);
+      assert.equal(off.body.version, 2);
+      assert.equal((await call("GET", `/api/v1/${collection}/${created.body.id}`, undefined, other.apiKey)).status, 404);
+    }
+  });
+});
+
+describe("budgets (spec 2.19, 4.16)", () => {
+  test("at least one limit; scoped budgets name a live entity of the tenant; admin deletes", async () => {
+    const none = await call("POST", "/api/v1/budgets", { name: "empty" });
+    assert.equal(none.status, 400);
+    assert.match(none.body.detail, /^maxImpressions: at least one of maxImpressions, maxSpend and maxConversions is required/);
+    const unscoped = await call("POST", "/api/v1/budgets", { name: "x", scope: "offer", maxImpressions: 10 });
+    assert.match(unscoped.body.detail, /^scopeId: is required for scope offer/);
+    const theirOffer = await call("POST", "/api/v1/offers", { name: "theirs" }, other.apiKey);
+    const foreign = await call("POST", "/api/v1/budgets", { name: "x", scope: "offer", scopeId: theirOffer.body.id, maxImpressions: 10 });
+    assert.equal(foreign.status, 400);
+    assert.match(foreign.body.detail, /^scopeId: unknown offer/);
+    assert.equal((await call("POST", "/api/v1/budgets", { name: "x", maxSpend: -1 })).status, 400);
+
+    const offer = await call("POST", "/api/v1/offers", { name: "budgeted" });
+    const created = await call("POST", "/api/v1/budgets", { name: "launch", scope: "offer", scopeId: offer.body.id, maxImpressions: 100, costPerImpression: 0.05, maxSpend: 5, period: "day" });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.deepEqual(
+      { scope: created.body.scope, maxImpressions: created.body.maxImpressions, maxConversions: created.body.maxConversions, period: created.body.period, status: created.body.status, version: created.body.version },
+      { scope: "offer", maxImpressions: 100, maxConversions: null, period: "day", status: "active", version: 1 },
+    );
+    const cleared = await call("PUT", "/api/v1/budgets", { id: created.body.id, maxImpressions: null });
+    assert.equal(cleared.status, 200);
+    assert.equal(cleared.body.maxImpressions, null);
+    assert.equal(cleared.body.maxSpend, 5);
+    const allGone = await call("PUT", "/api/v1/budgets", { id: created.body.id, maxSpend: null });
+    assert.equal(allGone.status, 400, "clearing the last limit is refused");
+    const list = await call("GET", "/api/v1/budgets");
+    assert.ok(list.body.data.some((b: any) => b.id === created.body.id));
+    assert.equal((await call("DELETE", `/api/v1/budgets?id=${created.body.id}`, undefined, editor.apiKey)).status, 403);
+    assert.equal((await call("DELETE", `/api/v1/budgets?id=${created.body.id}`, undefined, other.apiKey)).status, 404);
+    assert.equal((await call("DELETE", `/api/v1/budgets?id=${created.body.id}`)).status, 200);
+  });
+});
+
+describe("algorithm models", () => {
+  test("imported models are checked by compiling them; registryStatus is not writable", async () => {
+    const logistic = await call("POST", "/api/v1/algorithm-models", {
+      name: "Churn LR",
+      key: "churn-lr",
+      type: "logistic_regression",
+      config: { intercept: -1.5, coefficients: { "customer.age": 0.02, "context.visits": 0.3 } },
+    });
+    assert.equal(logistic.status, 201, JSON.stringify(logistic.body));
+    assert.equal(logistic.body.registryStatus, "draft");
+    const bad = await call("POST", "/api/v1/algorithm-models", {
+      name: "Broken", key: "broken", type: "logistic_regression", config: { intercept: "high", coefficients: {} },
+    });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.detail, /^config\.intercept: /);
+    const trees = await call("POST", "/api/v1/algorithm-models", {
+      name: "GBT", key: "gbt", type: "gradient_boosted", config: { trees: [{ nodeid: 0, split: "customer.age", split_condition: 30, yes: 1, no: 2 }] },
+    });
+    assert.equal(trees.status, 400, "a split without its children is refused");
+    assert.equal((await call("POST", "/api/v1/algorithm-models", { name: "x", key: "x", type: "neural" })).status, 400);
+    const dup = await call("POST", "/api/v1/algorithm-models", { name: "Churn LR 2", key: "churn-lr", type: "adaptive" });
+    assert.equal(dup.status, 409);
+
+    const updated = await call("PUT", `/api/v1/algorithm-models/${logistic.body.id}`, { description: "v2", registryStatus: "champion" });
+    assert.equal(updated.status, 200);
+    assert.equal(updated.body.description, "v2");
+    assert.equal(updated.body.registryStatus, "draft");
+    assert.equal(updated.body.version, 2);
+    assert.equal((await call("GET", `/api/v1/algorithm-models/${logistic.body.id}`, undefined, other.apiKey)).status, 404);
+  });
+});
+
+describe("decision flows", () => {
+  test("auto-assembly adds active offers to active flows, audit-logged", async () => {
+    const flow = await call("POST", "/api/v1/decision-flows", { name: "Main", key: "main", status: "active" });
+    assert.equal(flow.status, 201, JSON.stringify(flow.body));
+    assert.deepEqual(flow.body.config.nodes.map((n: any) => n.type), ["candidates", "score", "rank"]);
+    assert.equal(flow.body.autoAssemble, true);
+    assert.equal(flow.body.publishedVersion, null);
+    const draftOffer = await call("POST", "/api/v1/offers", { name: "draft offer" });
+    const activeOffer = await call("POST", "/api/v1/offers", { name: "active offer", status: "active" });
+    let current = await call("GET", `/api/v1/decision-flows/${flow.body.id}`);
+    assert.deepEqual(current.body.offerIds, [activeOffer.body.id]);
+    await call("PUT", "/api/v1/offers", { id: draftOffer.body.id, status: "active" });
+    current = await call("GET", `/api/v1/decision-flows/${flow.body.id}`);
+    assert.deepEqual(current.body.offerIds, [activeOffer.body.id, draftOffer.body.id]);
+    await call("DELETE", `/api/v1/offers?id=${activeOffer.body.id}`);
+    current = await call("GET", `/api/v1/decision-flows/${flow.body.id}`);
+    assert.deepEqual(current.body.offerIds, [draftOffer.body.id]);
+    const history = await call("GET", `/api/v1/change-history?entityId=${flow.body.id}`);
+    assert.equal(history.body.changes.filter((c: any) => /auto-assembly/.test(c.changes.reason ?? "")).length, 3);
+  });
+
+  test("publish and rollback create versions, each in the change feed", async () => {
+    const model = await call("POST", "/api/v1/algorithm-models", { name: "Formula", key: "formula-1", type: "formula", config: {} });
+    assert.equal(model.status, 201, JSON.stringify(model.body));
+    const flow = await call("POST", "/api/v1/decision-flows", { name: "Versioned", key: "versioned" });
+    const id = flow.body.id;
+    const v1 = await call("POST", `/api/v1/decision-flows/${id}/publish`, { notes: "first" });
+    assert.equal(v1.status, 200, JSON.stringify(v1.body));
+    assert.equal(v1.body.publishedVersion, 1);
+    const nodes = [{ type: "candidates" }, { type: "score", modelKey: "formula-1" }, { type: "rank", count: 2 }];
+    const edited = await call("PUT", `/api/v1/decision-flows/${id}`, { config: { nodes } });
+    assert.equal(edited.status, 200, JSON.stringify(edited.body));
+    assert.equal(edited.body.publishedVersion, 1, "editing the draft does not publish");
+    const v2 = await call("POST", `/api/v1/decision-flows/${id}/publish`, { notes: "formula" });
+    assert.equal(v2.body.publishedVersion, 2);
+    const back = await call("POST", `/api/v1/decision-flows/${id}/rollback`, { toVersion: 1, notes: "oops" });
+    assert.equal(back.status, 200, JSON.stringify(back.body));
+    assert.equal(back.body.publishedVersion, 3);
+    assert.equal(back.body.config.nodes[1].modelKey, "default-adaptive");
+    assert.equal((await call("POST", `/api/v1/decision-flows/${id}/rollback`, { toVersion: 9 })).status, 400);
+    assert.equal((await call("POST", `/api/v1/decision-flows/${id}/rollback`, { toVersion: 3 })).status, 400);
+
+    const versions = await call("GET", `/api/v1/decision-flows/${id}/versions`);
+    assert.deepEqual(versions.body.data.map((v: any) => [v.version, v.notes]), [[3, "oops"], [2, "formula"], [1, "first"]]);
+    const feed = await call("GET", `/api/v1/change-history?entityId=${id}&action=rollback`, undefined, editor.apiKey);
+    assert.equal(feed.body.changes[0].summary, `Rolled back decision flow "Versioned" from version 2 to 1 (new version 3)`);
+    assert.deepEqual(
+      { ...feed.body.changes[0].changes },
+      { fromVersion: 2, toVersion: 1, newVersion: 3, notes: "oops" },
+    );
+    const published = await call("GET", `/api/v1/change-history?entityId=${id}&action=publish`);
+    assert.equal(published.body.changes[0].summary, `Published decision flow "Versioned" version 2`);
+    assert.equal((await call("POST", `/api/v1/decision-flows/${id}/publish`, {}, other.apiKey)).status, 404);
+  });
+
+  test("nodes must name existing models and profiles, and offers of the tenant", async () => {
+    const unknownModel = await call("POST", "/api/v1/decision-flows", { name: "bad", key: "bad", config: { nodes: [{ type: "score", modelKey: "nope" }] } });
+    assert.equal(unknownModel.status, 400);
+    assert.match(unknownModel.body.detail, /config\.nodes\[0\]: unknown model key nope/);
+    const theirOffer = await call("POST", "/api/v1/offers", { name: "theirs-2" }, other.apiKey);
+    const foreign = await call("POST", "/api/v1/decision-flows", { name: "bad", key: "bad", offerIds: [theirOffer.body.id], autoAssemble: false });
+    assert.equal(foreign.status, 400);
+    assert.match(foreign.body.detail, /^offerIds\[0\]: unknown offer/);
+    const badNode = await call("POST", "/api/v1/decision-flows", { name: "bad", key: "bad", config: { nodes: [{ type: "sort" }] } });
+    assert.match(badNode.body.detail, /^config\.nodes\[0\]\.type: /);
+  });
+});
