@@ -48,8 +48,9 @@ async function run(argv: string[]): Promise<unknown> {
   const config = loadConfig();
   const logger = createLogger(process.env.LOG_LEVEL ?? "warn", 2);
   const f = await openFoundation(config, logger);
+  const services = createServices(f);
   try {
-    const { identity } = createServices(f);
+    const { identity } = services;
     switch (command) {
       case "migrate":
         return { migrated: true };
@@ -67,6 +68,7 @@ async function run(argv: string[]): Promise<unknown> {
       }
     }
   } finally {
+    await services.close();
     await f.close();
   }
 }

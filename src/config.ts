@@ -25,9 +25,16 @@ export interface Config {
   defaultBodyLimitBytes: number;
   logLevel: string;
   shutdownGraceMs: number;
+  /** Lifetime decisions per workspace (5,000 on the hosted shared environment); null for none. */
+  decisionQuota: number | null;
+  /** Scoring tasks of at least this many tree walks (trees × candidates) go to the worker pool. */
+  scoringPoolMinTreeWalks: number;
 }
 
 export class ConfigError extends Error {}
+
+/** Measured in bench/ (docs/performance.md): below this, a thread hop costs more than it saves. */
+export const DEFAULT_POOL_MIN_TREE_WALKS = 20_000;
 
 function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
@@ -88,5 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultBodyLimitBytes: positiveInt(env, "DEFAULT_BODY_LIMIT_BYTES", 1024 * 1024),
     logLevel: env.LOG_LEVEL || "info",
     shutdownGraceMs: positiveInt(env, "SHUTDOWN_GRACE_MS", 10_000),
+    decisionQuota: optional(env, "DECISION_QUOTA") === null ? null : positiveInt(env, "DECISION_QUOTA", 1),
+    scoringPoolMinTreeWalks: positiveInt(env, "SCORING_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS),
   };
 }

@@ -23,6 +23,9 @@ import { AuditLog } from "./audit/audit-log.js";
 import { AuditService } from "./audit/audit-service.js";
 import { CatalogStore, DecisionConfigStore } from "./catalog/catalog-store.js";
 import { createCatalog, type Catalog } from "./catalog/catalog.js";
+import { createDecisions } from "./decisions/decisions.js";
+import { createMemoryCounterStore, createRedisCounterStore } from "./decisions/counter-store.js";
+import { createScoringPool } from "./platform/scoring-pool.js";
 import { Gateway, type ServiceRegistration } from "./transport/gateway.js";
 import { createHttpServer } from "./transport/http-server.js";
 import { createGrpcServer, bindGrpc } from "./transport/grpc.js";
@@ -101,24 +104,61 @@ export interface Services {
   identity: IdentityService;
   audit: AuditService;
   catalog: Catalog;
+  decisions: ReturnType<typeof createDecisions>;
   registrations: ServiceRegistration[];
+  /** Subscribes caches to cross-process invalidation; call before serving. */
+  listen(): Promise<void>;
+  /** Flushes queued traces and stops the scoring workers. */
+  close(): Promise<void>;
 }
 
 export function createServices(f: Foundation): Services {
   const identityStore = new IdentityStore(f.db);
   const auditLog = new AuditLog(new AuditStore(f.db));
   const audit = new AuditService(new AuditStore(f.db));
-  const catalog = createCatalog(new CatalogStore(f.db), new DecisionConfigStore(f.db), auditLog, (tenantId, userId) =>
-    identityStore.isActiveAdmin(tenantId, userId),
+  // The catalog reports committed changes to the decisions' snapshot cache, built after it.
+  let configChanged = (_tenantId: string) => {};
+  const catalog = createCatalog(
+    new CatalogStore(f.db, (tenantId) => configChanged(tenantId)),
+    new DecisionConfigStore(f.db),
+    auditLog,
+    (tenantId, userId) => identityStore.isActiveAdmin(tenantId, userId),
   );
+  const pool = createScoringPool();
+  const decisions = createDecisions({
+    db: f.db,
+    bus: f.bus,
+    logger: f.logger,
+    counters: f.redis ? createRedisCounterStore(f.redis) : createMemoryCounterStore(),
+    audit: auditLog,
+    decisionConfig: catalog.decisionConfig,
+    seedTenant: catalog.seedTenant,
+    pool,
+    minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
+    decisionQuota: f.config.decisionQuota,
+  });
+  configChanged = decisions.configChanged;
   const identity = new IdentityService(identityStore, f.secrets, f.bus, catalog.seedTenant);
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
     { service: AuditServiceDesc, impl: audit as never },
     ...catalog.services,
+    ...decisions.services,
   ];
-  return { identityStore, identity, audit, catalog, registrations };
+  return {
+    identityStore,
+    identity,
+    audit,
+    catalog,
+    decisions,
+    registrations,
+    listen: async () => void (await decisions.listen()),
+    close: async () => {
+      await decisions.close();
+      await pool.close();
+    },
+  };
 }
 
 export interface RunningService {
@@ -136,6 +176,7 @@ export async function startService(config: Config, logger = createLogger(config.
   const { identityStore } = services;
   const authenticator = new Authenticator(identityStore, f.secrets, config.internalApiKey, logger);
   await authenticator.listen(f.bus);
+  await services.listen();
 
   const limiter = f.redis ? createRedisRateLimiter(f.redis) : createMemoryRateLimiter();
   const rateLimits = new RateLimitPolicy(
@@ -182,6 +223,7 @@ export async function startService(config: Config, logger = createLogger(config.
           new Promise<void>((res) => grpc.server.tryShutdown(() => res())),
         ]);
         clearTimeout(grace);
+        await services.close();
         await f.close();
       })();
       return stopping;

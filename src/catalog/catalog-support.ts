@@ -41,3 +41,11 @@ export async function mapConflict<T>(work: Promise<T>, message: string): Promise
     throw err;
   }
 }
+
+/** `config.trees[0]: must ...` as a field violation on `config`. */
+export function configViolations(problems: string[]): FieldViolation[] {
+  return problems.map((p) => {
+    const at = p.indexOf(": ");
+    return at < 0 ? { field: "config", message: p } : { field: p.slice(0, at), message: p.slice(at + 2) };
+  });
+}

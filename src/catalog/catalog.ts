@@ -20,7 +20,8 @@ import { CatalogCollection } from "./catalog-collection.js";
 import { toCatalogEntry, toCreative } from "./catalog-mapper.js";
 import { CREATIVE_RULES, DEFAULT_OUTCOME_TYPES, ENTRY_KINDS } from "./catalog-rules.js";
 import type { CatalogStore, DecisionConfigRows, DecisionConfigStore } from "./catalog-store.js";
-import { configViolations, createDecisionConfig } from "./decision-config.js";
+import { createDecisionConfig } from "./decision-config.js";
+import { configViolations } from "./catalog-support.js";
 import { OfferService, type AdminCheck } from "./offer-service.js";
 import type { OfferEventListener } from "./offer-events.js";
 

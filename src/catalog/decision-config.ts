@@ -25,18 +25,10 @@ import { toMessage } from "./catalog-mapper.js";
 import { BUDGET_RULES, FLOW_RULES, MODEL_RULES } from "./catalog-rules.js";
 import type { CatalogStore, DecisionConfigStore } from "./catalog-store.js";
 import type { ColumnValues } from "./write-fields.js";
-import { referenceViolations } from "./catalog-support.js";
+import { configViolations, referenceViolations } from "./catalog-support.js";
 import { DecisionFlowLifecycle } from "./decision-flows.js";
 
 type Handler = (ctx: TenantContext, req: any) => Promise<Message>;
-
-/** `config.trees[0]: must ...` as a field violation on `config`. */
-export function configViolations(problems: string[]): FieldViolation[] {
-  return problems.map((p) => {
-    const at = p.indexOf(": ");
-    return at < 0 ? { field: "config", message: p } : { field: p.slice(0, at), message: p.slice(at + 2) };
-  });
-}
 
 /** Model parameters by type, checked by compiling them as the scorer will; paths name `config`. */
 function modelViolations(after: ColumnValues): FieldViolation[] {

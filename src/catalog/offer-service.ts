@@ -24,8 +24,28 @@ import type { CatalogRow, CatalogStore } from "./catalog-store.js";
 import { snapshot, toOffer, toOfferWithRelations } from "./catalog-mapper.js";
 import { OFFER_PATCH_RULES, OFFER_RULES } from "./catalog-rules.js";
 import { columnsFromWrite, type ColumnValues } from "./write-fields.js";
-import { mapConflict, referenceViolations, throwIfInvalid } from "./catalog-support.js";
+import { configViolations, mapConflict, referenceViolations, throwIfInvalid } from "./catalog-support.js";
 import type { OfferEvent, OfferEventListener } from "./offer-events.js";
+import { validateCondition, validateOfferBudget, validateOfferSchedule } from "../core/index.js";
+
+/** Keys of the condition language (docs/decisioning-core.md#condition-language). */
+const CONDITION_KEYS = ["all", "any", "not", "attribute", "op", "value"];
+
+/**
+ * What Recommend reads from an offer must have the core's shapes. The spec leaves `eligibility`,
+ * `schedule` and `budget` open: an eligibility written in the condition language is checked strictly;
+ * one in no language the engine knows is stored, and Recommend then leaves the offer out rather
+ * than guess (docs/decisioning.md).
+ */
+function offerShapeProblems(values: ColumnValues): string[] {
+  const given = (v: unknown) => v !== undefined && Object.keys(v as object).length > 0;
+  const isCondition = (v: unknown) => Object.keys(v as object).some((k) => CONDITION_KEYS.includes(k));
+  return [
+    ...(given(values.eligibility) && isCondition(values.eligibility) ? validateCondition(values.eligibility, "eligibility") : []),
+    ...(given(values.schedule) ? validateOfferSchedule(values.schedule) : []),
+    ...(given(values.budget) ? validateOfferBudget(values.budget) : []),
+  ];
+}
 
 /** Who may approve a mandatory offer: an active admin of the same tenant (a narrow identity read). */
 export type AdminCheck = (tenantId: string, userId: string) => Promise<boolean>;
@@ -184,6 +204,7 @@ export class OfferService {
         { field: "categoryId", kind: "category", id: values.category_id },
         { field: "subCategoryId", kind: "sub_category", id: values.sub_category_id },
       ])),
+      ...configViolations(offerShapeProblems(values)),
     );
     // Setting mandatory checks the resulting offer; otherwise only the mandatory fields given are checked.
     const setting = values.mandatory === true;

@@ -1,6 +1,6 @@
 /**
  * The condition language of eligibility rules, decisioning gates and guardrails
- * (docs/decisioning-core.md#condition-language).
+ * (docs/decisioning-core.md, "Condition language").
  *
  * A condition is plain JSON so it can be stored, exported and validated without code:
  *
@@ -146,6 +146,9 @@ function applyOp(op: Exclude<ConditionOp, "exists" | "not_exists">, actual: unkn
       if (at === null || reference === null) return false;
       return op === "before" ? at < reference : at > reference;
     }
+    default:
+      // Unvalidated configuration: an operator the language does not have never matches.
+      return false;
   }
 }
 

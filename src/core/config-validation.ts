@@ -1,7 +1,7 @@
 /**
  * Validators for the `config` objects of decision rules, so the catalog rejects on write (400 with
  * `<path>: <message>` lines) exactly what the core could not read. The rule's id and name live on
- * the catalog entry; `config` holds the rest of each shape (docs/decisioning-core.md#configuration).
+ * the catalog entry; `config` holds the rest of each shape (docs/decisioning-core.md, "Configuration the core reads").
  * Unknown keys are errors: a misspelt `onMisssing` would otherwise be silently ignored.
  */
 import { validateCondition } from "./conditions.js";
@@ -77,6 +77,33 @@ export const validateDecisionFlowConfig: Validator = (config) =>
     ),
   });
 
+/**
+ * An offer's `schedule` (catalog.ts OfferSchedule): ISO instants, UTC weekdays and hours. The spec
+ * leaves the object open, so keys the core does not read are kept and ignored.
+ */
+export const validateOfferSchedule = (schedule: unknown, path = "schedule"): string[] =>
+  knownKeys(schedule, path, {
+    startAt: optional(instant),
+    endAt: optional(instant),
+    daysOfWeek: optional((value, p) =>
+      Array.isArray(value) && value.every((d) => Number.isInteger(d) && d >= 0 && d <= 6) ? [] : [`${p}: must be an array of weekdays 0-6`],
+    ),
+    hours: optional((value, p) =>
+      object(value, p, { from: required(range(0, 24)), to: required(range(0, 24)) }),
+    ),
+  });
+
+/** An offer's own `budget` (catalog.ts OfferBudget); other keys are kept and ignored, as for schedules. */
+export const validateOfferBudget = (budget: unknown, path = "budget"): string[] =>
+  knownKeys(budget, path, {
+    maxImpressions: optional(integer(0)),
+    maxSpend: optional(number(0)),
+    maxConversions: optional(integer(0)),
+    costPerImpression: optional(number(0)),
+    costPerConversion: optional(number(0)),
+    period: optional(oneOf("lifetime", "day", "week", "month")),
+  });
+
 /** By the catalog's rule kind. */
 export const CONFIG_VALIDATORS = {
   qualificationRule: validateQualificationRuleConfig,
@@ -122,6 +149,12 @@ function object(value: unknown, path: string, fields: Record<string, { check: Fi
   return errors;
 }
 
+/** Like `object`, for open objects: only the keys the core reads are checked. */
+function knownKeys(value: unknown, path: string, fields: Record<string, { check: FieldCheck; required: boolean }>): string[] {
+  if (!isRecord(value)) return [`${path}: must be an object`];
+  return object(Object.fromEntries(Object.entries(value).filter(([k]) => Object.hasOwn(fields, k))), path, fields);
+}
+
 function required(check: FieldCheck) {
   return { check, required: true };
 }
@@ -147,6 +180,14 @@ function number(min?: number): FieldCheck {
     typeof value === "number" && Number.isFinite(value) && (min === undefined || value >= min)
       ? []
       : [`${path}: must be a number${min === undefined ? "" : ` >= ${min}`}`];
+}
+
+function instant(value: unknown, path: string): string[] {
+  return typeof value === "string" && !Number.isNaN(Date.parse(value)) ? [] : [`${path}: must be an ISO 8601 timestamp`];
+}
+
+function range(min: number, max: number): FieldCheck {
+  return (value, path) => (typeof value === "number" && value >= min && value <= max ? [] : [`${path}: must be a number from ${min} to ${max}`]);
 }
 
 function integer(min: number): FieldCheck {

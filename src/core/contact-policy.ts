@@ -17,6 +17,7 @@ import { budgetChecks, type BudgetAllocation } from "./budgets.js";
 import { frequencyCapCheck, type FrequencyCapPolicy } from "./frequency-caps.js";
 import { guardrailVerdict, type GuardrailRule } from "./guardrails.js";
 import { rampVerdict, type MaturityRamp } from "./maturity-ramp.js";
+import { appliesToOffer } from "./offer-scope.js";
 import type { Rejection, RejectionStage } from "./rejections.js";
 import { suppressingOutcome, type RecentOutcome, type SuppressionPolicy } from "./suppression.js";
 
@@ -142,7 +143,7 @@ function* verdicts(offer: Offer, config: ContactPolicyConfig, input: ContactPoli
         };
   }
   for (const policy of config.contactPolicies) {
-    if (policy.type !== "suppression") continue;
+    if (policy.type !== "suppression" || !appliesToOffer(policy.appliesTo, offer)) continue;
     const outcome = suppressingOutcome(policy, offer, input.recentOutcomes, input.nowMs);
     yield outcome
       ? {
@@ -157,7 +158,7 @@ function* verdicts(offer: Offer, config: ContactPolicyConfig, input: ContactPoli
   for (const check of checks) {
     const current = input.counters[check.key] ?? 0;
     const stage: RejectionStage = check.kind === "frequency_cap" ? "frequency_cap" : "contact_policy";
-    const what = check.kind === "frequency_cap" ? "frequency cap" : `budget ${check.kind.replace("budget_", "")}`;
+    const what = check.kind === "frequency_cap" ? `frequency cap ${check.policyId}` : `budget ${check.policyId} ${check.kind.replace("budget_", "")}`;
     yield admits(check, input.counters)
       ? { stage, policyId: check.policyId, blocked: false, reason: `${what} ${current}/${check.limit}` }
       : {

@@ -1,5 +1,5 @@
 /**
- * The counter contract between the pure core and the service's Redis (docs/decisioning-core.md#counters).
+ * The counter contract between the pure core and the service's Redis (docs/decisioning-core.md, "Counters and reservations").
  *
  * The core names every counter it needs as a key suffix; the service prefixes it with
  * `t:{<tenantId>}:` (so one tenant's keys share a Redis Cluster slot), reads current values before

@@ -193,7 +193,7 @@ export function completeDecision(prepared: PreparedDecision, scores: readonly Ca
 /**
  * The selection again without the `refused` offers (their reservations failed). Offers ranked
  * before the first refused one are unchanged, so the service can keep the reservations it holds
- * and continue from there (docs/decisioning-core.md#reservations).
+ * and continue from there (docs/decisioning-core.md, "Counters and reservations").
  */
 export function refill(decision: Decision, refused: ReadonlySet<string>): SelectionOutput {
   const pool = [...decision.offers.map(toCandidate), ...decision.fallbacks].sort((a, b) => a.position - b.position);

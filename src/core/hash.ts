@@ -35,9 +35,24 @@ export function fnv1a64(text: string): string {
   return hash.toString(16).padStart(16, "0");
 }
 
-/** A uniform fraction in [0, 1) for `text`: the same customer lands in the same place every time. */
+/**
+ * A uniform fraction in [0, 1) for `text`: the same customer lands in the same place every time.
+ * FNV-1a alone spreads near-identical keys (`customer-1`, `customer-2` …) poorly across its high
+ * bits, which the fraction reads, so the hash goes through MurmurHash3's 32-bit finaliser first.
+ */
 export function hashFraction(text: string): number {
-  return fnv1a32(text) / 0x1_0000_0000;
+  return fmix32(fnv1a32(text)) / 0x1_0000_0000;
+}
+
+/** MurmurHash3's avalanche step: every input bit flips each output bit with probability ~1/2. */
+function fmix32(hash: number): number {
+  let h = hash;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
 }
 
 /** Fingerprint of any plain-data value: FNV-1a 64 over its canonical JSON. */

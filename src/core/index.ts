@@ -5,6 +5,7 @@
  */
 export * from "./attributes.js";
 export * from "./budgets.js";
+export * from "./canonical-json.js";
 export * from "./catalog.js";
 export * from "./channel-coupling.js";
 export * from "./conditions.js";
@@ -26,6 +27,7 @@ export * from "./random.js";
 export * from "./ranking.js";
 export * from "./rejections.js";
 export * from "./request-scope.js";
+export * from "./schedule.js";
 export * from "./snapshot.js";
 export * from "./suppression.js";
 export * from "./time.js";

@@ -3,7 +3,7 @@
  * `windowSeconds`. The caller passes the customer's recent outcomes; the core only compares times.
  */
 import type { Offer } from "./catalog.js";
-import { appliesToOffer, type OfferScope } from "./offer-scope.js";
+import type { OfferScope } from "./offer-scope.js";
 import { parseInstant } from "./time.js";
 
 export interface SuppressionPolicy {
@@ -22,14 +22,13 @@ export interface RecentOutcome {
   at: string;
 }
 
-/** The most recent outcome that suppresses `offer` now, or null. */
+/** The most recent outcome that suppresses `offer` now, or null. Scope (`appliesTo`) is the caller's check. */
 export function suppressingOutcome(
   policy: SuppressionPolicy,
   offer: Offer,
   outcomes: readonly RecentOutcome[],
   nowMs: number,
 ): RecentOutcome | null {
-  if (!appliesToOffer(policy.appliesTo, offer)) return null;
   const since = nowMs - policy.windowSeconds * 1000;
   let latest: { outcome: RecentOutcome; at: number } | null = null;
   for (const outcome of outcomes) {

@@ -100,6 +100,8 @@ export const up: MigrationFn = async ({ context: db }) => {
       tenant_id uuid PRIMARY KEY REFERENCES tenants (id) ON DELETE CASCADE,
       decision_trace_enabled boolean NOT NULL DEFAULT true,
       decision_trace_sample_rate double precision NOT NULL DEFAULT 1 CHECK (decision_trace_sample_rate BETWEEN 0 AND 1),
+      maturity_ramp_days integer NOT NULL DEFAULT 0 CHECK (maturity_ramp_days >= 0),
+      maturity_ramp_start_fraction double precision NOT NULL DEFAULT 0.1 CHECK (maturity_ramp_start_fraction BETWEEN 0 AND 1),
       updated_at timestamptz NOT NULL DEFAULT now()
     );
 

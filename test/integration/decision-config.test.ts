@@ -189,3 +189,27 @@ describe("decision flows", () => {
     assert.match(badNode.body.detail, /^config\.nodes\[0\]\.type: /);
   });
 });
+
+describe("offer fields the core reads", () => {
+  test("eligibility, schedule and budget must have the core's shapes (400 naming the path)", async () => {
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ eligibility: { attribute: "customer.age", op: "older_than", value: 3 } }, /^eligibility\.op: /],
+      [{ schedule: { startAt: "tomorrow" } }, /^schedule\.startAt: must be an ISO 8601 timestamp/],
+      [{ schedule: { daysOfWeek: [7] } }, /^schedule\.daysOfWeek: /],
+      [{ budget: { maxImpressions: "ten", perDay: 100 } }, /^budget\.maxImpressions: /],
+      [{ budget: { period: "fortnight" } }, /^budget\.period: /],
+    ];
+    for (const [fields, message] of cases) {
+      const res = await call("POST", "/api/v1/offers", { name: `shaped-${Math.random()}`, ...fields });
+      assert.equal(res.status, 400, JSON.stringify(fields));
+      assert.match(res.body.detail, message);
+    }
+    const ok = await call("POST", "/api/v1/offers", {
+      name: "well shaped",
+      eligibility: { all: [{ attribute: "customer.age", op: "gte", value: 18 }] },
+      schedule: { startAt: "2026-01-01T00:00:00Z", hours: { from: 8, to: 20 } },
+      budget: { maxImpressions: 100, period: "day" },
+    });
+    assert.equal(ok.status, 201, JSON.stringify(ok.body));
+  });
+});

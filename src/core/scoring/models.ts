@@ -1,5 +1,5 @@
 /**
- * Model configurations a score node can name (docs/decisioning-core.md#scoring). Native models
+ * Model configurations a score node can name (docs/decisioning-core.md, "Scoring"). Native models
  * (`adaptive`, `formula`) learn from or weigh the catalog; imported ones (`logistic_regression`,
  * `gradient_boosted`) are trained elsewhere and uploaded as JSON, so they are validated at compile
  * time and fail soft at scoring time.

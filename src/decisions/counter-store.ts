@@ -1,0 +1,203 @@
+import type { Redis } from "../platform/redis.js";
+import { tenantKey } from "../platform/redis.js";
+
+/** One limited counter a returned offer consumes (the core's CounterCheck, minus its bookkeeping). */
+export interface CounterReservation {
+  key: string;
+  limit: number;
+  increment: number;
+  ttlSeconds?: number;
+}
+
+/** Beta-Bernoulli evidence of one offer in one context bucket. */
+export interface AdaptiveEvidence {
+  successes: number;
+  trials: number;
+}
+
+/**
+ * The counters Recommend reads and consumes: frequency caps and budgets, adaptive evidence and the
+ * decision count. Keys are the core's suffixes; the store puts them under `t:{<tenantId>}:`.
+ */
+export interface CounterStore {
+  read(tenantId: string, keys: string[]): Promise<Record<string, number>>;
+  /**
+   * All or nothing: increments every counter only when none would pass its limit (a check with
+   * increment 0 only requires `current < limit`). Returns false, changing nothing, otherwise.
+   */
+  reserve(tenantId: string, reservations: CounterReservation[]): Promise<boolean>;
+  /** Gives back what `reserve` took, when the decision could not be stored. */
+  release(tenantId: string, reservations: CounterReservation[]): Promise<void>;
+  readEvidence(tenantId: string, keys: string[]): Promise<Record<string, AdaptiveEvidence>>;
+  /** One more trial (an impression) for each key. */
+  addTrials(tenantId: string, keys: string[]): Promise<void>;
+  /** Counts one decision unless `quota` is spent; returns the new count, or null when spent. */
+  countDecision(tenantId: string, quota: number | null): Promise<number | null>;
+  decisions(tenantId: string): Promise<number>;
+  /** Deletes every counter of the tenant (workspace reset). */
+  resetTenant(tenantId: string): Promise<void>;
+}
+
+const RESERVE = `
+for i = 1, #KEYS do
+  local current = tonumber(redis.call('GET', KEYS[i]) or '0')
+  local limit = tonumber(ARGV[i * 3 - 2])
+  local increment = tonumber(ARGV[i * 3 - 1])
+  if increment == 0 then
+    if current >= limit then return i end
+  elseif current + increment > limit then
+    return i
+  end
+end
+for i = 1, #KEYS do
+  local increment = tonumber(ARGV[i * 3 - 1])
+  if increment > 0 then
+    redis.call('INCRBY', KEYS[i], increment)
+    local ttl = tonumber(ARGV[i * 3])
+    if ttl > 0 and redis.call('TTL', KEYS[i]) < 0 then redis.call('EXPIRE', KEYS[i], ttl) end
+  end
+end
+return 0
+`;
+
+const COUNT_DECISION = `
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local quota = tonumber(ARGV[1])
+if quota >= 0 and current >= quota then return -1 end
+return redis.call('INCR', KEYS[1])
+`;
+
+const DECISIONS = "decisions";
+const evidenceKey = (key: string) => `ad:${key}`;
+
+type Scripted = Redis & {
+  reserveCounters(numKeys: number, ...args: Array<string | number>): Promise<number>;
+  countDecision(key: string, quota: number): Promise<number>;
+};
+
+export function createRedisCounterStore(redis: Redis): CounterStore {
+  redis.defineCommand("reserveCounters", { lua: RESERVE });
+  redis.defineCommand("countDecision", { numberOfKeys: 1, lua: COUNT_DECISION });
+  const r = redis as Scripted;
+  const full = (tenantId: string, keys: string[]) => keys.map((k) => tenantKey(tenantId, k));
+  return {
+    async read(tenantId, keys) {
+      if (!keys.length) return {};
+      const values = await redis.mget(...full(tenantId, keys));
+      return Object.fromEntries(keys.map((k, i) => [k, Number(values[i] ?? 0)]));
+    },
+    async reserve(tenantId, reservations) {
+      if (!reservations.length) return true;
+      const args = reservations.flatMap((c) => [c.limit, c.increment, c.ttlSeconds ?? 0]);
+      return (await r.reserveCounters(reservations.length, ...full(tenantId, reservations.map((c) => c.key)), ...args)) === 0;
+    },
+    async release(tenantId, reservations) {
+      const pipeline = redis.pipeline();
+      for (const c of reservations) if (c.increment > 0) pipeline.decrby(tenantKey(tenantId, c.key), c.increment);
+      await pipeline.exec();
+    },
+    async readEvidence(tenantId, keys) {
+      if (!keys.length) return {};
+      const pipeline = redis.pipeline();
+      for (const k of keys) pipeline.hmget(tenantKey(tenantId, evidenceKey(k)), "s", "t");
+      const results = (await pipeline.exec()) ?? [];
+      const out: Record<string, AdaptiveEvidence> = {};
+      keys.forEach((k, i) => {
+        const [err, value] = results[i] ?? [];
+        if (err) throw err;
+        const [s, t] = value as Array<string | null>;
+        if (t !== null) out[k] = { successes: Number(s ?? 0), trials: Number(t) };
+      });
+      return out;
+    },
+    async addTrials(tenantId, keys) {
+      if (!keys.length) return;
+      const pipeline = redis.pipeline();
+      for (const k of keys) pipeline.hincrby(tenantKey(tenantId, evidenceKey(k)), "t", 1);
+      await pipeline.exec();
+    },
+    async countDecision(tenantId, quota) {
+      const n = await r.countDecision(tenantKey(tenantId, DECISIONS), quota ?? -1);
+      return n < 0 ? null : n;
+    },
+    async decisions(tenantId) {
+      return Number((await redis.get(tenantKey(tenantId, DECISIONS))) ?? 0);
+    },
+    async resetTenant(tenantId) {
+      // The hash tag keeps a tenant's keys on one Cluster node; SCAN them by pattern in batches.
+      // SCAN neither applies nor strips ioredis's keyPrefix; DEL applies it again.
+      const prefix = redis.options.keyPrefix ?? "";
+      let cursor = "0";
+      do {
+        const [next, found] = await redis.scan(cursor, "MATCH", `${prefix}${tenantKey(tenantId, "*")}`, "COUNT", 500);
+        cursor = next;
+        if (found.length) await redis.del(...found.map((k) => k.slice(prefix.length)));
+      } while (cursor !== "0");
+    },
+  };
+}
+
+/** The single-node default: the same semantics in one process's memory, without expiry sweeps. */
+export function createMemoryCounterStore(now: () => number = Date.now): CounterStore {
+  const values = new Map<string, { value: number; expiresAt: number | null }>();
+  const evidence = new Map<string, AdaptiveEvidence>();
+  const get = (k: string) => {
+    const v = values.get(k);
+    if (v && v.expiresAt !== null && v.expiresAt <= now()) {
+      values.delete(k);
+      return 0;
+    }
+    return v?.value ?? 0;
+  };
+  const add = (k: string, by: number, ttlSeconds?: number) => {
+    const current = values.get(k);
+    const live = current !== undefined && (current.expiresAt === null || current.expiresAt > now());
+    values.set(k, {
+      value: (live ? current.value : 0) + by,
+      expiresAt: live ? current.expiresAt : ttlSeconds ? now() + ttlSeconds * 1000 : null,
+    });
+  };
+  const tenantOf = (tenantId: string) => tenantKey(tenantId, "");
+  return {
+    async read(tenantId, keys) {
+      return Object.fromEntries(keys.map((k) => [k, get(tenantKey(tenantId, k))]));
+    },
+    async reserve(tenantId, reservations) {
+      const refused = reservations.some((c) => {
+        const current = get(tenantKey(tenantId, c.key));
+        return c.increment === 0 ? current >= c.limit : current + c.increment > c.limit;
+      });
+      if (refused) return false;
+      for (const c of reservations) if (c.increment > 0) add(tenantKey(tenantId, c.key), c.increment, c.ttlSeconds);
+      return true;
+    },
+    async release(tenantId, reservations) {
+      for (const c of reservations) if (c.increment > 0) add(tenantKey(tenantId, c.key), -c.increment);
+    },
+    async readEvidence(tenantId, keys) {
+      return Object.fromEntries(keys.flatMap((k) => {
+        const e = evidence.get(tenantKey(tenantId, k));
+        return e ? [[k, { ...e }]] : [];
+      }));
+    },
+    async addTrials(tenantId, keys) {
+      for (const k of keys) {
+        const full = tenantKey(tenantId, k);
+        const e = evidence.get(full) ?? { successes: 0, trials: 0 };
+        evidence.set(full, { ...e, trials: e.trials + 1 });
+      }
+    },
+    async countDecision(tenantId, quota) {
+      const k = tenantKey(tenantId, DECISIONS);
+      if (quota !== null && get(k) >= quota) return null;
+      add(k, 1);
+      return get(k);
+    },
+    async decisions(tenantId) {
+      return get(tenantKey(tenantId, DECISIONS));
+    },
+    async resetTenant(tenantId) {
+      for (const map of [values, evidence]) for (const k of [...map.keys()]) if (k.startsWith(tenantOf(tenantId))) map.delete(k);
+    },
+  };
+}

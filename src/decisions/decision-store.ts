@@ -1,0 +1,200 @@
+import type { Sequelize } from "sequelize";
+import { execReturning, selectRows, type Transaction } from "../platform/db.js";
+
+export interface RecommendationRow {
+  id: string;
+  customer_id: string;
+  flow_id: string | null;
+  interaction_id: string | null;
+  channel_id: string | null;
+  multi_placement: boolean;
+  offers: unknown[];
+  context: Record<string, unknown>;
+  created_at: Date;
+}
+
+export interface ImpressionRow {
+  id: string;
+  rank: number;
+  offer_id: string;
+  creative_id: string | null;
+  channel_id: string | null;
+  placement_id: string | null;
+  context_bucket: string;
+}
+
+export interface TraceRow {
+  tenant_id: string;
+  id: string;
+  recommendation_id: string;
+  customer_id: string;
+  flow_id: string | null;
+  degraded_scoring: boolean;
+  selected_count: number;
+  rejected_count: number;
+  trace: Record<string, unknown>;
+  inputs_hash: string;
+  policy_version_hash: string;
+  created_at: Date;
+}
+
+export interface SettingsRow {
+  decision_trace_enabled: boolean;
+  decision_trace_sample_rate: number;
+  maturity_ramp_days: number;
+  maturity_ramp_start_fraction: number;
+  updated_at: Date | null;
+}
+
+export const DEFAULT_SETTINGS: SettingsRow = {
+  decision_trace_enabled: true,
+  decision_trace_sample_rate: 1,
+  maturity_ramp_days: 0,
+  maturity_ramp_start_fraction: 0.1,
+  updated_at: null,
+};
+
+export interface CustomerRow {
+  customer_id: string;
+  attributes: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Tables the workspace reset empties, children first; identity and the audit log stay. */
+const WORKSPACE_TABLES = [
+  "decision_traces", "interactions", "recommendations", "customers", "decision_flow_versions", "decision_flows",
+  "budgets", "algorithm_models", "creatives", "offers", "catalog_entries", "tenant_settings",
+];
+
+/** Recommendations, impressions, traces, customers and tenant settings. Tenant first, always. */
+export class DecisionStore {
+  constructor(private readonly db: Sequelize) {}
+
+  /**
+   * The recommendation and its impression rows in one transaction, so an immediate Respond finds
+   * both or neither.
+   */
+  async saveRecommendation(tenantId: string, rec: Omit<RecommendationRow, "created_at">, impressions: ImpressionRow[]): Promise<Date> {
+    return this.db.transaction(async (t) => {
+      const [row] = await execReturning<{ created_at: Date }>(
+        this.db,
+        `INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING created_at`,
+        [tenantId, rec.id, rec.customer_id, rec.flow_id, rec.interaction_id, rec.channel_id, rec.multi_placement, JSON.stringify(rec.offers), JSON.stringify(rec.context)],
+        t,
+      );
+      if (impressions.length) {
+        const bind: unknown[] = [tenantId, rec.customer_id, rec.id, rec.interaction_id, row.created_at];
+        const tuples = impressions.map((i) => {
+          const at = bind.length;
+          bind.push(i.id, i.rank, i.offer_id, i.creative_id, i.channel_id, i.placement_id, i.context_bucket);
+          return `($1, $${at + 1}, $2, $3, $4, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5}, $${at + 6}, 'impression', 'outbound', $${at + 7}, $5)`;
+        });
+        await this.db.query(
+          `INSERT INTO interactions (tenant_id, id, customer_id, recommendation_id, interaction_id, rank, offer_id, creative_id,
+             channel_id, placement_id, outcome, direction, context_bucket, created_at) VALUES ${tuples.join(", ")}`,
+          { bind, transaction: t },
+        );
+      }
+      return row.created_at;
+    });
+  }
+
+  async insertTraces(rows: TraceRow[]): Promise<void> {
+    if (!rows.length) return;
+    const bind: unknown[] = [];
+    const tuples = rows.map((r) => {
+      const values = [r.tenant_id, r.id, r.recommendation_id, r.customer_id, r.flow_id, r.degraded_scoring, r.selected_count,
+        r.rejected_count, JSON.stringify(r.trace), r.inputs_hash, r.policy_version_hash, r.created_at];
+      const start = bind.length;
+      bind.push(...values);
+      return `(${values.map((_, i) => `$${start + i + 1}`).join(", ")})`;
+    });
+    await this.db.query(
+      `INSERT INTO decision_traces (tenant_id, id, recommendation_id, customer_id, flow_id, degraded_scoring, selected_count,
+         rejected_count, trace, inputs_hash, policy_version_hash, created_at) VALUES ${tuples.join(", ")}
+       ON CONFLICT DO NOTHING`,
+      { bind },
+    );
+  }
+
+  async traces(tenantId: string, filter: { customerId?: string; recommendationId?: string }, limit: number, offset: number) {
+    const bind: unknown[] = [tenantId];
+    let where = "tenant_id = $1";
+    if (filter.customerId) {
+      bind.push(filter.customerId);
+      where += ` AND customer_id = $${bind.length}`;
+    }
+    if (filter.recommendationId) {
+      bind.push(filter.recommendationId);
+      where += ` AND recommendation_id = $${bind.length}`;
+    }
+    const [rows, [count]] = await Promise.all([
+      selectRows<Omit<TraceRow, "trace">>(
+        this.db,
+        `SELECT tenant_id, id, recommendation_id, customer_id, flow_id, degraded_scoring, selected_count, rejected_count,
+           inputs_hash, policy_version_hash, created_at
+         FROM decision_traces WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $${bind.length + 1} OFFSET $${bind.length + 2}`,
+        [...bind, limit, offset],
+      ),
+      selectRows<{ n: number }>(this.db, `SELECT count(*)::int AS n FROM decision_traces WHERE ${where}`, bind),
+    ]);
+    return { rows, total: count.n };
+  }
+
+  /** By trace id or by the recommendation it explains. */
+  async trace(tenantId: string, id: string): Promise<TraceRow | null> {
+    const [row] = await selectRows<TraceRow>(
+      this.db,
+      "SELECT * FROM decision_traces WHERE tenant_id = $1 AND (id = $2 OR recommendation_id = $2) LIMIT 1",
+      [tenantId, id],
+    );
+    return row ?? null;
+  }
+
+  async settings(tenantId: string): Promise<SettingsRow> {
+    const [row] = await selectRows<SettingsRow>(this.db, "SELECT * FROM tenant_settings WHERE tenant_id = $1", [tenantId]);
+    return row ?? DEFAULT_SETTINGS;
+  }
+
+  async saveSettings(tenantId: string, values: Partial<SettingsRow>): Promise<SettingsRow> {
+    const merged = { ...(await this.settings(tenantId)), ...values };
+    const [row] = await execReturning<SettingsRow>(
+      this.db,
+      `INSERT INTO tenant_settings (tenant_id, decision_trace_enabled, decision_trace_sample_rate, maturity_ramp_days, maturity_ramp_start_fraction)
+       VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (tenant_id) DO UPDATE SET decision_trace_enabled = $2, decision_trace_sample_rate = $3,
+         maturity_ramp_days = $4, maturity_ramp_start_fraction = $5, updated_at = now()
+       RETURNING *`,
+      [tenantId, merged.decision_trace_enabled, merged.decision_trace_sample_rate, merged.maturity_ramp_days, merged.maturity_ramp_start_fraction],
+    );
+    return row;
+  }
+
+  async customer(tenantId: string, customerId: string): Promise<CustomerRow | null> {
+    const [row] = await selectRows<CustomerRow>(this.db, "SELECT * FROM customers WHERE tenant_id = $1 AND customer_id = $2", [tenantId, customerId]);
+    return row ?? null;
+  }
+
+  async putCustomer(tenantId: string, customerId: string, attributes: Record<string, unknown>): Promise<CustomerRow> {
+    const [row] = await execReturning<CustomerRow>(
+      this.db,
+      `INSERT INTO customers (tenant_id, customer_id, attributes) VALUES ($1, $2, $3)
+       ON CONFLICT (tenant_id, customer_id) DO UPDATE SET attributes = $3, updated_at = now() RETURNING *`,
+      [tenantId, customerId, JSON.stringify(attributes)],
+    );
+    return row;
+  }
+
+  /**
+   * Deletes the workspace's data (spec 1: reset) and lets `reseed` restore the defaults a new
+   * tenant starts with, in one transaction.
+   */
+  async resetWorkspace(tenantId: string, reseed: (t: Transaction) => Promise<void>): Promise<void> {
+    await this.db.transaction(async (t) => {
+      for (const table of WORKSPACE_TABLES) await this.db.query(`DELETE FROM ${table} WHERE tenant_id = $1`, { bind: [tenantId], transaction: t });
+      await reseed(t);
+    });
+  }
+}

@@ -1,0 +1,87 @@
+import type { DescService, Message } from "@bufbuild/protobuf";
+import { CustomerService, WorkspaceService as WorkspaceServiceDesc } from "../../gen/decisioning/v1/configuration_pb.js";
+import { DecisionService, DecisionTraceService } from "../../gen/decisioning/v1/decisions_pb.js";
+import type { Sequelize } from "sequelize";
+import type { Bus } from "../platform/bus.js";
+import type { TenantContext } from "../platform/context.js";
+import type { Transaction } from "../platform/db.js";
+import type { Logger } from "../platform/logger.js";
+import { InvalidatedCache } from "../platform/invalidated-cache.js";
+import type { AuditLog } from "../audit/audit-log.js";
+import type { DecisionConfigRows } from "../catalog/catalog-store.js";
+import type { CounterStore } from "./counter-store.js";
+import { DecisionStore } from "./decision-store.js";
+import { RecommendService, type ScoringPool } from "./recommend-service.js";
+import { compileTenant, type CompiledTenant } from "./snapshot-compiler.js";
+import { TraceWriter } from "./trace-writer.js";
+import { WorkspaceService } from "./workspace-service.js";
+
+type Handler = (ctx: TenantContext, req: any) => Promise<Message>;
+
+/** Bus channels: a tenant's configuration, or one customer's attributes, changed. */
+export const SNAPSHOT_CHANNEL = "decisioning.snapshot.invalidate";
+export const CUSTOMER_CHANNEL = "decisioning.customer.invalidate";
+
+export interface DecisionsOptions {
+  db: Sequelize;
+  bus: Bus;
+  logger: Logger;
+  counters: CounterStore;
+  audit: AuditLog;
+  /** The catalog's read model. */
+  decisionConfig: (tenantId: string) => Promise<DecisionConfigRows>;
+  seedTenant: (t: Transaction, ctx: TenantContext) => Promise<void>;
+  pool: ScoringPool | null;
+  minTreeWalksForPool: number;
+  decisionQuota: number | null;
+}
+
+/** Recommend, traces, customers and the workspace: built once at start-up. */
+export function createDecisions(o: DecisionsOptions) {
+  const store = new DecisionStore(o.db);
+  const snapshots = new InvalidatedCache<CompiledTenant>(o.bus, SNAPSHOT_CHANNEL, async (tenantId) => {
+    const [rows, settings] = await Promise.all([o.decisionConfig(tenantId), store.settings(tenantId)]);
+    return compileTenant(rows, settings, o.logger);
+  });
+  const customers = new InvalidatedCache<Record<string, unknown>>(o.bus, CUSTOMER_CHANNEL, async (key) => {
+    const at = key.indexOf("|");
+    return (await store.customer(key.slice(0, at), key.slice(at + 1)))?.attributes ?? {};
+  });
+  const traces = new TraceWriter(store, o.logger);
+  const recommend = new RecommendService({
+    snapshots,
+    customers: { attributes: (tenantId, customerId) => customers.get(`${tenantId}|${customerId}`) },
+    counters: o.counters,
+    store,
+    traces,
+    pool: o.pool,
+    minTreeWalksForPool: o.minTreeWalksForPool,
+    decisionQuota: o.decisionQuota,
+  });
+  const workspace = new WorkspaceService(store, o.counters, snapshots, customers, o.audit, o.seedTenant, o.decisionQuota);
+  const services: Array<{ service: DescService; impl: Record<string, Handler> }> = [
+    {
+      service: DecisionService,
+      impl: { recommend: (ctx, req) => recommend.recommend(ctx, req), recommendQuery: (ctx, req) => recommend.recommend(ctx, req) },
+    },
+    {
+      service: DecisionTraceService,
+      impl: { listDecisionTraces: (ctx, req) => workspace.listDecisionTraces(ctx, req), getDecisionTrace: (ctx, req) => workspace.getDecisionTrace(ctx, req) },
+    },
+    {
+      service: CustomerService,
+      impl: { putCustomer: (ctx, req) => workspace.putCustomer(ctx, req), getCustomer: (ctx, req) => workspace.getCustomer(ctx, req) },
+    },
+    { service: WorkspaceServiceDesc, impl: workspace as unknown as Record<string, Handler> },
+  ];
+  return {
+    services,
+    workspace,
+    traces,
+    /** Subscribes the caches to cross-process invalidation. */
+    listen: () => Promise.all([snapshots.listen(), customers.listen()]),
+    /** What the catalog calls after every committed configuration change. */
+    configChanged: (tenantId: string) => void snapshots.invalidate(tenantId).catch((err) => o.logger.warn({ err, tenantId }, "snapshot invalidation not published")),
+    close: () => traces.close(),
+  };
+}

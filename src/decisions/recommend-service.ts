@@ -1,0 +1,224 @@
+import {
+  adaptiveCountKey,
+  chooseScoringPath,
+  completeDecision,
+  contextBucket,
+  counterKeys,
+  flowScoreNode,
+  prepareDecision,
+  refill,
+  resolveRequestScope,
+  scoreCandidates,
+  type CandidateScore,
+  type Decision,
+  type DecisionInput,
+  type ModelConfig,
+  type RankedOffer,
+  type Rejection,
+  type ScoreTask,
+} from "../core/index.js";
+import type { RecommendRequest, RecommendResponse } from "../../gen/decisioning/v1/decisions_pb.js";
+import type { TenantContext } from "../platform/context.js";
+import { AppError, invalidFields, type FieldViolation } from "../platform/errors.js";
+import { newId } from "../platform/ids.js";
+import type { CounterStore } from "./counter-store.js";
+import type { DecisionStore } from "./decision-store.js";
+import type { CompiledTenant } from "./snapshot-compiler.js";
+import type { TraceWriter } from "./trace-writer.js";
+import { toRecommendResponse, toTraceRow } from "./decision-mapper.js";
+
+export const MAX_OFFERS = 50;
+export const MAX_PLACEMENTS = 20;
+const MAX_CUSTOMER_ID = 255;
+
+/** Where scoring runs when a task is expensive enough (workers/scoring-worker.ts through Piscina). */
+export interface ScoringPool {
+  run(task: ScoreTask): Promise<CandidateScore[]>;
+}
+
+export interface RecommendDeps {
+  snapshots: { get(tenantId: string): Promise<CompiledTenant> };
+  customers: { attributes(tenantId: string, customerId: string): Promise<Record<string, unknown>> };
+  counters: CounterStore;
+  store: DecisionStore;
+  traces: TraceWriter;
+  pool: ScoringPool | null;
+  /** Tree walks (trees × candidates) from which a task goes to the pool. */
+  minTreeWalksForPool: number;
+  /** Lifetime decisions per tenant; null for none (self-hosted default). */
+  decisionQuota: number | null;
+  random?: () => number;
+}
+
+/**
+ * Recommend (spec 1, 4.4): resolves the request against the tenant's compiled snapshot, reads the
+ * counters the decision needs, runs the core, reserves caps and budgets atomically in rank order
+ * (refilling from the fallbacks when a reservation is refused), counts the decision, stores the
+ * recommendation and its impressions, and queues the trace.
+ */
+export class RecommendService {
+  constructor(private readonly deps: RecommendDeps) {}
+
+  async recommend(ctx: TenantContext, req: RecommendRequest): Promise<RecommendResponse> {
+    const { snapshot, settings, ...names } = await this.deps.snapshots.get(ctx.tenantId);
+    const input = await this.decisionInput(ctx, req, { snapshot, settings, ...names });
+    const recommendationId = input.seed;
+    const sampled = settings.decision_trace_enabled && (this.deps.random ?? Math.random)() < settings.decision_trace_sample_rate;
+    input.explain = req.explain || sampled;
+
+    const prepared = prepareDecision(snapshot, input);
+    const task = prepared.scoreTask;
+    const scores =
+      this.deps.pool && chooseScoringPath(task, this.deps.minTreeWalksForPool) === "pool" ? await this.deps.pool.run(task) : scoreCandidates(task);
+    const decision = completeDecision(prepared, scores);
+    const { offers, refusals } = await this.reserve(ctx.tenantId, decision);
+    try {
+      if (offers.length && (await this.deps.counters.countDecision(ctx.tenantId, this.deps.decisionQuota)) === null) {
+        throw new AppError({
+          code: "FAILED_PRECONDITION",
+          reason: "DECISION_QUOTA_EXHAUSTED",
+          message: `This workspace has used its ${this.deps.decisionQuota} lifetime decisions; reset the workspace or move to a self-hosted deployment`,
+          details: { quota: this.deps.decisionQuota },
+        });
+      }
+      const singleSlot = (input.placements ?? []).length <= 1;
+      const interactionId = singleSlot && offers.length ? newId() : null;
+      const createdAt = await this.deps.store.saveRecommendation(
+        ctx.tenantId,
+        {
+          id: recommendationId,
+          customer_id: input.customerId,
+          flow_id: isStoredFlow(decision.flowId) ? decision.flowId : null,
+          interaction_id: interactionId,
+          channel_id: input.channel ?? null,
+          multi_placement: !singleSlot,
+          offers: offers.map((o) => ({ rank: o.rank, offerId: o.offerId, creativeId: o.creativeId, channelId: o.channelId, placementId: o.placementId, score: o.score })),
+          context: input.context,
+        },
+        // Multi-placement responses write no interaction rows (spec 4.4): Respond then needs creativeId.
+        singleSlot
+          ? offers.map((o) => ({
+              id: newId(),
+              rank: o.rank,
+              offer_id: o.offerId,
+              creative_id: o.creativeId,
+              channel_id: o.channelId,
+              placement_id: o.placementId,
+              context_bucket: this.bucketOf(task),
+            }))
+          : [],
+      );
+      await this.deps.counters.addTrials(ctx.tenantId, offers.map((o) => this.evidenceKey(task, o.offerId)).filter((k): k is string => k !== null));
+      const rejected = [...decision.rejectedOffers, ...refusals];
+      if (sampled) this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, input, decision, offers, rejected, createdAt));
+      return toRecommendResponse({ recommendationId, interactionId, customerId: input.customerId, decision, offers, rejected, explain: req.explain, createdAt });
+    } catch (err) {
+      await this.deps.counters.release(ctx.tenantId, offers.flatMap((o) => o.reservations)).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Request → core input: names resolved against the snapshot (400 naming the field), counters read. */
+  private async decisionInput(ctx: TenantContext, req: RecommendRequest, compiled: CompiledTenant): Promise<DecisionInput> {
+    const violations: FieldViolation[] = [];
+    const customerId = req.customerId.trim();
+    if (!customerId) violations.push({ field: "customerId", message: "is required" });
+    else if (customerId.length > MAX_CUSTOMER_ID) violations.push({ field: "customerId", message: `must be at most ${MAX_CUSTOMER_ID} characters` });
+    if (req.limit !== undefined && (req.limit < 1 || req.limit > MAX_OFFERS)) violations.push({ field: "limit", message: `must be between 1 and ${MAX_OFFERS}` });
+    if (req.placements.length > MAX_PLACEMENTS) violations.push({ field: "placements", message: `must name at most ${MAX_PLACEMENTS} placements` });
+    const channel = req.channel ? compiled.channels.get(req.channel) : undefined;
+    if (req.channel && !channel) violations.push({ field: "channel", message: `unknown channel ${req.channel}` });
+    const placements = req.placements.map((p, i) => {
+      const id = compiled.placements.get(p);
+      if (!id) violations.push({ field: `placements[${i}]`, message: `unknown placement ${p}` });
+      return id ?? p;
+    });
+    if (new Set(placements).size !== placements.length) violations.push({ field: "placements", message: "must not repeat a placement" });
+    const flowId = req.flow ? compiled.flows.get(req.flow) : undefined;
+    if (req.flow && !(flowId && compiled.snapshot.flowsById.has(flowId))) {
+      violations.push({ field: "flow", message: `unknown or inactive decision flow ${req.flow}` });
+    }
+    if (violations.length) throw invalidFields(violations);
+
+    const stored = await this.deps.customers.attributes(ctx.tenantId, customerId);
+    const input: DecisionInput = {
+      customerId,
+      channel: channel ?? null,
+      placements,
+      flowId,
+      now: new Date().toISOString(),
+      customer: { ...stored, ...req.attributes },
+      context: { ...req.context },
+      count: req.limit,
+      clv: null,
+      seed: newId(),
+    };
+    const evidenceKeys = adaptiveKeys(compiled, input);
+    const [counters, adaptiveCounts] = await Promise.all([
+      this.deps.counters.read(ctx.tenantId, counterKeys(compiled.snapshot, input)),
+      this.deps.counters.readEvidence(ctx.tenantId, evidenceKeys),
+    ]);
+    return { ...input, counters, adaptiveCounts };
+  }
+
+  /**
+   * Takes each returned offer's caps and budgets atomically, in rank order. A refused offer (a
+   * concurrent request took the last unit) is replaced from the fallbacks; offers above it keep
+   * what they hold. Nothing is ever overshot, because the check and the increment are one script.
+   */
+  private async reserve(tenantId: string, decision: Decision): Promise<{ offers: RankedOffer[]; refusals: Rejection[] }> {
+    const refused = new Set<string>();
+    const refusals: Rejection[] = [];
+    const held = new Set<string>();
+    let offers = decision.offers;
+    for (let i = 0; i < offers.length; i++) {
+      const offer = offers[i];
+      if (held.has(offer.offerId)) continue;
+      if (await this.deps.counters.reserve(tenantId, offer.reservations)) {
+        held.add(offer.offerId);
+        continue;
+      }
+      refused.add(offer.offerId);
+      const kind = offer.reservations.some((r) => r.kind === "frequency_cap") ? "frequency_cap" : "contact_policy";
+      refusals.push({ offerId: offer.offerId, offerName: offer.offerName, stage: kind, reason: "limit reached by a concurrent decision" });
+      offers = refill(decision, refused).offers;
+      i = -1;
+    }
+    return { offers, refusals };
+  }
+
+  private evidenceKey(task: ScoreTask, offerId: string): string | null {
+    const bucket = this.bucketOf(task);
+    return bucket === "" ? null : adaptiveCountKey(offerId, bucket);
+  }
+
+  /** The primary model's context bucket, where its adaptive evidence is counted ("" when it has none). */
+  private bucketOf(task: ScoreTask): string {
+    const settings = adaptiveSettings(task.models[task.modelKey]);
+    return settings ? contextBucket(settings.bucketBy, { customer: task.customer, context: task.context }) : "";
+  }
+}
+
+const isStoredFlow = (id: string) => /^[0-9a-f-]{36}$/i.test(id);
+
+function adaptiveSettings(model: ModelConfig | undefined) {
+  if (model?.type === "adaptive") return model;
+  if (model?.type === "formula") return model.propensity ?? {};
+  return null;
+}
+
+/** Evidence keys the decision's adaptive and formula models will read, for every active candidate. */
+function adaptiveKeys(compiled: CompiledTenant, input: DecisionInput): string[] {
+  const { snapshot } = compiled;
+  const scope = resolveRequestScope(snapshot, input);
+  const node = flowScoreNode(scope.flow);
+  const bag = { customer: input.customer, context: input.context };
+  const keys = new Set<string>();
+  for (const key of [node.modelKey, ...(node.shadowModelKeys ?? [])]) {
+    const settings = adaptiveSettings(snapshot.models.get(key));
+    if (!settings) continue;
+    const bucket = contextBucket(settings.bucketBy, bag);
+    for (const offer of scope.candidates) if (offer.status === "active") keys.add(adaptiveCountKey(offer.id, bucket));
+  }
+  return [...keys];
+}

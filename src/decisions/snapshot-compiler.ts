@@ -1,0 +1,146 @@
+import {
+  CONFIG_VALIDATORS,
+  prepareSnapshot,
+  validateCondition,
+  validateModel,
+  type BudgetAllocation,
+  type DecisionFlow,
+  type DecisionSnapshot,
+  type ModelConfig,
+  type Offer,
+  type SnapshotConfig,
+} from "../core/index.js";
+import type { CatalogRow, DecisionConfigRows } from "../catalog/catalog-store.js";
+import type { Logger } from "../platform/logger.js";
+import type { SettingsRow } from "./decision-store.js";
+
+/** A tenant's configuration, compiled once per change: the core's snapshot plus name lookups. */
+export interface CompiledTenant {
+  snapshot: DecisionSnapshot;
+  settings: SettingsRow;
+  /** Channel id or name → channel id. */
+  channels: Map<string, string>;
+  /** Placement id or name → placement id. */
+  placements: Map<string, string>;
+  /** Flow id or key → flow id. */
+  flows: Map<string, string>;
+  /** Entities left out because their stored configuration no longer compiles (logged). */
+  skipped: string[];
+}
+
+const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : null);
+const obj = (v: unknown) => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+
+function toOffer(row: CatalogRow): Offer {
+  const eligibility = obj(row.eligibility);
+  return {
+    id: row.id,
+    name: row.name,
+    status: row.status as Offer["status"],
+    categoryId: (row.category_id as string | null) ?? null,
+    priority: row.priority as number,
+    businessValue: row.business_value as number,
+    mandatory: row.mandatory as boolean,
+    mandatoryExpiresAt: iso(row.mandatory_expires_at),
+    emergencyExcluded: row.emergency_excluded as boolean,
+    eligibility: Object.keys(eligibility).length ? (eligibility as Offer["eligibility"]) : undefined,
+    schedule: obj(row.schedule) as Offer["schedule"],
+    budget: obj(row.budget) as Offer["budget"],
+    productType: (row.product_type as string) || null,
+    margin: (row.margin as number | null) ?? null,
+    revenueValue: (row.revenue_value as number | null) ?? null,
+    tags: row.tags as string[],
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+function toBudget(row: CatalogRow): BudgetAllocation {
+  const defined = <T>(v: T | null) => (v === null ? undefined : v);
+  return {
+    id: row.id,
+    name: row.name,
+    scope: row.scope as BudgetAllocation["scope"],
+    scopeId: defined(row.scope_id as string | null),
+    maxImpressions: defined(row.max_impressions as number | null),
+    maxSpend: defined(row.max_spend as number | null),
+    maxConversions: defined(row.max_conversions as number | null),
+    costPerImpression: row.cost_per_impression as number,
+    costPerConversion: row.cost_per_conversion as number,
+    period: row.period as BudgetAllocation["period"],
+  };
+}
+
+/**
+ * A flow's nodes are its published (else draft) config. Hand-picked flows (autoAssemble off) with
+ * listed offers take exactly those; auto-assembled flows take every active offer their candidates
+ * node admits, so an offer activated before the flow existed is not missed.
+ */
+function toFlow(row: CatalogRow): DecisionFlow {
+  const nodes = ((obj(row.config).nodes as DecisionFlow["nodes"] | undefined) ?? []).map((n) => ({ ...n }));
+  const offerIds = row.offer_ids as string[];
+  if (!row.auto_assemble && offerIds.length) {
+    const candidates = nodes.find((n) => n.type === "candidates");
+    if (candidates && candidates.type === "candidates") candidates.offerIds = offerIds;
+    else nodes.unshift({ type: "candidates", offerIds });
+  }
+  return { id: row.id, name: row.name, nodes };
+}
+
+function toModel(row: CatalogRow): ModelConfig {
+  return { ...obj(row.config), id: row.id, key: row.key as string, type: row.type, registryStatus: row.registry_status } as ModelConfig;
+}
+
+/** Rows as stored → the core's SnapshotConfig; what no longer validates is left out and named. */
+export function compileTenant(rows: DecisionConfigRows, settings: SettingsRow, logger: Logger): CompiledTenant {
+  const skipped: string[] = [];
+  const keep = <T>(what: string, value: T, problems: string[]): T[] => {
+    if (!problems.length) return [value];
+    skipped.push(what);
+    logger.warn({ entity: what, problems }, "configuration left out of decisions: it no longer validates");
+    return [];
+  };
+  const byKind = (kind: string) => rows.entries.filter((e) => e.kind === kind);
+  const rule = (e: CatalogRow) => ({ id: e.id, name: e.name, ...obj(e.config) });
+  const validRules = <T>(kind: string, check: (c: unknown) => string[]) =>
+    byKind(kind).flatMap((e) => keep(`${kind} ${e.id}`, rule(e) as T, check(e.config)));
+
+  const config: SnapshotConfig = {
+    offers: rows.offers.flatMap((r) => {
+      const offer = toOffer(r);
+      return keep(`offer ${r.id}`, offer, offer.eligibility ? validateCondition(offer.eligibility, "eligibility") : []);
+    }),
+    creatives: rows.creatives.map((c) => ({
+      id: c.id,
+      offerId: c.offer_id as string,
+      channelId: (c.channel_id as string | null) ?? null,
+      placementId: (c.placement_id as string | null) ?? null,
+      status: c.status as "active" | "inactive",
+    })),
+    channels: byKind("channel").map((c) => ({ id: c.id, name: c.name, type: (c.type as string | null) ?? undefined })),
+    placements: byKind("placement").map((p) => ({ id: p.id, channelId: (p.channel_id as string | null) ?? null })),
+    flows: rows.flows.flatMap((f) => keep(`decision_flow ${f.id}`, toFlow(f), CONFIG_VALIDATORS.decisionFlow(f.config))),
+    qualificationRules: [
+      ...validRules("qualification_rule", CONFIG_VALIDATORS.qualificationRule),
+      ...validRules("decisioning_gate", CONFIG_VALIDATORS.qualificationRule),
+    ] as SnapshotConfig["qualificationRules"],
+    contactPolicies: validRules("contact_policy", CONFIG_VALIDATORS.contactPolicy),
+    guardrails: validRules<Record<string, unknown>>("guardrail_rule", CONFIG_VALIDATORS.guardrailRule).map((g) => ({
+      action: "exclude",
+      ...g,
+    })) as SnapshotConfig["guardrails"],
+    rankingProfiles: validRules("ranking_profile", CONFIG_VALIDATORS.rankingProfile),
+    constraints: validRules("cross_offer_constraint", CONFIG_VALIDATORS.crossOfferConstraint),
+    budgets: rows.budgets.map(toBudget),
+    models: rows.models.flatMap((m) => keep(`algorithm_model ${m.id}`, toModel(m), validateModel(toModel(m)))),
+    maturityRamp: settings.maturity_ramp_days > 0 ? { rampDays: settings.maturity_ramp_days, startFraction: settings.maturity_ramp_start_fraction } : null,
+  };
+  const named = (list: CatalogRow[], key: (r: CatalogRow) => string) => new Map(list.flatMap((r) => [[r.id, r.id], [key(r), r.id]] as Array<[string, string]>));
+  return {
+    snapshot: prepareSnapshot(config),
+    settings,
+    channels: named(byKind("channel"), (r) => r.name),
+    placements: named(byKind("placement"), (r) => r.name),
+    flows: named(rows.flows, (r) => r.key as string),
+    skipped,
+  };
+}

@@ -1,0 +1,41 @@
+import type { Bus } from "./bus.js";
+
+/**
+ * Per-key values rebuilt on demand and dropped when any process announces a change on the bus, so
+ * the Recommend path reads configuration from memory and never queries per request. The process
+ * that made a change drops its copy at once (read-your-writes); the others within a pub/sub hop.
+ * A load in flight when its key is invalidated finishes for its waiting callers but is not kept.
+ */
+export class InvalidatedCache<V> {
+  private readonly entries = new Map<string, Promise<V>>();
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly channel: string,
+    private readonly load: (key: string) => Promise<V>,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  /** Subscribes to invalidations; call once before serving. */
+  async listen(): Promise<void> {
+    await this.bus.subscribe(this.channel, (key) => this.entries.delete(key));
+  }
+
+  get(key: string): Promise<V> {
+    const hit = this.entries.get(key);
+    if (hit) return hit;
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    const loading = this.load(key);
+    this.entries.set(key, loading);
+    loading.catch(() => {
+      if (this.entries.get(key) === loading) this.entries.delete(key);
+    });
+    return loading;
+  }
+
+  /** Drops the key here now and in every other process through the bus. */
+  async invalidate(key: string): Promise<void> {
+    this.entries.delete(key);
+    await this.bus.publish(this.channel, key);
+  }
+}

@@ -1,0 +1,328 @@
+import { test, before, after, describe } from "node:test";
+import assert from "node:assert/strict";
+import { startTestService, type TestService } from "../support/service.js";
+import { startChildService } from "../support/child-service.js";
+import { rest, grpcClient, connectClient } from "../support/clients.js";
+import { DecisionService } from "../../gen/decisioning/v1/decisions_pb.js";
+
+let svc: TestService;
+
+type Tenant = { tenantId: string; userId: string; apiKey: string };
+let n = 0;
+const unique = (base: string) => `${base}-${++n}-${Math.random().toString(36).slice(2, 6)}`;
+
+async function post(path: string, body: unknown, key: string, baseUrl = svc.baseUrl) {
+  return rest(baseUrl, "POST", path, { key, body });
+}
+
+async function create(path: string, body: Record<string, unknown>, tenant: Tenant) {
+  const res = await post(`/api/v1/${path}`, body, tenant.apiKey);
+  assert.equal(res.status, 201, `${path}: ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+/** A key with no scopes: data plane only (spec 5.2). */
+async function dataKey(tenant: Tenant): Promise<string> {
+  const res = await post("/api/v1/api-keys", { name: unique("sdk") }, tenant.apiKey);
+  assert.equal(res.status, 201);
+  return res.body.key;
+}
+
+async function sql(query: string, bind: unknown[]): Promise<any[]> {
+  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
+}
+
+before(async () => {
+  svc = await startTestService();
+});
+after(() => svc.stop());
+
+describe("POST /api/v1/recommend out of the box", () => {
+  test("active offers, no flow: a ranked answer, and rows Respond can attribute at once", async () => {
+    const t = await svc.createTenant();
+    const offers = [];
+    for (const priority of [10, 20, 30]) offers.push(await create("offers", { name: unique("offer"), status: "active", priority }, t));
+    const draft = await create("offers", { name: unique("draft") }, t);
+    const key = await dataKey(t);
+    const res = await post("/api/v1/recommend", { customerId: "cust-1" }, key);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const body = res.body;
+    assert.match(body.recommendationId, /^[0-9a-f-]{36}$/);
+    assert.match(body.interactionId, /^[0-9a-f-]{36}$/);
+    assert.equal(body.customerId, "cust-1");
+    assert.equal(body.degraded, false);
+    assert.deepEqual(body.offers.map((o: any) => o.rank), [1, 2, 3]);
+    assert.deepEqual(new Set(body.offers.map((o: any) => o.offerId)), new Set(offers.map((o) => o.id)));
+    assert.ok(!body.offers.some((o: any) => o.offerId === draft.id));
+    for (const o of body.offers) {
+      assert.equal(o.propensitySource, "cold_start");
+      assert.equal(typeof o.score, "number");
+      assert.equal(typeof o.offerName, "string");
+      assert.equal(o.creativeId, null);
+    }
+    assert.deepEqual(body.rejectedOffers, [], "no explanation unless asked");
+    const [rec] = await sql("SELECT customer_id, interaction_id FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, body.recommendationId]);
+    assert.equal(rec.interaction_id, body.interactionId);
+    const impressions = await sql("SELECT rank, offer_id, outcome FROM interactions WHERE tenant_id = $1 AND recommendation_id = $2 ORDER BY rank", [t.tenantId, body.recommendationId]);
+    assert.deepEqual(impressions.map((i) => [i.rank, i.offer_id, i.outcome]), body.offers.map((o: any) => [o.rank, o.offerId, "impression"]));
+  });
+
+  test("explain=true adds rejectedOffers with stage and reason; GET is control plane", async () => {
+    const t = await svc.createTenant();
+    await create("offers", { name: unique("on"), status: "active" }, t);
+    const paused = await create("offers", { name: unique("paused"), status: "paused" }, t);
+    const key = await dataKey(t);
+    const res = await post("/api/v1/recommend?explain=true", { customerId: "c" }, key);
+    assert.equal(res.status, 200);
+    const rejected = res.body.rejectedOffers.find((r: any) => r.offerId === paused.id);
+    assert.equal(rejected.stage, "eligibility");
+    assert.match(rejected.reason, /paused/);
+    assert.equal(rejected.offerName, paused.name);
+
+    const viaGet = await rest(svc.baseUrl, "GET", "/api/v1/recommend?customerId=c&explain=true&limit=1", { key: t.apiKey });
+    assert.equal(viaGet.status, 200, JSON.stringify(viaGet.body));
+    assert.equal(viaGet.body.offers.length, 1);
+    assert.ok(viaGet.body.rejectedOffers.length >= 1);
+    const [row] = await sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND recommendation_id = $2", [t.tenantId, viaGet.body.recommendationId]);
+    assert.equal(row.n, 1, "GET writes impression rows too");
+    const denied = await rest(svc.baseUrl, "GET", "/api/v1/recommend?customerId=c", { key });
+    assert.equal(denied.status, 403);
+    assert.equal(denied.body.title, "Forbidden");
+  });
+
+  test("bad requests are 400 naming the field, on the data plane's structured shape", async () => {
+    const t = await svc.createTenant();
+    const key = await dataKey(t);
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{}, /^customerId: is required/],
+      [{ customerId: "c", channel: "carrier-pigeon" }, /^channel: unknown channel carrier-pigeon/],
+      [{ customerId: "c", flow: "nope" }, /^flow: unknown or inactive decision flow nope/],
+      [{ customerId: "c", limit: 0 }, /^limit: must be between 1 and 50/],
+      [{ customerId: "c", placements: ["nowhere"] }, /^placements\[0\]: unknown placement nowhere/],
+      [{ customerId: "c", limit: "three" }, /^limit: /],
+    ];
+    for (const [body, message] of cases) {
+      const res = await post("/api/v1/recommend", body, key);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(res.body.error.code, "BAD_REQUEST");
+      assert.equal(res.body.error.status, 400);
+      assert.match(res.body.error.message, message);
+    }
+    assert.equal((await sql("SELECT count(*)::int AS n FROM recommendations WHERE tenant_id = $1", [t.tenantId]))[0].n, 0);
+  });
+});
+
+describe("channels and placements", () => {
+  test("a named channel needs a creative for it; placements fill slots without interaction rows", async () => {
+    const t = await svc.createTenant();
+    const email = await create("channels", { name: "email", type: "email" }, t);
+    const web = await create("channels", { name: "web", type: "web" }, t);
+    const hero = await create("placements", { name: "hero", channelId: web.id }, t);
+    const side = await create("placements", { name: "side", channelId: web.id }, t);
+    const mailOffer = await create("offers", { name: unique("mail"), status: "active" }, t);
+    const webOffer = await create("offers", { name: unique("web"), status: "active" }, t);
+    const bare = await create("offers", { name: unique("bare"), status: "active" }, t);
+    const mailCreative = await create("creatives", { name: "mail", offerId: mailOffer.id, channelId: email.id }, t);
+    await create("creatives", { name: "hero", offerId: webOffer.id, channelId: web.id, placementId: hero.id }, t);
+    await create("creatives", { name: "side", offerId: mailOffer.id, channelId: web.id, placementId: side.id }, t);
+    const key = await dataKey(t);
+
+    const byEmail = await post("/api/v1/recommend?explain=true", { customerId: "c", channel: "email" }, key);
+    assert.equal(byEmail.status, 200, JSON.stringify(byEmail.body));
+    assert.deepEqual(byEmail.body.offers.map((o: any) => [o.offerId, o.creativeId, o.channelId]), [[mailOffer.id, mailCreative.id, email.id]]);
+    const stages = Object.fromEntries(byEmail.body.rejectedOffers.map((r: any) => [r.offerId, r.stage]));
+    assert.equal(stages[bare.id], "channel");
+    assert.equal(stages[webOffer.id], "channel");
+
+    const slots = await post("/api/v1/recommend", { customerId: "c", placements: ["hero", side.id], limit: 1 }, key);
+    assert.equal(slots.status, 200, JSON.stringify(slots.body));
+    assert.match(slots.body.recommendationId, /^[0-9a-f-]{36}$/);
+    assert.equal(slots.body.interactionId, null);
+    assert.deepEqual(slots.body.offers.map((o: any) => [o.placementId, o.offerId]), [[hero.id, webOffer.id], [side.id, mailOffer.id]]);
+    const rows = await sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND recommendation_id = $2", [t.tenantId, slots.body.recommendationId]);
+    assert.equal(rows[0].n, 0, "multi-placement responses write no interaction rows (spec 4.4)");
+    const stored = await sql("SELECT multi_placement FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, slots.body.recommendationId]);
+    assert.equal(stored[0].multi_placement, true);
+  });
+});
+
+describe("caps and budgets under concurrency", () => {
+  test("a frequency cap of one is never overshot by parallel requests", async () => {
+    const t = await svc.createTenant();
+    const capped = await create("offers", { name: unique("capped"), status: "active", priority: 90 }, t);
+    await create("contact-policies", { name: "once a day", config: { scope: "offer", maxImpressions: 1, windowSeconds: 86400 } }, t);
+    const key = await dataKey(t);
+    const answers = await Promise.all(Array.from({ length: 12 }, () => post("/api/v1/recommend", { customerId: "same" }, key)));
+    assert.ok(answers.every((a) => a.status === 200), JSON.stringify(answers.map((a) => a.body)));
+    assert.equal(answers.filter((a) => a.body.offers.some((o: any) => o.offerId === capped.id)).length, 1);
+    const other = await post("/api/v1/recommend", { customerId: "someone-else" }, key);
+    assert.equal(other.body.offers[0].offerId, capped.id, "the cap is per customer");
+    const again = await post("/api/v1/recommend?explain=true", { customerId: "same" }, key);
+    assert.equal(again.body.rejectedOffers.find((r: any) => r.offerId === capped.id).stage, "frequency_cap");
+  });
+
+  test("a global impression budget serves exactly its limit across customers and two processes", async () => {
+    const t = await svc.createTenant();
+    const a = await create("offers", { name: unique("a"), status: "active" }, t);
+    const b = await create("offers", { name: unique("b"), status: "active" }, t);
+    await create("budgets", { name: "launch", maxImpressions: 5 }, t);
+    const key = await dataKey(t);
+    const child = await startChildService(svc);
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => post("/api/v1/recommend", { customerId: `c${i}` }, key, i % 2 ? child.baseUrl : svc.baseUrl)),
+      );
+      assert.ok(answers.every((x) => x.status === 200), JSON.stringify(answers.map((x) => x.body)));
+      const served = answers.flatMap((x) => x.body.offers.map((o: any) => o.offerId));
+      assert.equal(served.length, 5);
+      assert.ok(served.every((id: string) => id === a.id || id === b.id));
+    } finally {
+      await child.stop();
+    }
+  });
+});
+
+describe("flows, models and the three doors", () => {
+  test("a flow with an imported logistic model ranks by it; gRPC and Connect give the same shape", async () => {
+    const t = await svc.createTenant();
+    const young = await create("offers", { name: unique("young"), status: "active", productType: "starter" }, t);
+    const senior = await create("offers", { name: unique("senior"), status: "active", productType: "premium" }, t);
+    await create("algorithm-models", {
+      name: "LR",
+      key: "lr",
+      type: "logistic_regression",
+      config: { intercept: -1, coefficients: { "customer.age": 0.05, "offer.priority": 0.01 } },
+    }, t);
+    await create("decision-flows", {
+      name: "Scored",
+      key: "scored",
+      status: "active",
+      config: { nodes: [{ type: "candidates", offerIds: [senior.id] }, { type: "score", modelKey: "lr" }, { type: "rank", count: 1 }] },
+      autoAssemble: false,
+    }, t);
+    await rest(svc.baseUrl, "PUT", "/api/v1/customers/alice", { key: t.apiKey, body: { attributes: { age: 40 } } });
+    const key = await dataKey(t);
+    const res = await post("/api/v1/recommend", { customerId: "alice", flow: "scored" }, key);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(res.body.offers.map((o: any) => o.offerId), [senior.id]);
+    assert.equal(res.body.offers[0].propensitySource, "model");
+    const expected = 1 / (1 + Math.exp(-(-1 + 0.05 * 40 + 0.01 * 50)));
+    assert.ok(Math.abs(res.body.offers[0].propensity - expected) < 1e-9, `${res.body.offers[0].propensity} vs ${expected}`);
+    assert.match(res.body.flowId, /^[0-9a-f-]{36}$/);
+    assert.ok(young.id);
+
+    const headers = { headers: { "x-api-key": key } };
+    const viaGrpc = await grpcClient(DecisionService, svc.grpcAddress).recommend({ customerId: "alice", flow: "scored" }, headers);
+    const viaConnect = await connectClient(DecisionService, svc.baseUrl).recommend({ customerId: "alice", flow: "scored" }, headers);
+    assert.deepEqual(viaGrpc.offers.map((o) => o.offerId), [senior.id]);
+    assert.deepEqual(viaConnect.offers.map((o) => [o.offerId, o.propensity]), viaGrpc.offers.map((o) => [o.offerId, o.propensity]));
+  });
+
+  test("another tenant's offers and traces are never seen", async () => {
+    const mine = await svc.createTenant();
+    const theirs = await svc.createTenant();
+    const offer = await create("offers", { name: unique("mine"), status: "active" }, mine);
+    const res = await post("/api/v1/recommend", { customerId: "c" }, await dataKey(theirs));
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body.offers, []);
+    const own = await post("/api/v1/recommend", { customerId: "c" }, await dataKey(mine));
+    assert.equal(own.body.offers[0].offerId, offer.id);
+    await svc.running.services.decisions.traces.flush();
+    const foreign = await rest(svc.baseUrl, "GET", `/api/v1/decision-traces/${own.body.recommendationId}`, { key: theirs.apiKey });
+    assert.equal(foreign.status, 404);
+  });
+});
+
+describe("decision traces (spec 2.16, 4.11)", () => {
+  test("written after the answer, found by recommendation id, with the stages' results and inputs", async () => {
+    const t = await svc.createTenant();
+    const offer = await create("offers", { name: unique("traced"), status: "active" }, t);
+    const res = await post("/api/v1/recommend", { customerId: "traced-customer", context: { page: "home" } }, await dataKey(t));
+    await svc.running.services.decisions.traces.flush();
+    const trace = await rest(svc.baseUrl, "GET", `/api/v1/decision-traces/${res.body.recommendationId}`, { key: t.apiKey });
+    assert.equal(trace.status, 200, JSON.stringify(trace.body));
+    const body = trace.body;
+    assert.equal(body.recommendationId, res.body.recommendationId);
+    assert.equal(body.customerId, "traced-customer");
+    assert.equal(body.scoringResults[0].offerId, offer.id);
+    assert.equal(body.scoringResults[0].propensitySource, "cold_start");
+    assert.ok(Array.isArray(body.scoringResults[0].explanations));
+    assert.equal(body.selectedOffers[0].offerId, offer.id);
+    assert.ok(body.qualificationResults.some((q: any) => q.offerId === offer.id && q.passed));
+    assert.deepEqual(body.rejectedOffers, []);
+    assert.equal(body.degradedScoring, false);
+    assert.equal(body.rankingWeights.score, 1);
+    assert.match(body.inputsHash, /^[0-9a-f]+$/);
+    assert.match(body.policyVersionHash, /^[0-9a-f]+$/);
+    assert.equal(body.inputs.context.page, "home");
+    assert.equal(body.inputs.seed, res.body.recommendationId);
+
+    const list = await rest(svc.baseUrl, "GET", "/api/v1/decision-traces?customerId=traced-customer&limit=10", { key: t.apiKey });
+    assert.equal(list.status, 200);
+    assert.equal(list.body.pagination.total, 1);
+    assert.equal(list.body.data[0].selectedCount, 1);
+
+    await rest(svc.baseUrl, "PUT", "/api/v1/tenant-settings", { key: t.apiKey, body: { decisionTraceEnabled: false } });
+    const untraced = await post("/api/v1/recommend", { customerId: "traced-customer" }, await dataKey(t));
+    await svc.running.services.decisions.traces.flush();
+    assert.equal((await rest(svc.baseUrl, "GET", `/api/v1/decision-traces/${untraced.body.recommendationId}`, { key: t.apiKey })).status, 404);
+    const bad = await rest(svc.baseUrl, "PUT", "/api/v1/tenant-settings", { key: t.apiKey, body: { decisionTraceSampleRate: 2 } });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.detail, /^decisionTraceSampleRate: /);
+  });
+});
+
+describe("decision quota and workspace reset", () => {
+  test("a spent quota is a clear non-retryable 400; reset deletes the data and zeroes the counter", async () => {
+    const limited = await startTestService({ decisionQuota: 2 });
+    try {
+      const t = await limited.createTenant();
+      const key = await dataKey2(limited, t);
+      await rest(limited.baseUrl, "POST", "/api/v1/offers", { key: t.apiKey, body: { name: "only", status: "active" } });
+      for (let i = 0; i < 2; i++) assert.equal((await rest(limited.baseUrl, "POST", "/api/v1/recommend", { key, body: { customerId: `c${i}` } })).status, 200);
+      const spent = await rest(limited.baseUrl, "POST", "/api/v1/recommend", { key, body: { customerId: "c3" } });
+      assert.equal(spent.status, 400);
+      assert.match(spent.body.error.message, /2 lifetime decisions/);
+      assert.equal(spent.headers.get("retry-after"), null);
+      const usage = await rest(limited.baseUrl, "GET", "/api/v1/workspace/usage", { key: t.apiKey });
+      assert.deepEqual(usage.body, { decisionsUsed: 2, decisionQuota: 2 });
+
+      assert.equal((await rest(limited.baseUrl, "POST", "/api/v1/workspace/reset", { key: t.apiKey, body: { confirm: "wrong" } })).status, 400);
+      const reset = await rest(limited.baseUrl, "POST", "/api/v1/workspace/reset", { key: t.apiKey, body: { confirm: t.tenantId } });
+      assert.equal(reset.status, 200, JSON.stringify(reset.body));
+      assert.equal(reset.body.decisionsUsed, 0);
+      const offers = await rest(limited.baseUrl, "GET", "/api/v1/offers", { key: t.apiKey });
+      assert.deepEqual(offers.body.data, []);
+      const outcomeTypes = await rest(limited.baseUrl, "GET", "/api/v1/outcome-types", { key: t.apiKey });
+      assert.equal(outcomeTypes.body.data.length, 5, "defaults restored");
+      assert.equal((await rest(limited.baseUrl, "POST", "/api/v1/recommend", { key, body: { customerId: "c4" } })).status, 200);
+    } finally {
+      await limited.stop();
+    }
+  });
+});
+
+describe("configuration reaches every process", () => {
+  test("an offer activated on one process is recommended by another", async () => {
+    const t = await svc.createTenant();
+    const key = await dataKey(t);
+    const child = await startChildService(svc);
+    try {
+      assert.deepEqual((await post("/api/v1/recommend", { customerId: "c" }, key, child.baseUrl)).body.offers, []);
+      const offer = await create("offers", { name: unique("fresh"), status: "active" }, t);
+      let seen: string[] = [];
+      for (let i = 0; i < 50 && !seen.includes(offer.id); i++) {
+        seen = (await post("/api/v1/recommend", { customerId: "c" }, key, child.baseUrl)).body.offers.map((o: any) => o.offerId);
+        if (!seen.includes(offer.id)) await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.deepEqual(seen, [offer.id]);
+    } finally {
+      await child.stop();
+    }
+  });
+});
+
+async function dataKey2(service: TestService, tenant: Tenant): Promise<string> {
+  const res = await rest(service.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: "sdk" } });
+  return res.body.key;
+}
