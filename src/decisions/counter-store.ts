@@ -9,6 +9,23 @@ export interface CounterReservation {
   ttlSeconds?: number;
 }
 
+/** An unconditional increment (conversions and conversion spend, which no decision can refuse). */
+export interface CounterIncrement {
+  key: string;
+  by: number;
+  ttlSeconds?: number;
+}
+
+/** A negative outcome a suppression policy may rest an offer for (the core's RecentOutcome). */
+export interface NegativeOutcome {
+  offerId: string;
+  outcome: string;
+  at: string;
+}
+
+/** How long a customer's latest negative outcome per offer is kept for suppression policies. */
+export const NEGATIVE_OUTCOME_TTL_SECONDS = 90 * 86_400;
+
 /** Beta-Bernoulli evidence of one offer in one context bucket. */
 export interface AdaptiveEvidence {
   successes: number;
@@ -31,6 +48,12 @@ export interface CounterStore {
   readEvidence(tenantId: string, keys: string[]): Promise<Record<string, AdaptiveEvidence>>;
   /** One more trial (an impression) for each key. */
   addTrials(tenantId: string, keys: string[]): Promise<void>;
+  /** One more success (a positive outcome) for the key. */
+  addSuccess(tenantId: string, key: string): Promise<void>;
+  increment(tenantId: string, increments: CounterIncrement[]): Promise<void>;
+  /** Keeps the customer's latest negative outcome per offer. */
+  recordNegative(tenantId: string, customerId: string, outcome: NegativeOutcome): Promise<void>;
+  negatives(tenantId: string, customerId: string): Promise<NegativeOutcome[]>;
   /** Counts one decision unless `quota` is spent; returns the new count, or null when spent. */
   countDecision(tenantId: string, quota: number | null): Promise<number | null>;
   decisions(tenantId: string): Promise<number>;
@@ -69,6 +92,7 @@ return redis.call('INCR', KEYS[1])
 
 const DECISIONS = "decisions";
 const evidenceKey = (key: string) => `ad:${key}`;
+const negativesKey = (customerId: string) => `neg:${encodeURIComponent(customerId)}`;
 
 type Scripted = Redis & {
   reserveCounters(numKeys: number, ...args: Array<string | number>): Promise<number>;
@@ -116,6 +140,27 @@ export function createRedisCounterStore(redis: Redis): CounterStore {
       for (const k of keys) pipeline.hincrby(tenantKey(tenantId, evidenceKey(k)), "t", 1);
       await pipeline.exec();
     },
+    async addSuccess(tenantId, key) {
+      await redis.hincrby(tenantKey(tenantId, evidenceKey(key)), "s", 1);
+    },
+    async increment(tenantId, increments) {
+      if (!increments.length) return;
+      const pipeline = redis.pipeline();
+      for (const i of increments) {
+        const key = tenantKey(tenantId, i.key);
+        pipeline.incrby(key, i.by);
+        if (i.ttlSeconds) pipeline.expire(key, i.ttlSeconds, "NX");
+      }
+      await pipeline.exec();
+    },
+    async recordNegative(tenantId, customerId, outcome) {
+      const key = tenantKey(tenantId, negativesKey(customerId));
+      await redis.multi().hset(key, outcome.offerId, JSON.stringify(outcome)).expire(key, NEGATIVE_OUTCOME_TTL_SECONDS).exec();
+    },
+    async negatives(tenantId, customerId) {
+      const all = await redis.hgetall(tenantKey(tenantId, negativesKey(customerId)));
+      return Object.values(all).map((v) => JSON.parse(v) as NegativeOutcome);
+    },
     async countDecision(tenantId, quota) {
       const n = await r.countDecision(tenantKey(tenantId, DECISIONS), quota ?? -1);
       return n < 0 ? null : n;
@@ -141,6 +186,7 @@ export function createRedisCounterStore(redis: Redis): CounterStore {
 export function createMemoryCounterStore(now: () => number = Date.now): CounterStore {
   const values = new Map<string, { value: number; expiresAt: number | null }>();
   const evidence = new Map<string, AdaptiveEvidence>();
+  const negativeOutcomes = new Map<string, Record<string, NegativeOutcome>>();
   const get = (k: string) => {
     const v = values.get(k);
     if (v && v.expiresAt !== null && v.expiresAt <= now()) {
@@ -187,6 +233,21 @@ export function createMemoryCounterStore(now: () => number = Date.now): CounterS
         evidence.set(full, { ...e, trials: e.trials + 1 });
       }
     },
+    async addSuccess(tenantId, key) {
+      const full = tenantKey(tenantId, key);
+      const e = evidence.get(full) ?? { successes: 0, trials: 0 };
+      evidence.set(full, { ...e, successes: e.successes + 1 });
+    },
+    async increment(tenantId, increments) {
+      for (const i of increments) add(tenantKey(tenantId, i.key), i.by, i.ttlSeconds);
+    },
+    async recordNegative(tenantId, customerId, outcome) {
+      const key = tenantKey(tenantId, negativesKey(customerId));
+      negativeOutcomes.set(key, { ...negativeOutcomes.get(key), [outcome.offerId]: outcome });
+    },
+    async negatives(tenantId, customerId) {
+      return Object.values(negativeOutcomes.get(tenantKey(tenantId, negativesKey(customerId))) ?? {});
+    },
     async countDecision(tenantId, quota) {
       const k = tenantKey(tenantId, DECISIONS);
       if (quota !== null && get(k) >= quota) return null;
@@ -197,7 +258,7 @@ export function createMemoryCounterStore(now: () => number = Date.now): CounterS
       return get(tenantKey(tenantId, DECISIONS));
     },
     async resetTenant(tenantId) {
-      for (const map of [values, evidence]) for (const k of [...map.keys()]) if (k.startsWith(tenantOf(tenantId))) map.delete(k);
+      for (const map of [values, evidence, negativeOutcomes]) for (const k of [...map.keys()]) if (k.startsWith(tenantOf(tenantId))) map.delete(k);
     },
   };
 }

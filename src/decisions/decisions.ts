@@ -1,9 +1,9 @@
 import type { DescService, Message } from "@bufbuild/protobuf";
 import { CustomerService, WorkspaceService as WorkspaceServiceDesc } from "../../gen/decisioning/v1/configuration_pb.js";
-import { DecisionService, DecisionTraceService } from "../../gen/decisioning/v1/decisions_pb.js";
+import { DecisionService, DecisionTraceService, OutcomeService } from "../../gen/decisioning/v1/decisions_pb.js";
 import type { Sequelize } from "sequelize";
 import type { Bus } from "../platform/bus.js";
-import type { TenantContext } from "../platform/context.js";
+import type { CallInfo, TenantContext } from "../platform/context.js";
 import type { Transaction } from "../platform/db.js";
 import type { Logger } from "../platform/logger.js";
 import { InvalidatedCache } from "../platform/invalidated-cache.js";
@@ -12,11 +12,13 @@ import type { DecisionConfigRows } from "../catalog/catalog-store.js";
 import type { CounterStore } from "./counter-store.js";
 import { DecisionStore } from "./decision-store.js";
 import { RecommendService, type ScoringPool } from "./recommend-service.js";
+import { RespondService } from "./respond-service.js";
+import { OutcomeStore } from "./outcome-store.js";
 import { compileTenant, type CompiledTenant } from "./snapshot-compiler.js";
 import { TraceWriter } from "./trace-writer.js";
 import { WorkspaceService } from "./workspace-service.js";
 
-type Handler = (ctx: TenantContext, req: any) => Promise<Message>;
+type Handler = (ctx: TenantContext, req: any, call: CallInfo) => Promise<Message>;
 
 /** Bus channels: a tenant's configuration, or one customer's attributes, changed. */
 export const SNAPSHOT_CHANNEL = "decisioning.snapshot.invalidate";
@@ -58,11 +60,20 @@ export function createDecisions(o: DecisionsOptions) {
     minTreeWalksForPool: o.minTreeWalksForPool,
     decisionQuota: o.decisionQuota,
   });
+  const respond = new RespondService(snapshots, new OutcomeStore(o.db), o.counters, o.logger);
   const workspace = new WorkspaceService(store, o.counters, snapshots, customers, o.audit, o.seedTenant, o.decisionQuota);
   const services: Array<{ service: DescService; impl: Record<string, Handler> }> = [
     {
       service: DecisionService,
       impl: { recommend: (ctx, req) => recommend.recommend(ctx, req), recommendQuery: (ctx, req) => recommend.recommend(ctx, req) },
+    },
+    {
+      service: OutcomeService,
+      impl: {
+        respond: (ctx, req, call) => respond.respond(ctx, req, call),
+        respondBulk: (ctx, req) => respond.respondBulk(ctx, req),
+        capture: (ctx, req, call) => respond.respond(ctx, req, call),
+      },
     },
     {
       service: DecisionTraceService,

@@ -1,4 +1,5 @@
 import {
+  ALL_CONTEXTS_BUCKET,
   adaptiveCountKey,
   chooseScoringPath,
   completeDecision,
@@ -92,7 +93,15 @@ export class RecommendService {
           interaction_id: interactionId,
           channel_id: input.channel ?? null,
           multi_placement: !singleSlot,
-          offers: offers.map((o) => ({ rank: o.rank, offerId: o.offerId, creativeId: o.creativeId, channelId: o.channelId, placementId: o.placementId, score: o.score })),
+          offers: offers.map((o) => ({
+            rank: o.rank,
+            offerId: o.offerId,
+            creativeId: o.creativeId,
+            channelId: o.channelId,
+            placementId: o.placementId,
+            score: o.score,
+            bucket: this.bucketOf(task),
+          })),
           context: input.context,
         },
         // Multi-placement responses write no interaction rows (spec 4.4): Respond then needs creativeId.
@@ -108,7 +117,7 @@ export class RecommendService {
             }))
           : [],
       );
-      await this.deps.counters.addTrials(ctx.tenantId, offers.map((o) => this.evidenceKey(task, o.offerId)).filter((k): k is string => k !== null));
+      await this.deps.counters.addTrials(ctx.tenantId, offers.map((o) => adaptiveCountKey(o.offerId, this.bucketOf(task))));
       const rejected = [...decision.rejectedOffers, ...refusals];
       if (sampled) this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, input, decision, offers, rejected, createdAt));
       return toRecommendResponse({ recommendationId, interactionId, customerId: input.customerId, decision, offers, rejected, explain: req.explain, createdAt });
@@ -154,11 +163,12 @@ export class RecommendService {
       seed: newId(),
     };
     const evidenceKeys = adaptiveKeys(compiled, input);
-    const [counters, adaptiveCounts] = await Promise.all([
+    const [counters, adaptiveCounts, recentOutcomes] = await Promise.all([
       this.deps.counters.read(ctx.tenantId, counterKeys(compiled.snapshot, input)),
       this.deps.counters.readEvidence(ctx.tenantId, evidenceKeys),
+      this.deps.counters.negatives(ctx.tenantId, customerId),
     ]);
-    return { ...input, counters, adaptiveCounts };
+    return { ...input, counters, adaptiveCounts, recentOutcomes };
   }
 
   /**
@@ -187,15 +197,13 @@ export class RecommendService {
     return { offers, refusals };
   }
 
-  private evidenceKey(task: ScoreTask, offerId: string): string | null {
-    const bucket = this.bucketOf(task);
-    return bucket === "" ? null : adaptiveCountKey(offerId, bucket);
-  }
-
-  /** The primary model's context bucket, where its adaptive evidence is counted ("" when it has none). */
+  /**
+   * The primary model's context bucket, where the offer's adaptive evidence is counted; models
+   * without buckets count in the all-contexts bucket, so evidence gathers whatever scores today.
+   */
   private bucketOf(task: ScoreTask): string {
     const settings = adaptiveSettings(task.models[task.modelKey]);
-    return settings ? contextBucket(settings.bucketBy, { customer: task.customer, context: task.context }) : "";
+    return settings ? contextBucket(settings.bucketBy, { customer: task.customer, context: task.context }) : ALL_CONTEXTS_BUCKET;
   }
 }
 

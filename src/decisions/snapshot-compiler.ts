@@ -4,6 +4,7 @@ import {
   validateCondition,
   validateModel,
   type BudgetAllocation,
+  type Creative,
   type DecisionFlow,
   type DecisionSnapshot,
   type ModelConfig,
@@ -24,6 +25,10 @@ export interface CompiledTenant {
   placements: Map<string, string>;
   /** Flow id or key → flow id. */
   flows: Map<string, string>;
+  /** Outcome-type key → category (positive, negative, impression, neutral): what Respond counts. */
+  outcomeTypes: Map<string, string>;
+  /** Live creatives by id, for Respond's creativeId. */
+  creatives: Map<string, Creative>;
   /** Entities left out because their stored configuration no longer compiles (logged). */
   skipped: string[];
 }
@@ -141,6 +146,8 @@ export function compileTenant(rows: DecisionConfigRows, settings: SettingsRow, l
     channels: named(byKind("channel"), (r) => r.name),
     placements: named(byKind("placement"), (r) => r.name),
     flows: named(rows.flows, (r) => r.key as string),
+    outcomeTypes: new Map(byKind("outcome_type").map((o) => [o.key as string, o.category as string])),
+    creatives: new Map((config.creatives ?? []).map((c) => [c.id, c])),
     skipped,
   };
 }

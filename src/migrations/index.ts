@@ -3,6 +3,7 @@ import * as m0001 from "./0001-identity.js";
 import * as m0002 from "./0002-audit.js";
 import * as m0003 from "./0003-catalog.js";
 import * as m0004 from "./0004-decisioning.js";
+import * as m0005 from "./0005-outcomes.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
 export const migrations: Migration[] = [
@@ -10,4 +11,5 @@ export const migrations: Migration[] = [
   { name: "0002-audit", up: m0002.up },
   { name: "0003-catalog", up: m0003.up },
   { name: "0004-decisioning", up: m0004.up },
+  { name: "0005-outcomes", up: m0005.up },
 ];

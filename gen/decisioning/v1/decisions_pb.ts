@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file decisioning/v1/decisions.proto.
  */
 export const file_decisioning_v1_decisions: GenFile = /*@__PURE__*/
-  fileDesc("Ch5kZWNpc2lvbmluZy92MS9kZWNpc2lvbnMucHJvdG8SDmRlY2lzaW9uaW5nLnYxIuABChBSZWNvbW1lbmRSZXF1ZXN0EhMKC2N1c3RvbWVyX2lkGAEgASgJEg8KB2NoYW5uZWwYAiABKAkSEgoKcGxhY2VtZW50cxgDIAMoCRISCgVsaW1pdBgEIAEoBUgAiAEBEigKB2NvbnRleHQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EisKCmF0dHJpYnV0ZXMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBGZsb3cYByABKAkSDwoHZXhwbGFpbhgIIAEoCEIICgZfbGltaXQirQIKEFJlY29tbWVuZGVkT2ZmZXISDAoEcmFuaxgBIAEoBRIQCghvZmZlcl9pZBgCIAEoCRISCgpvZmZlcl9uYW1lGAMgASgJEiAKC2NyZWF0aXZlX2lkGAQgASgJQgaKtRgCCAFIAIgBARIfCgpjaGFubmVsX2lkGAUgASgJQgaKtRgCCAFIAYgBARIhCgxwbGFjZW1lbnRfaWQYBiABKAlCBoq1GAIIAUgCiAEBEg0KBXNjb3JlGAcgASgBEhIKCnByb3BlbnNpdHkYCCABKAESGQoRcHJvcGVuc2l0eV9zb3VyY2UYCSABKAkSEQoJbWFuZGF0b3J5GAogASgIQg4KDF9jcmVhdGl2ZV9pZEINCgtfY2hhbm5lbF9pZEIPCg1fcGxhY2VtZW50X2lkIqEBCg1SZWplY3RlZE9mZmVyEhAKCG9mZmVyX2lkGAEgASgJEhcKCm9mZmVyX25hbWUYAiABKAlIAIgBARINCgVzdGFnZRgDIAEoCRIOCgZyZWFzb24YBCABKAkSLAoGZGV0YWlsGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgBiAEBQg0KC19vZmZlcl9uYW1lQgkKB19kZXRhaWwiPgoURXhwZXJpbWVudEFzc2lnbm1lbnQSFQoNZXhwZXJpbWVudF9pZBgBIAEoCRIPCgd2YXJpYW50GAIgASgJIqcDChFSZWNvbW1lbmRSZXNwb25zZRIZChFyZWNvbW1lbmRhdGlvbl9pZBgBIAEoCRIjCg5pbnRlcmFjdGlvbl9pZBgCIAEoCUIGirUYAggBSACIAQESEwoLY3VzdG9tZXJfaWQYAyABKAkSMAoGb2ZmZXJzGAQgAygLMiAuZGVjaXNpb25pbmcudjEuUmVjb21tZW5kZWRPZmZlchIcCgdmbG93X2lkGAUgASgJQgaKtRgCCAFIAYgBARJFCgpleHBlcmltZW50GAYgASgLMiQuZGVjaXNpb25pbmcudjEuRXhwZXJpbWVudEFzc2lnbm1lbnRCBoq1GAIIAUgCiAEBEhAKCGRlZ3JhZGVkGAcgASgIEjYKD3JlamVjdGVkX29mZmVycxgIIAMoCzIdLmRlY2lzaW9uaW5nLnYxLlJlamVjdGVkT2ZmZXISLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCEQoPX2ludGVyYWN0aW9uX2lkQgoKCF9mbG93X2lkQg0KC19leHBlcmltZW50IokBChlMaXN0RGVjaXNpb25UcmFjZXNSZXF1ZXN0EhMKC2N1c3RvbWVyX2lkGAEgASgJEhkKEXJlY29tbWVuZGF0aW9uX2lkGAIgASgJEhIKBWxpbWl0GAMgASgFSACIAQESEwoGb2Zmc2V0GAQgASgFSAGIAQFCCAoGX2xpbWl0QgkKB19vZmZzZXQiJQoXR2V0RGVjaXNpb25UcmFjZVJlcXVlc3QSCgoCaWQYASABKAki9gEKFERlY2lzaW9uVHJhY2VTdW1tYXJ5EgoKAmlkGAEgASgJEhkKEXJlY29tbWVuZGF0aW9uX2lkGAIgASgJEhMKC2N1c3RvbWVyX2lkGAMgASgJEhwKB2Zsb3dfaWQYBCABKAlCBoq1GAIIAUgAiAEBEhYKDnNlbGVjdGVkX2NvdW50GAUgASgFEhYKDnJlamVjdGVkX2NvdW50GAYgASgFEhgKEGRlZ3JhZGVkX3Njb3JpbmcYByABKAgSLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCgoIX2Zsb3dfaWQiQAoQT2Zmc2V0UGFnaW5hdGlvbhINCgV0b3RhbBgBIAEoBRINCgVsaW1pdBgCIAEoBRIOCgZvZmZzZXQYAyABKAUihgEKGkxpc3REZWNpc2lvblRyYWNlc1Jlc3BvbnNlEjIKBGRhdGEYASADKAsyJC5kZWNpc2lvbmluZy52MS5EZWNpc2lvblRyYWNlU3VtbWFyeRI0CgpwYWdpbmF0aW9uGAIgASgLMiAuZGVjaXNpb25pbmcudjEuT2Zmc2V0UGFnaW5hdGlvbiK4BQoNRGVjaXNpb25UcmFjZRIKCgJpZBgBIAEoCRIZChFyZWNvbW1lbmRhdGlvbl9pZBgCIAEoCRITCgtjdXN0b21lcl9pZBgDIAEoCRIcCgdmbG93X2lkGAQgASgJQgaKtRgCCAFIAIgBARIzCg9zY29yaW5nX3Jlc3VsdHMYBSABKAsyGi5nb29nbGUucHJvdG9idWYuTGlzdFZhbHVlEjMKD3NlbGVjdGVkX29mZmVycxgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWUSOQoVcXVhbGlmaWNhdGlvbl9yZXN1bHRzGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZRI6ChZjb250YWN0X3BvbGljeV9yZXN1bHRzGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZRIzCg9yZWplY3RlZF9vZmZlcnMYCSABKAsyGi5nb29nbGUucHJvdG9idWYuTGlzdFZhbHVlEhgKEGRlZ3JhZGVkX3Njb3JpbmcYCiABKAgSRQoKZXhwZXJpbWVudBgLIAEoCzIkLmRlY2lzaW9uaW5nLnYxLkV4cGVyaW1lbnRBc3NpZ25tZW50QgaKtRgCCAFIAYgBARIwCg9yYW5raW5nX3dlaWdodHMYDCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2lucHV0c19oYXNoGA0gASgJEhsKE3BvbGljeV92ZXJzaW9uX2hhc2gYDiABKAkSJwoGaW5wdXRzGA8gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjcmVhdGVkX2F0GBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIKCghfZmxvd19pZEINCgtfZXhwZXJpbWVudDKBAgoPRGVjaXNpb25TZXJ2aWNlEnQKCVJlY29tbWVuZBIgLmRlY2lzaW9uaW5nLnYxLlJlY29tbWVuZFJlcXVlc3QaIS5kZWNpc2lvbmluZy52MS5SZWNvbW1lbmRSZXNwb25zZSIiirUYAggCgtPkkwIWOgEqIhEvYXBpL3YxL3JlY29tbWVuZBJ4Cg5SZWNvbW1lbmRRdWVyeRIgLmRlY2lzaW9uaW5nLnYxLlJlY29tbWVuZFJlcXVlc3QaIS5kZWNpc2lvbmluZy52MS5SZWNvbW1lbmRSZXNwb25zZSIhirUYBAgBEAGC0+STAhMSES9hcGkvdjEvcmVjb21tZW5kMrgCChREZWNpc2lvblRyYWNlU2VydmljZRKUAQoSTGlzdERlY2lzaW9uVHJhY2VzEikuZGVjaXNpb25pbmcudjEuTGlzdERlY2lzaW9uVHJhY2VzUmVxdWVzdBoqLmRlY2lzaW9uaW5nLnYxLkxpc3REZWNpc2lvblRyYWNlc1Jlc3BvbnNlIieKtRgECAEQAYLT5JMCGRIXL2FwaS92MS9kZWNpc2lvbi10cmFjZXMSiAEKEEdldERlY2lzaW9uVHJhY2USJy5kZWNpc2lvbmluZy52MS5HZXREZWNpc2lvblRyYWNlUmVxdWVzdBodLmRlY2lzaW9uaW5nLnYxLkRlY2lzaW9uVHJhY2UiLIq1GAQIARABgtPkkwIeEhwvYXBpL3YxL2RlY2lzaW9uLXRyYWNlcy97aWR9YgZwcm90bzM", [file_decisioning_v1_options, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch5kZWNpc2lvbmluZy92MS9kZWNpc2lvbnMucHJvdG8SDmRlY2lzaW9uaW5nLnYxIuABChBSZWNvbW1lbmRSZXF1ZXN0EhMKC2N1c3RvbWVyX2lkGAEgASgJEg8KB2NoYW5uZWwYAiABKAkSEgoKcGxhY2VtZW50cxgDIAMoCRISCgVsaW1pdBgEIAEoBUgAiAEBEigKB2NvbnRleHQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EisKCmF0dHJpYnV0ZXMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBGZsb3cYByABKAkSDwoHZXhwbGFpbhgIIAEoCEIICgZfbGltaXQirQIKEFJlY29tbWVuZGVkT2ZmZXISDAoEcmFuaxgBIAEoBRIQCghvZmZlcl9pZBgCIAEoCRISCgpvZmZlcl9uYW1lGAMgASgJEiAKC2NyZWF0aXZlX2lkGAQgASgJQgaKtRgCCAFIAIgBARIfCgpjaGFubmVsX2lkGAUgASgJQgaKtRgCCAFIAYgBARIhCgxwbGFjZW1lbnRfaWQYBiABKAlCBoq1GAIIAUgCiAEBEg0KBXNjb3JlGAcgASgBEhIKCnByb3BlbnNpdHkYCCABKAESGQoRcHJvcGVuc2l0eV9zb3VyY2UYCSABKAkSEQoJbWFuZGF0b3J5GAogASgIQg4KDF9jcmVhdGl2ZV9pZEINCgtfY2hhbm5lbF9pZEIPCg1fcGxhY2VtZW50X2lkIqEBCg1SZWplY3RlZE9mZmVyEhAKCG9mZmVyX2lkGAEgASgJEhcKCm9mZmVyX25hbWUYAiABKAlIAIgBARINCgVzdGFnZRgDIAEoCRIOCgZyZWFzb24YBCABKAkSLAoGZGV0YWlsGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgBiAEBQg0KC19vZmZlcl9uYW1lQgkKB19kZXRhaWwiPgoURXhwZXJpbWVudEFzc2lnbm1lbnQSFQoNZXhwZXJpbWVudF9pZBgBIAEoCRIPCgd2YXJpYW50GAIgASgJIqcDChFSZWNvbW1lbmRSZXNwb25zZRIZChFyZWNvbW1lbmRhdGlvbl9pZBgBIAEoCRIjCg5pbnRlcmFjdGlvbl9pZBgCIAEoCUIGirUYAggBSACIAQESEwoLY3VzdG9tZXJfaWQYAyABKAkSMAoGb2ZmZXJzGAQgAygLMiAuZGVjaXNpb25pbmcudjEuUmVjb21tZW5kZWRPZmZlchIcCgdmbG93X2lkGAUgASgJQgaKtRgCCAFIAYgBARJFCgpleHBlcmltZW50GAYgASgLMiQuZGVjaXNpb25pbmcudjEuRXhwZXJpbWVudEFzc2lnbm1lbnRCBoq1GAIIAUgCiAEBEhAKCGRlZ3JhZGVkGAcgASgIEjYKD3JlamVjdGVkX29mZmVycxgIIAMoCzIdLmRlY2lzaW9uaW5nLnYxLlJlamVjdGVkT2ZmZXISLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCEQoPX2ludGVyYWN0aW9uX2lkQgoKCF9mbG93X2lkQg0KC19leHBlcmltZW50IoIFCg5SZXNwb25kUmVxdWVzdBITCgtjdXN0b21lcl9pZBgBIAEoCRIPCgdvdXRjb21lGAIgASgJEhgKEGludGVyYWN0aW9uX3R5cGUYAyABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJEhkKEXJlY29tbWVuZGF0aW9uX2lkGAUgASgJEhEKBHJhbmsYBiABKAVIAIgBARITCgtjcmVhdGl2ZV9pZBgHIAEoCRIWCg5pbnRlcmFjdGlvbl9pZBgIIAEoCRIRCglkaXJlY3Rpb24YCSABKAkSEAoIb2ZmZXJfaWQYCiABKAkSEgoKY2hhbm5lbF9pZBgLIAEoCRIUCgxwbGFjZW1lbnRfaWQYDCABKAkSKAoHY29udGV4dBgNIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoPb3V0Y29tZV9kZXRhaWxzGA4gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIyCgl0aW1lc3RhbXAYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAGIAQESHQoQY29udmVyc2lvbl92YWx1ZRgQIAEoAUgCiAEBEisKCmF0dHJpYnV0ZXMYESABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2NoYW5uZWwYEiABKAkSEQoJcGxhY2VtZW50GBMgASgJEhMKC2RldmljZV90eXBlGBQgASgJEhoKDXJlc3BvbnNlX3RpbWUYFSABKAFIA4gBAUIHCgVfcmFua0IMCgpfdGltZXN0YW1wQhMKEV9jb252ZXJzaW9uX3ZhbHVlQhAKDl9yZXNwb25zZV90aW1lIu4FCg9SZXNwb25kUmVzcG9uc2USCgoCaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEhMKC2N1c3RvbWVyX2lkGAMgASgJEg8KB291dGNvbWUYBCABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEiYKEXJlY29tbWVuZGF0aW9uX2lkGAYgASgJQgaKtRgCCAFIAIgBARIZCgRyYW5rGAcgASgFQgaKtRgCCAFIAYgBARIjCg5pbnRlcmFjdGlvbl9pZBgIIAEoCUIGirUYAggBSAKIAQESEAoIb2ZmZXJfaWQYCSABKAkSIAoLY3JlYXRpdmVfaWQYCiABKAlCBoq1GAIIAUgDiAEBEh8KCmNoYW5uZWxfaWQYCyABKAlCBoq1GAIIAUgEiAEBEiEKDHBsYWNlbWVudF9pZBgMIAEoCUIGirUYAggBSAWIAQESEQoJZGlyZWN0aW9uGA0gASgJEigKB2NvbnRleHQYDiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjAKD291dGNvbWVfZGV0YWlscxgPIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJQoQY29udmVyc2lvbl92YWx1ZRgQIAEoAUIGirUYAggBSAaIAQESIgoNcmVzcG9uc2VfdGltZRgRIAEoAUIGirUYAggBSAeIAQESLQoJdGltZXN0YW1wGBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIUChJfcmVjb21tZW5kYXRpb25faWRCBwoFX3JhbmtCEQoPX2ludGVyYWN0aW9uX2lkQg4KDF9jcmVhdGl2ZV9pZEINCgtfY2hhbm5lbF9pZEIPCg1fcGxhY2VtZW50X2lkQhMKEV9jb252ZXJzaW9uX3ZhbHVlQhAKDl9yZXNwb25zZV90aW1lIkMKElJlc3BvbmRCdWxrUmVxdWVzdBItCgVpdGVtcxgBIAMoCzIeLmRlY2lzaW9uaW5nLnYxLlJlc3BvbmRSZXF1ZXN0Ij4KDUJ1bGtJdGVtRXJyb3ISDgoGc3RhdHVzGAEgASgFEgwKBGNvZGUYAiABKAkSDwoHbWVzc2FnZRgDIAEoCSLJAQoRUmVzcG9uZEJ1bGtSZXN1bHQSDQoFaW5kZXgYASABKAUSDgoGc3RhdHVzGAIgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCRI0CgZyZWNvcmQYBCABKAsyHy5kZWNpc2lvbmluZy52MS5SZXNwb25kUmVzcG9uc2VIAIgBARIxCgVlcnJvchgFIAEoCzIdLmRlY2lzaW9uaW5nLnYxLkJ1bGtJdGVtRXJyb3JIAYgBAUIJCgdfcmVjb3JkQggKBl9lcnJvciKFAQoTUmVzcG9uZEJ1bGtSZXNwb25zZRIyCgdyZXN1bHRzGAEgAygLMiEuZGVjaXNpb25pbmcudjEuUmVzcG9uZEJ1bGtSZXN1bHQSEAoIcmVjb3JkZWQYAiABKAUSGAoQYWxyZWFkeV9yZWNvcmRlZBgDIAEoBRIOCgZmYWlsZWQYBCABKAUiiQEKGUxpc3REZWNpc2lvblRyYWNlc1JlcXVlc3QSEwoLY3VzdG9tZXJfaWQYASABKAkSGQoRcmVjb21tZW5kYXRpb25faWQYAiABKAkSEgoFbGltaXQYAyABKAVIAIgBARITCgZvZmZzZXQYBCABKAVIAYgBAUIICgZfbGltaXRCCQoHX29mZnNldCIlChdHZXREZWNpc2lvblRyYWNlUmVxdWVzdBIKCgJpZBgBIAEoCSL2AQoURGVjaXNpb25UcmFjZVN1bW1hcnkSCgoCaWQYASABKAkSGQoRcmVjb21tZW5kYXRpb25faWQYAiABKAkSEwoLY3VzdG9tZXJfaWQYAyABKAkSHAoHZmxvd19pZBgEIAEoCUIGirUYAggBSACIAQESFgoOc2VsZWN0ZWRfY291bnQYBSABKAUSFgoOcmVqZWN0ZWRfY291bnQYBiABKAUSGAoQZGVncmFkZWRfc2NvcmluZxgHIAEoCBIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIKCghfZmxvd19pZCJAChBPZmZzZXRQYWdpbmF0aW9uEg0KBXRvdGFsGAEgASgFEg0KBWxpbWl0GAIgASgFEg4KBm9mZnNldBgDIAEoBSKGAQoaTGlzdERlY2lzaW9uVHJhY2VzUmVzcG9uc2USMgoEZGF0YRgBIAMoCzIkLmRlY2lzaW9uaW5nLnYxLkRlY2lzaW9uVHJhY2VTdW1tYXJ5EjQKCnBhZ2luYXRpb24YAiABKAsyIC5kZWNpc2lvbmluZy52MS5PZmZzZXRQYWdpbmF0aW9uIrgFCg1EZWNpc2lvblRyYWNlEgoKAmlkGAEgASgJEhkKEXJlY29tbWVuZGF0aW9uX2lkGAIgASgJEhMKC2N1c3RvbWVyX2lkGAMgASgJEhwKB2Zsb3dfaWQYBCABKAlCBoq1GAIIAUgAiAEBEjMKD3Njb3JpbmdfcmVzdWx0cxgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWUSMwoPc2VsZWN0ZWRfb2ZmZXJzGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLkxpc3RWYWx1ZRI5ChVxdWFsaWZpY2F0aW9uX3Jlc3VsdHMYByABKAsyGi5nb29nbGUucHJvdG9idWYuTGlzdFZhbHVlEjoKFmNvbnRhY3RfcG9saWN5X3Jlc3VsdHMYCCABKAsyGi5nb29nbGUucHJvdG9idWYuTGlzdFZhbHVlEjMKD3JlamVjdGVkX29mZmVycxgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5MaXN0VmFsdWUSGAoQZGVncmFkZWRfc2NvcmluZxgKIAEoCBJFCgpleHBlcmltZW50GAsgASgLMiQuZGVjaXNpb25pbmcudjEuRXhwZXJpbWVudEFzc2lnbm1lbnRCBoq1GAIIAUgBiAEBEjAKD3Jhbmtpbmdfd2VpZ2h0cxgMIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoLaW5wdXRzX2hhc2gYDSABKAkSGwoTcG9saWN5X3ZlcnNpb25faGFzaBgOIAEoCRInCgZpbnB1dHMYDyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmNyZWF0ZWRfYXQYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgoKCF9mbG93X2lkQg0KC19leHBlcmltZW50MoECCg9EZWNpc2lvblNlcnZpY2USdAoJUmVjb21tZW5kEiAuZGVjaXNpb25pbmcudjEuUmVjb21tZW5kUmVxdWVzdBohLmRlY2lzaW9uaW5nLnYxLlJlY29tbWVuZFJlc3BvbnNlIiKKtRgCCAKC0+STAhY6ASoiES9hcGkvdjEvcmVjb21tZW5kEngKDlJlY29tbWVuZFF1ZXJ5EiAuZGVjaXNpb25pbmcudjEuUmVjb21tZW5kUmVxdWVzdBohLmRlY2lzaW9uaW5nLnYxLlJlY29tbWVuZFJlc3BvbnNlIiGKtRgECAEQAYLT5JMCExIRL2FwaS92MS9yZWNvbW1lbmQy8QIKDk91dGNvbWVTZXJ2aWNlEmwKB1Jlc3BvbmQSHi5kZWNpc2lvbmluZy52MS5SZXNwb25kUmVxdWVzdBofLmRlY2lzaW9uaW5nLnYxLlJlc3BvbmRSZXNwb25zZSIgirUYAggCgtPkkwIUOgEqIg8vYXBpL3YxL3Jlc3BvbmQSggEKC1Jlc3BvbmRCdWxrEiIuZGVjaXNpb25pbmcudjEuUmVzcG9uZEJ1bGtSZXF1ZXN0GiMuZGVjaXNpb25pbmcudjEuUmVzcG9uZEJ1bGtSZXNwb25zZSIqirUYBwgCGICAwAKC0+STAhk6ASoiFC9hcGkvdjEvcmVzcG9uZC9idWxrEmwKB0NhcHR1cmUSHi5kZWNpc2lvbmluZy52MS5SZXNwb25kUmVxdWVzdBofLmRlY2lzaW9uaW5nLnYxLlJlc3BvbmRSZXNwb25zZSIgirUYAggCgtPkkwIUOgEqIg8vYXBpL3YxL2NhcHR1cmUyuAIKFERlY2lzaW9uVHJhY2VTZXJ2aWNlEpQBChJMaXN0RGVjaXNpb25UcmFjZXMSKS5kZWNpc2lvbmluZy52MS5MaXN0RGVjaXNpb25UcmFjZXNSZXF1ZXN0GiouZGVjaXNpb25pbmcudjEuTGlzdERlY2lzaW9uVHJhY2VzUmVzcG9uc2UiJ4q1GAQIARABgtPkkwIZEhcvYXBpL3YxL2RlY2lzaW9uLXRyYWNlcxKIAQoQR2V0RGVjaXNpb25UcmFjZRInLmRlY2lzaW9uaW5nLnYxLkdldERlY2lzaW9uVHJhY2VSZXF1ZXN0Gh0uZGVjaXNpb25pbmcudjEuRGVjaXNpb25UcmFjZSIsirUYBAgBEAGC0+STAh4SHC9hcGkvdjEvZGVjaXNpb24tdHJhY2VzL3tpZH1iBnByb3RvMw", [file_decisioning_v1_options, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message decisioning.v1.RecommendRequest
@@ -276,6 +276,373 @@ export const RecommendResponseSchema: GenMessage<RecommendResponse> = /*@__PURE_
   messageDesc(file_decisioning_v1_decisions, 4);
 
 /**
+ * @generated from message decisioning.v1.RespondRequest
+ */
+export type RespondRequest = Message<"decisioning.v1.RespondRequest"> & {
+  /**
+   * @generated from field: string customer_id = 1;
+   */
+  customerId: string;
+
+  /**
+   * Key of a registered outcome type (click, conversion, dismiss, impression, ...).
+   *
+   * @generated from field: string outcome = 2;
+   */
+  outcome: string;
+
+  /**
+   * Legacy alias of outcome.
+   *
+   * @generated from field: string interaction_type = 3;
+   */
+  interactionType: string;
+
+  /**
+   * Or the Idempotency-Key header; the body wins when both are present.
+   *
+   * @generated from field: string idempotency_key = 4;
+   */
+  idempotencyKey: string;
+
+  /**
+   * @generated from field: string recommendation_id = 5;
+   */
+  recommendationId: string;
+
+  /**
+   * 1-based position of the offer within the recommendation.
+   *
+   * @generated from field: optional int32 rank = 6;
+   */
+  rank?: number | undefined;
+
+  /**
+   * Alternative to recommendation_id + rank.
+   *
+   * @generated from field: string creative_id = 7;
+   */
+  creativeId: string;
+
+  /**
+   * Legacy; use recommendation_id.
+   *
+   * @generated from field: string interaction_id = 8;
+   */
+  interactionId: string;
+
+  /**
+   * inbound (default) or outbound (default for impression-category outcomes).
+   *
+   * @generated from field: string direction = 9;
+   */
+  direction: string;
+
+  /**
+   * @generated from field: string offer_id = 10;
+   */
+  offerId: string;
+
+  /**
+   * @generated from field: string channel_id = 11;
+   */
+  channelId: string;
+
+  /**
+   * @generated from field: string placement_id = 12;
+   */
+  placementId: string;
+
+  /**
+   * @generated from field: google.protobuf.Struct context = 13;
+   */
+  context?: JsonObject | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Struct outcome_details = 14;
+   */
+  outcomeDetails?: JsonObject | undefined;
+
+  /**
+   * Default: the server's time.
+   *
+   * @generated from field: optional google.protobuf.Timestamp timestamp = 15;
+   */
+  timestamp?: Timestamp | undefined;
+
+  /**
+   * @generated from field: optional double conversion_value = 16;
+   */
+  conversionValue?: number | undefined;
+
+  /**
+   * Given to the online learners and stored in the context (explicit context keys win).
+   *
+   * @generated from field: google.protobuf.Struct attributes = 17;
+   */
+  attributes?: JsonObject | undefined;
+
+  /**
+   * Names, stored in the context.
+   *
+   * @generated from field: string channel = 18;
+   */
+  channel: string;
+
+  /**
+   * @generated from field: string placement = 19;
+   */
+  placement: string;
+
+  /**
+   * @generated from field: string device_type = 20;
+   */
+  deviceType: string;
+
+  /**
+   * Milliseconds.
+   *
+   * @generated from field: optional double response_time = 21;
+   */
+  responseTime?: number | undefined;
+};
+
+/**
+ * Describes the message decisioning.v1.RespondRequest.
+ * Use `create(RespondRequestSchema)` to create a new message.
+ */
+export const RespondRequestSchema: GenMessage<RespondRequest> = /*@__PURE__*/
+  messageDesc(file_decisioning_v1_decisions, 5);
+
+/**
+ * The stored outcome record, as first written.
+ *
+ * @generated from message decisioning.v1.RespondResponse
+ */
+export type RespondResponse = Message<"decisioning.v1.RespondResponse"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * recorded, already_recorded or recorded_without_adaptation.
+   *
+   * @generated from field: string status = 2;
+   */
+  status: string;
+
+  /**
+   * @generated from field: string customer_id = 3;
+   */
+  customerId: string;
+
+  /**
+   * @generated from field: string outcome = 4;
+   */
+  outcome: string;
+
+  /**
+   * @generated from field: string idempotency_key = 5;
+   */
+  idempotencyKey: string;
+
+  /**
+   * @generated from field: optional string recommendation_id = 6;
+   */
+  recommendationId?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 rank = 7;
+   */
+  rank?: number | undefined;
+
+  /**
+   * @generated from field: optional string interaction_id = 8;
+   */
+  interactionId?: string | undefined;
+
+  /**
+   * @generated from field: string offer_id = 9;
+   */
+  offerId: string;
+
+  /**
+   * @generated from field: optional string creative_id = 10;
+   */
+  creativeId?: string | undefined;
+
+  /**
+   * @generated from field: optional string channel_id = 11;
+   */
+  channelId?: string | undefined;
+
+  /**
+   * @generated from field: optional string placement_id = 12;
+   */
+  placementId?: string | undefined;
+
+  /**
+   * @generated from field: string direction = 13;
+   */
+  direction: string;
+
+  /**
+   * @generated from field: google.protobuf.Struct context = 14;
+   */
+  context?: JsonObject | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Struct outcome_details = 15;
+   */
+  outcomeDetails?: JsonObject | undefined;
+
+  /**
+   * @generated from field: optional double conversion_value = 16;
+   */
+  conversionValue?: number | undefined;
+
+  /**
+   * @generated from field: optional double response_time = 17;
+   */
+  responseTime?: number | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp timestamp = 18;
+   */
+  timestamp?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 19;
+   */
+  createdAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message decisioning.v1.RespondResponse.
+ * Use `create(RespondResponseSchema)` to create a new message.
+ */
+export const RespondResponseSchema: GenMessage<RespondResponse> = /*@__PURE__*/
+  messageDesc(file_decisioning_v1_decisions, 6);
+
+/**
+ * @generated from message decisioning.v1.RespondBulkRequest
+ */
+export type RespondBulkRequest = Message<"decisioning.v1.RespondBulkRequest"> & {
+  /**
+   * @generated from field: repeated decisioning.v1.RespondRequest items = 1;
+   */
+  items: RespondRequest[];
+};
+
+/**
+ * Describes the message decisioning.v1.RespondBulkRequest.
+ * Use `create(RespondBulkRequestSchema)` to create a new message.
+ */
+export const RespondBulkRequestSchema: GenMessage<RespondBulkRequest> = /*@__PURE__*/
+  messageDesc(file_decisioning_v1_decisions, 7);
+
+/**
+ * @generated from message decisioning.v1.BulkItemError
+ */
+export type BulkItemError = Message<"decisioning.v1.BulkItemError"> & {
+  /**
+   * The HTTP status the item alone would have had, and the error code of spec 7.
+   *
+   * @generated from field: int32 status = 1;
+   */
+  status: number;
+
+  /**
+   * @generated from field: string code = 2;
+   */
+  code: string;
+
+  /**
+   * @generated from field: string message = 3;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message decisioning.v1.BulkItemError.
+ * Use `create(BulkItemErrorSchema)` to create a new message.
+ */
+export const BulkItemErrorSchema: GenMessage<BulkItemError> = /*@__PURE__*/
+  messageDesc(file_decisioning_v1_decisions, 8);
+
+/**
+ * @generated from message decisioning.v1.RespondBulkResult
+ */
+export type RespondBulkResult = Message<"decisioning.v1.RespondBulkResult"> & {
+  /**
+   * @generated from field: int32 index = 1;
+   */
+  index: number;
+
+  /**
+   * recorded, already_recorded, recorded_without_adaptation or failed.
+   *
+   * @generated from field: string status = 2;
+   */
+  status: string;
+
+  /**
+   * @generated from field: string idempotency_key = 3;
+   */
+  idempotencyKey: string;
+
+  /**
+   * @generated from field: optional decisioning.v1.RespondResponse record = 4;
+   */
+  record?: RespondResponse | undefined;
+
+  /**
+   * @generated from field: optional decisioning.v1.BulkItemError error = 5;
+   */
+  error?: BulkItemError | undefined;
+};
+
+/**
+ * Describes the message decisioning.v1.RespondBulkResult.
+ * Use `create(RespondBulkResultSchema)` to create a new message.
+ */
+export const RespondBulkResultSchema: GenMessage<RespondBulkResult> = /*@__PURE__*/
+  messageDesc(file_decisioning_v1_decisions, 9);
+
+/**
+ * @generated from message decisioning.v1.RespondBulkResponse
+ */
+export type RespondBulkResponse = Message<"decisioning.v1.RespondBulkResponse"> & {
+  /**
+   * @generated from field: repeated decisioning.v1.RespondBulkResult results = 1;
+   */
+  results: RespondBulkResult[];
+
+  /**
+   * @generated from field: int32 recorded = 2;
+   */
+  recorded: number;
+
+  /**
+   * @generated from field: int32 already_recorded = 3;
+   */
+  alreadyRecorded: number;
+
+  /**
+   * @generated from field: int32 failed = 4;
+   */
+  failed: number;
+};
+
+/**
+ * Describes the message decisioning.v1.RespondBulkResponse.
+ * Use `create(RespondBulkResponseSchema)` to create a new message.
+ */
+export const RespondBulkResponseSchema: GenMessage<RespondBulkResponse> = /*@__PURE__*/
+  messageDesc(file_decisioning_v1_decisions, 10);
+
+/**
  * @generated from message decisioning.v1.ListDecisionTracesRequest
  */
 export type ListDecisionTracesRequest = Message<"decisioning.v1.ListDecisionTracesRequest"> & {
@@ -305,7 +672,7 @@ export type ListDecisionTracesRequest = Message<"decisioning.v1.ListDecisionTrac
  * Use `create(ListDecisionTracesRequestSchema)` to create a new message.
  */
 export const ListDecisionTracesRequestSchema: GenMessage<ListDecisionTracesRequest> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_decisions, 5);
+  messageDesc(file_decisioning_v1_decisions, 11);
 
 /**
  * @generated from message decisioning.v1.GetDecisionTraceRequest
@@ -322,7 +689,7 @@ export type GetDecisionTraceRequest = Message<"decisioning.v1.GetDecisionTraceRe
  * Use `create(GetDecisionTraceRequestSchema)` to create a new message.
  */
 export const GetDecisionTraceRequestSchema: GenMessage<GetDecisionTraceRequest> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_decisions, 6);
+  messageDesc(file_decisioning_v1_decisions, 12);
 
 /**
  * @generated from message decisioning.v1.DecisionTraceSummary
@@ -374,7 +741,7 @@ export type DecisionTraceSummary = Message<"decisioning.v1.DecisionTraceSummary"
  * Use `create(DecisionTraceSummarySchema)` to create a new message.
  */
 export const DecisionTraceSummarySchema: GenMessage<DecisionTraceSummary> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_decisions, 7);
+  messageDesc(file_decisioning_v1_decisions, 13);
 
 /**
  * @generated from message decisioning.v1.OffsetPagination
@@ -401,7 +768,7 @@ export type OffsetPagination = Message<"decisioning.v1.OffsetPagination"> & {
  * Use `create(OffsetPaginationSchema)` to create a new message.
  */
 export const OffsetPaginationSchema: GenMessage<OffsetPagination> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_decisions, 8);
+  messageDesc(file_decisioning_v1_decisions, 14);
 
 /**
  * @generated from message decisioning.v1.ListDecisionTracesResponse
@@ -423,7 +790,7 @@ export type ListDecisionTracesResponse = Message<"decisioning.v1.ListDecisionTra
  * Use `create(ListDecisionTracesResponseSchema)` to create a new message.
  */
 export const ListDecisionTracesResponseSchema: GenMessage<ListDecisionTracesResponse> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_decisions, 9);
+  messageDesc(file_decisioning_v1_decisions, 15);
 
 /**
  * The full trace: the stages' results and the inputs that let a replay re-run the decision.
@@ -519,7 +886,7 @@ export type DecisionTrace = Message<"decisioning.v1.DecisionTrace"> & {
  * Use `create(DecisionTraceSchema)` to create a new message.
  */
 export const DecisionTraceSchema: GenMessage<DecisionTrace> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_decisions, 10);
+  messageDesc(file_decisioning_v1_decisions, 16);
 
 /**
  * Recommend (spec 1, 4.4): qualification, contact policy, scoring and ranking for one customer.
@@ -551,6 +918,43 @@ export const DecisionService: GenService<{
   serviceDesc(file_decisioning_v1_decisions, 0);
 
 /**
+ * Respond (spec 2.5, 4.4): what the customer did, recorded exactly once per idempotency key.
+ *
+ * @generated from service decisioning.v1.OutcomeService
+ */
+export const OutcomeService: GenService<{
+  /**
+   * @generated from rpc decisioning.v1.OutcomeService.Respond
+   */
+  respond: {
+    methodKind: "unary";
+    input: typeof RespondRequestSchema;
+    output: typeof RespondResponseSchema;
+  },
+  /**
+   * Up to 500 outcomes; each item succeeds or fails on its own, reported in order.
+   *
+   * @generated from rpc decisioning.v1.OutcomeService.RespondBulk
+   */
+  respondBulk: {
+    methodKind: "unary";
+    input: typeof RespondBulkRequestSchema;
+    output: typeof RespondBulkResponseSchema;
+  },
+  /**
+   * Legacy alias of Respond.
+   *
+   * @generated from rpc decisioning.v1.OutcomeService.Capture
+   */
+  capture: {
+    methodKind: "unary";
+    input: typeof RespondRequestSchema;
+    output: typeof RespondResponseSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_decisioning_v1_decisions, 1);
+
+/**
  * Decision traces (spec 2.16, 4.11).
  *
  * @generated from service decisioning.v1.DecisionTraceService
@@ -575,5 +979,5 @@ export const DecisionTraceService: GenService<{
     output: typeof DecisionTraceSchema;
   },
 }> = /*@__PURE__*/
-  serviceDesc(file_decisioning_v1_decisions, 1);
+  serviceDesc(file_decisioning_v1_decisions, 2);
 

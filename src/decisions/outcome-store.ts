@@ -1,0 +1,131 @@
+import type { Sequelize } from "sequelize";
+import { execReturning, selectRows } from "../platform/db.js";
+
+/** An outcome as stored in interactions (the first write of its idempotency key). */
+export interface OutcomeRow {
+  id: string;
+  customer_id: string;
+  recommendation_id: string | null;
+  interaction_id: string | null;
+  rank: number | null;
+  offer_id: string;
+  creative_id: string | null;
+  channel_id: string | null;
+  placement_id: string | null;
+  outcome: string;
+  direction: string;
+  context_bucket: string;
+  idempotency_key: string;
+  status: string;
+  payload_hash: string;
+  context: Record<string, unknown>;
+  outcome_details: Record<string, unknown>;
+  conversion_value: number | null;
+  response_time: number | null;
+  occurred_at: Date;
+  created_at: Date;
+}
+
+/** One offer of a stored recommendation, as Recommend wrote it. */
+export interface StoredOffer {
+  rank: number;
+  offerId: string;
+  creativeId: string | null;
+  channelId: string | null;
+  placementId: string | null;
+  bucket?: string;
+}
+
+export interface StoredRecommendation {
+  id: string;
+  customer_id: string;
+  interaction_id: string | null;
+  offers: StoredOffer[];
+  created_at: Date;
+}
+
+const OUTCOME_COLUMNS = [
+  "id", "customer_id", "recommendation_id", "interaction_id", "rank", "offer_id", "creative_id", "channel_id", "placement_id",
+  "outcome", "direction", "context_bucket", "idempotency_key", "status", "payload_hash", "context", "outcome_details",
+  "conversion_value", "response_time", "occurred_at",
+] as const;
+
+/** Respond's reads and writes: the ladder's lookups and the exactly-once insert. Tenant first. */
+export class OutcomeStore {
+  constructor(private readonly db: Sequelize) {}
+
+  async byKey(tenantId: string, key: string): Promise<OutcomeRow | null> {
+    const [row] = await selectRows<OutcomeRow>(
+      this.db,
+      "SELECT * FROM interactions WHERE tenant_id = $1 AND idempotency_key = $2",
+      [tenantId, key],
+    );
+    return row ?? null;
+  }
+
+  /** The unique index decides: null when the key was already taken, even by a concurrent call. */
+  async insert(tenantId: string, row: Omit<OutcomeRow, "created_at">): Promise<OutcomeRow | null> {
+    const values = OUTCOME_COLUMNS.map((c) => {
+      const v = row[c];
+      return c === "context" || c === "outcome_details" ? JSON.stringify(v) : v;
+    });
+    const [stored] = await execReturning<OutcomeRow>(
+      this.db,
+      `INSERT INTO interactions (tenant_id, ${OUTCOME_COLUMNS.join(", ")}, created_at)
+       VALUES ($1, ${OUTCOME_COLUMNS.map((_, i) => `$${i + 2}`).join(", ")}, now())
+       ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *`,
+      [tenantId, ...values],
+    );
+    return stored ?? null;
+  }
+
+  async recommendation(tenantId: string, id: string): Promise<StoredRecommendation | null> {
+    const [row] = await selectRows<StoredRecommendation>(
+      this.db,
+      "SELECT id, customer_id, interaction_id, offers, created_at FROM recommendations WHERE tenant_id = $1 AND id = $2",
+      [tenantId, id],
+    );
+    return row ?? null;
+  }
+
+  /** Legacy clients send the interaction id a single-flow recommendation carried. */
+  async recommendationByInteraction(tenantId: string, interactionId: string): Promise<StoredRecommendation | null> {
+    const [row] = await selectRows<StoredRecommendation>(
+      this.db,
+      "SELECT id, customer_id, interaction_id, offers, created_at FROM recommendations WHERE tenant_id = $1 AND interaction_id = $2",
+      [tenantId, interactionId],
+    );
+    return row ?? null;
+  }
+
+  /** The customer's most recent recommendation that had an offer at `rank`. */
+  async latestWithRank(tenantId: string, customerId: string, rank: number): Promise<StoredRecommendation | null> {
+    const [row] = await selectRows<StoredRecommendation>(
+      this.db,
+      `SELECT id, customer_id, interaction_id, offers, created_at FROM recommendations
+       WHERE tenant_id = $1 AND customer_id = $2 AND offers @> jsonb_build_array(jsonb_build_object('rank', $3::int))
+       ORDER BY created_at DESC LIMIT 1`,
+      [tenantId, customerId, rank],
+    );
+    return row ?? null;
+  }
+
+  /**
+   * The context bucket of the customer's latest exposure to the offer since `since` (a
+   * recommendation or an impression), or null when there was none: the 30-day adaptation test.
+   */
+  async recentExposure(tenantId: string, customerId: string, offerId: string, since: Date): Promise<{ bucket: string | null } | null> {
+    const [row] = await selectRows<{ bucket: string | null }>(
+      this.db,
+      `SELECT bucket FROM (
+         SELECT context_bucket AS bucket, created_at FROM interactions
+         WHERE tenant_id = $1 AND customer_id = $2 AND offer_id = $3::uuid AND outcome = 'impression' AND created_at >= $4
+         UNION ALL
+         SELECT o->>'bucket', r.created_at FROM recommendations r, jsonb_array_elements(r.offers) o
+         WHERE r.tenant_id = $1 AND r.customer_id = $2 AND r.created_at >= $4 AND o->>'offerId' = $5
+       ) exposures ORDER BY created_at DESC LIMIT 1`,
+      [tenantId, customerId, offerId, since, offerId],
+    );
+    return row ?? null;
+  }
+}

@@ -1,0 +1,280 @@
+import { test, before, after, describe } from "node:test";
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { startTestService, type TestService } from "../support/service.js";
+import { startChildService } from "../support/child-service.js";
+import { rest } from "../support/clients.js";
+
+let svc: TestService;
+type Tenant = { tenantId: string; userId: string; apiKey: string };
+let n = 0;
+const unique = (base: string) => `${base}-${++n}-${Math.random().toString(36).slice(2, 6)}`;
+
+async function post(path: string, body: unknown, key: string, opts: { baseUrl?: string; headers?: Record<string, string> } = {}) {
+  return rest(opts.baseUrl ?? svc.baseUrl, "POST", path, { key, body, headers: opts.headers });
+}
+
+async function create(path: string, body: Record<string, unknown>, tenant: Tenant) {
+  const res = await post(`/api/v1/${path}`, body, tenant.apiKey);
+  assert.equal(res.status, 201, `${path}: ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+async function dataKey(tenant: Tenant): Promise<string> {
+  return (await post("/api/v1/api-keys", { name: unique("sdk") }, tenant.apiKey)).body.key;
+}
+
+async function sql(query: string, bind: unknown[]): Promise<any[]> {
+  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
+}
+
+/** Successes and trials of an offer's adaptive evidence in the all-contexts bucket, read from Redis. */
+async function evidence(tenantId: string, offerId: string): Promise<{ s: number; t: number }> {
+  const v = await svc.running.foundation.redis!.hmget(`t:{${tenantId}}:ad:${offerId}|*`, "s", "t");
+  return { s: Number(v[0] ?? 0), t: Number(v[1] ?? 0) };
+}
+
+/** A tenant with active offers (by priority) and a data-plane key. */
+async function setup(priorities: number[] = [50]) {
+  const t = await svc.createTenant();
+  const offers = [];
+  for (const priority of priorities) offers.push(await create("offers", { name: unique("offer"), status: "active", priority }, t));
+  return { t, offers, key: await dataKey(t) };
+}
+
+before(async () => {
+  svc = await startTestService();
+});
+after(() => svc.stop());
+
+describe("POST /api/v1/respond", () => {
+  test("records an outcome attributed by recommendationId and rank, with every field of 2.5", async () => {
+    const { t, offers, key } = await setup();
+    const rec = (await post("/api/v1/recommend", { customerId: "ana" }, key)).body;
+    const res = await post("/api/v1/respond", {
+      customerId: "ana",
+      outcome: "click",
+      idempotencyKey: "k-1",
+      recommendationId: rec.recommendationId,
+      rank: 1,
+      context: { page: "home", device: "explicit" },
+      attributes: { device: "from-attributes", segment: "gold" },
+      outcomeDetails: { button: "cta" },
+      conversionValue: 12.5,
+      channel: "web",
+      deviceType: "mobile",
+      responseTime: 340,
+      timestamp: "2026-11-20T10:00:00Z",
+    }, key);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const r = res.body;
+    assert.equal(r.status, "recorded");
+    assert.equal(r.offerId, offers[0].id);
+    assert.equal(r.recommendationId, rec.recommendationId);
+    assert.equal(r.interactionId, rec.interactionId);
+    assert.equal(r.rank, 1);
+    assert.equal(r.direction, "inbound");
+    assert.deepEqual(r.context, { page: "home", device: "explicit", segment: "gold", channel: "web", deviceType: "mobile" });
+    assert.deepEqual(r.outcomeDetails, { button: "cta" });
+    assert.equal(r.conversionValue, 12.5);
+    assert.equal(r.responseTime, 340);
+    assert.equal(r.timestamp, "2026-11-20T10:00:00Z");
+    assert.equal(r.idempotencyKey, "k-1");
+    assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 1, t: 1 });
+  });
+
+  test("the idempotency key: header or body (body wins); a replay returns the original and changes nothing", async () => {
+    const { t, offers, key } = await setup();
+    const rec = (await post("/api/v1/recommend", { customerId: "bo" }, key)).body;
+    const first = await post("/api/v1/respond", { customerId: "bo", outcome: "click", recommendationId: rec.recommendationId, rank: 1 }, key, { headers: { "idempotency-key": "from-header" } });
+    assert.equal(first.body.idempotencyKey, "from-header");
+    const both = await post("/api/v1/respond", { customerId: "bo", outcome: "click", idempotencyKey: "from-body", recommendationId: rec.recommendationId, rank: 1 }, key, { headers: { "idempotency-key": "from-header" } });
+    assert.equal(both.body.idempotencyKey, "from-body");
+    assert.equal(both.body.status, "recorded");
+    const replay = await post("/api/v1/respond", { customerId: "bo", outcome: "dismiss", idempotencyKey: "from-body", recommendationId: rec.recommendationId, rank: 1, timestamp: "2026-01-01T00:00:00Z" }, key);
+    assert.equal(replay.status, 200);
+    assert.equal(replay.body.status, "already_recorded");
+    assert.equal(replay.body.id, both.body.id);
+    assert.equal(replay.body.outcome, "click", "the original record, whatever the replay's payload");
+    assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 2, t: 1 });
+    const missing = await post("/api/v1/respond", { customerId: "bo", outcome: "click", recommendationId: rec.recommendationId, rank: 1 }, key);
+    assert.equal(missing.status, 400);
+    assert.match(missing.body.error.message, /^idempotencyKey: is required/);
+  });
+
+  test("100 concurrent calls with one key on two processes: one row, one record id, counters move once", async () => {
+    const { t, offers, key } = await setup();
+    await create("budgets", { name: "conversions", scope: "offer", scopeId: offers[0].id, maxConversions: 1000, costPerConversion: 2, maxSpend: 1000 }, t);
+    const rec = (await post("/api/v1/recommend", { customerId: "cy" }, key)).body;
+    const child = await startChildService(svc);
+    try {
+      const body = { customerId: "cy", outcome: "conversion", idempotencyKey: "same-key", recommendationId: rec.recommendationId, rank: 1 };
+      const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => post("/api/v1/respond", body, key, { baseUrl: i % 2 ? child.baseUrl : svc.baseUrl })));
+      assert.ok(answers.every((a) => a.status === 200), JSON.stringify(answers.find((a) => a.status !== 200)?.body));
+      assert.equal(new Set(answers.map((a) => a.body.id)).size, 1);
+      assert.equal(answers.filter((a) => a.body.status === "recorded").length, 1);
+      assert.equal(answers.filter((a) => a.body.status === "already_recorded").length, 99);
+    } finally {
+      await child.stop();
+    }
+    const rows = await sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND idempotency_key = 'same-key'", [t.tenantId]);
+    assert.equal(rows[0].n, 1);
+    assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 1, t: 1 });
+    const budget = (await rest(svc.baseUrl, "GET", "/api/v1/budgets", { key: t.apiKey })).body.data[0];
+    const redis = svc.running.foundation.redis!;
+    assert.equal(await redis.get(`t:{${t.tenantId}}:bg:${budget.id}:conversions`), "1");
+    assert.equal(await redis.get(`t:{${t.tenantId}}:bg:${budget.id}:spend`), String(2 * 1_000_000));
+  });
+});
+
+describe("the attribution ladder (spec 4.4)", () => {
+  test("recommendationId+rank, then a legacy interaction id, then the latest recommendation for the rank", async () => {
+    const { offers, key } = await setup([90, 10]);
+    const older = (await post("/api/v1/recommend", { customerId: "di", limit: 2 }, key)).body;
+    const latest = (await post("/api/v1/recommend", { customerId: "di", limit: 2 }, key)).body;
+    const respond = (extra: Record<string, unknown>) => post("/api/v1/respond", { customerId: "di", outcome: "click", idempotencyKey: randomUUID(), ...extra }, key);
+
+    const rung1 = await respond({ recommendationId: older.recommendationId, rank: 2 });
+    assert.equal(rung1.body.recommendationId, older.recommendationId);
+    assert.equal(rung1.body.offerId, older.offers[1].offerId);
+    const rung2 = await respond({ recommendationId: older.interactionId, rank: 1 });
+    assert.equal(rung2.body.recommendationId, older.recommendationId, "a legacy interaction id in recommendationId");
+    const rung2b = await respond({ interactionId: older.interactionId, rank: 1 });
+    assert.equal(rung2b.body.recommendationId, older.recommendationId);
+    const rung3 = await respond({ recommendationId: randomUUID(), rank: 2 });
+    assert.equal(rung3.body.recommendationId, latest.recommendationId);
+    assert.equal(rung3.body.offerId, latest.offers[1].offerId);
+    assert.ok(offers.length === 2);
+
+    const none = await respond({ recommendationId: randomUUID(), rank: 3 });
+    assert.equal(none.status, 400);
+    assert.equal(none.body.error.message, "No recommendation found for customer=di rank=3");
+    const stranger = await post("/api/v1/respond", { customerId: "nobody", outcome: "click", idempotencyKey: randomUUID(), recommendationId: latest.recommendationId, rank: 1 }, key);
+    assert.equal(stranger.body.error.message, "No recommendation found for customer=nobody rank=1");
+  });
+
+  test("another tenant's recommendation never attributes", async () => {
+    const a = await setup();
+    const b = await setup();
+    const rec = (await post("/api/v1/recommend", { customerId: "ed" }, a.key)).body;
+    const res = await post("/api/v1/respond", { customerId: "ed", outcome: "click", idempotencyKey: "x", recommendationId: rec.recommendationId, rank: 1 }, b.key);
+    assert.equal(res.status, 400);
+    assert.match(res.body.error.message, /^No recommendation found/);
+    assert.equal((await sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND idempotency_key IS NOT NULL", [b.t.tenantId]))[0].n, 0);
+  });
+
+  test("creativeId resolves the offer; without an exposure in 30 days the outcome teaches nothing", async () => {
+    const { t, offers, key } = await setup();
+    const web = await create("channels", { name: "web" }, t);
+    const creative = await create("creatives", { name: "banner", offerId: offers[0].id, channelId: web.id }, t);
+    const cold = await post("/api/v1/respond", { customerId: "fay", outcome: "click", idempotencyKey: "c1", creativeId: creative.id }, key);
+    assert.equal(cold.status, 200, JSON.stringify(cold.body));
+    assert.equal(cold.body.status, "recorded_without_adaptation");
+    assert.equal(cold.body.offerId, offers[0].id);
+    assert.equal(cold.body.channelId, web.id);
+    assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 0, t: 0 });
+
+    const impression = (ageDays: number) =>
+      sql(`INSERT INTO interactions (tenant_id, id, customer_id, offer_id, outcome, context_bucket, created_at)
+           VALUES ($1, $2, $3, $4, 'impression', '*', now() - make_interval(days => $5))`, [t.tenantId, randomUUID(), "gus", offers[0].id, ageDays]);
+    await impression(31);
+    const stale = await post("/api/v1/respond", { customerId: "gus", outcome: "click", idempotencyKey: "c2", creativeId: creative.id }, key);
+    assert.equal(stale.body.status, "recorded_without_adaptation");
+    await impression(29);
+    const fresh = await post("/api/v1/respond", { customerId: "gus", outcome: "click", idempotencyKey: "c3", creativeId: creative.id }, key);
+    assert.equal(fresh.body.status, "recorded");
+    assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 1, t: 0 });
+    const unknown = await post("/api/v1/respond", { customerId: "gus", outcome: "click", idempotencyKey: "c4", creativeId: randomUUID() }, key);
+    assert.equal(unknown.status, 400);
+    assert.match(unknown.body.error.message, /^creativeId: unknown creative/);
+  });
+});
+
+describe("fields and defaults", () => {
+  test("direction follows the outcome type; unknown outcomes, bad fields and the legacy alias", async () => {
+    const { key } = await setup();
+    const rec = (await post("/api/v1/recommend", { customerId: "hal" }, key)).body;
+    const base = { customerId: "hal", recommendationId: rec.recommendationId, rank: 1 };
+    const shown = await post("/api/v1/respond", { ...base, outcome: "impression", idempotencyKey: "d1" }, key);
+    assert.equal(shown.body.direction, "outbound");
+    const legacy = await post("/api/v1/capture", { ...base, interactionType: "click", idempotencyKey: "d2", direction: "outbound" }, key);
+    assert.equal(legacy.status, 200, JSON.stringify(legacy.body));
+    assert.equal(legacy.body.outcome, "click");
+    assert.equal(legacy.body.direction, "outbound");
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ ...base, outcome: "teleported", idempotencyKey: "e1" }, /^outcome: unknown outcome type teleported/],
+      [{ customerId: "hal", outcome: "click", idempotencyKey: "e2" }, /recommendationId: is required unless creativeId is given/],
+      [{ ...base, outcome: "click", idempotencyKey: "e3", direction: "sideways" }, /^direction: must be inbound or outbound/],
+      [{ ...base, outcome: "click", idempotencyKey: "e4", rank: 0 }, /^rank: must be at least 1/],
+      [{ ...base, outcome: "click", idempotencyKey: "e5", conversionValue: "lots" }, /^conversionValue: /],
+    ];
+    for (const [body, message] of cases) {
+      const res = await post("/api/v1/respond", body, key);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.match(res.body.error.message, message);
+    }
+  });
+});
+
+describe("POST /api/v1/respond/bulk", () => {
+  test("per-item results in order, failures reported, default keys make a retried batch replay", async () => {
+    const { key } = await setup();
+    const rec = (await post("/api/v1/recommend", { customerId: "ivy" }, key)).body;
+    const items = [
+      { customerId: "ivy", outcome: "click", recommendationId: rec.recommendationId, rank: 1 },
+      { customerId: "ivy", outcome: "nonsense", recommendationId: rec.recommendationId, rank: 1 },
+      { customerId: "ivy", outcome: "dismiss", recommendationId: rec.recommendationId, rank: 1, idempotencyKey: "explicit" },
+      { customerId: "ivy", outcome: "click", recommendationId: rec.recommendationId, rank: 9 },
+    ];
+    const first = await post("/api/v1/respond/bulk", { items }, key);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.deepEqual(first.body.results.map((r: any) => [r.index, r.status]), [[0, "recorded"], [1, "failed"], [2, "recorded"], [3, "failed"]]);
+    assert.match(first.body.results[0].idempotencyKey, /^bulk:[0-9a-f]{64}$/);
+    assert.equal(first.body.results[2].idempotencyKey, "explicit");
+    assert.equal(first.body.results[1].error.status, 400);
+    assert.match(first.body.results[1].error.message, /^outcome: unknown outcome type nonsense/);
+    assert.equal(first.body.results[3].error.message, "No recommendation found for customer=ivy rank=9");
+    assert.deepEqual([first.body.recorded, first.body.alreadyRecorded, first.body.failed], [2, 0, 2]);
+    const again = await post("/api/v1/respond/bulk", { items }, key);
+    assert.deepEqual(again.body.results.map((r: any) => r.status), ["already_recorded", "failed", "already_recorded", "failed"]);
+    assert.equal(again.body.results[0].record.id, first.body.results[0].record.id);
+    const tooMany = await post("/api/v1/respond/bulk", { items: Array.from({ length: 501 }, () => items[0]) }, key);
+    assert.equal(tooMany.status, 400);
+    assert.match(tooMany.body.error.message, /^items: must hold 1 to 500/);
+  });
+});
+
+describe("learning from outcomes", () => {
+  test("clicks raise an offer's propensity above an unclicked one; a dismissal suppresses it", async () => {
+    const { t, offers, key } = await setup([50, 50]);
+    await create("contact-policies", { name: "rest after dismiss", config: { type: "suppression", afterOutcomes: ["dismiss"], windowSeconds: 3600 } }, t);
+    const [liked, ignored] = offers;
+    for (let i = 0; i < 25; i++) {
+      const rec = (await post("/api/v1/recommend", { customerId: `learner-${i}`, limit: 2 }, key)).body;
+      const rank = rec.offers.find((o: any) => o.offerId === liked.id).rank;
+      await post("/api/v1/respond", { customerId: `learner-${i}`, outcome: "click", idempotencyKey: `learn-${i}`, recommendationId: rec.recommendationId, rank }, key);
+    }
+    const next = (await post("/api/v1/recommend", { customerId: "newcomer", limit: 2 }, key)).body;
+    assert.deepEqual(next.offers.map((o: any) => o.offerId), [liked.id, ignored.id]);
+    const [top, bottom] = next.offers;
+    assert.equal(top.propensitySource, "adaptation");
+    assert.ok(top.propensity > 0.8 && bottom.propensity < 0.1, `${top.propensity} vs ${bottom.propensity}`);
+
+    const rec = (await post("/api/v1/recommend", { customerId: "grumpy" }, key)).body;
+    await post("/api/v1/respond", { customerId: "grumpy", outcome: "dismiss", idempotencyKey: "no-thanks", recommendationId: rec.recommendationId, rank: 1 }, key);
+    const after = (await post("/api/v1/recommend?explain=true", { customerId: "grumpy", limit: 2 }, key)).body;
+    assert.deepEqual(after.offers.map((o: any) => o.offerId), [ignored.id]);
+    assert.equal(after.rejectedOffers.find((r: any) => r.offerId === liked.id).stage, "suppression");
+  });
+
+  test("conversions spend a maxConversions budget", async () => {
+    const { t, offers, key } = await setup();
+    await create("budgets", { name: "one sale", scope: "offer", scopeId: offers[0].id, maxConversions: 1 }, t);
+    const rec = (await post("/api/v1/recommend", { customerId: "jo" }, key)).body;
+    assert.equal(rec.offers.length, 1);
+    await post("/api/v1/respond", { customerId: "jo", outcome: "conversion", idempotencyKey: "sale", recommendationId: rec.recommendationId, rank: 1 }, key);
+    const after = (await post("/api/v1/recommend?explain=true", { customerId: "kim" }, key)).body;
+    assert.deepEqual(after.offers, []);
+    assert.equal(after.rejectedOffers[0].stage, "contact_policy");
+  });
+});
