@@ -106,18 +106,32 @@ export class DecisionFlowLifecycle {
     if (add && event.status !== "active") return;
     const changed = await this.flows.assemble(t, ctx.tenantId, event.offerId, add);
     for (const { before, after } of changed) {
-      await this.audit.record(t, ctx, {
-        action: "update",
-        entityType: "decision_flow",
-        entityId: after.id,
-        entityName: after.name,
-        before: snapshot(DecisionFlowSchema, before),
-        after: snapshot(DecisionFlowSchema, after),
-        entityVersion: after.version,
-        changes: { reason: `auto-assembly: offer ${event.offerId} ${add ? "added" : "removed"}`, offerId: event.offerId },
+      await this.recordFlow(t, ctx, "update", before, after, {
+        reason: `auto-assembly: offer ${event.offerId} ${add ? "added" : "removed"}`,
+        offerId: event.offerId,
       });
     }
   };
+
+  private recordFlow(
+    t: Transaction,
+    ctx: TenantContext,
+    action: "update" | "publish" | "rollback",
+    before: CatalogRow,
+    after: CatalogRow,
+    changes: Record<string, unknown>,
+  ): Promise<void> {
+    return this.audit.record(t, ctx, {
+      action,
+      entityType: "decision_flow",
+      entityId: after.id,
+      entityName: after.name,
+      before: snapshot(DecisionFlowSchema, before),
+      after: snapshot(DecisionFlowSchema, after),
+      entityVersion: after.version,
+      changes,
+    });
+  }
 
   private async transition(
     ctx: TenantContext,
@@ -128,16 +142,7 @@ export class DecisionFlowLifecycle {
       const before = isUuid(id) ? await this.store.find("decision_flows", ctx.tenantId, { id }, { t }) : null;
       if (!before) throw notFound("decision flow", id);
       const { after, action, changes } = await work(t, before);
-      await this.audit.record(t, ctx, {
-        action,
-        entityType: "decision_flow",
-        entityId: after.id,
-        entityName: after.name,
-        before: snapshot(DecisionFlowSchema, before),
-        after: snapshot(DecisionFlowSchema, after),
-        entityVersion: after.version,
-        changes,
-      });
+      await this.recordFlow(t, ctx, action, before, after, changes);
       return after;
     });
     return toMessage(DecisionFlowSchema, row);
