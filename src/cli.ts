@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { loadConfig } from "./config.js";
+import { ConfigError, loadConfig, parseRateLimits } from "./config.js";
 import { createLogger } from "./platform/logger.js";
 import { isAppError } from "./platform/errors.js";
 import { isRole, type RoleName } from "./platform/context.js";
@@ -8,6 +8,7 @@ import { createServices, openFoundation } from "./main.js";
 const USAGE = `usage:
   cli migrate
   cli tenant create --name <name>
+  cli tenant set-limits --tenant <tenantId> --limits '{"<bucket>":{"limit":<n>,"windowSeconds":<s>}}'
   cli user create --tenant <tenantId> --email <email> --role <admin|editor|viewer> [--name <name>]
   cli user disable --tenant <tenantId> --user <userId>
   cli user enable --tenant <tenantId> --user <userId>
@@ -40,10 +41,11 @@ async function run(argv: string[]): Promise<unknown> {
       email: { type: "string" },
       role: { type: "string" },
       user: { type: "string" },
+      limits: { type: "string" },
     },
   });
   const command = positionals.join(" ");
-  const known = ["migrate", "tenant create", "user create", "user disable", "user enable", "user set-role"];
+  const known = ["migrate", "tenant create", "tenant set-limits", "user create", "user disable", "user enable", "user set-role"];
   if (!known.includes(command)) throw new UsageError(command ? `unknown command "${command}"` : "no command given");
   const config = loadConfig();
   const logger = createLogger(process.env.LOG_LEVEL ?? "warn", 2);
@@ -56,6 +58,11 @@ async function run(argv: string[]): Promise<unknown> {
         return { migrated: true };
       case "tenant create":
         return await identity.createTenant(need(values, "name"));
+      case "tenant set-limits": {
+        const limits = parseRateLimits(need(values, "limits"), "--limits");
+        await identity.setTenantRateLimits(need(values, "tenant"), limits);
+        return { tenantId: values.tenant, rateLimits: limits };
+      }
       case "user create":
         return await identity.createUser(need(values, "tenant"), need(values, "email"), role(need(values, "role")), values.name);
       case "user disable":
@@ -80,7 +87,7 @@ run(process.argv.slice(2)).then(
   },
   (err) => {
     if (err instanceof UsageError) console.error(`${err.message}\n${USAGE}`);
-    else if (isAppError(err)) console.error(`error: ${err.message}`);
+    else if (isAppError(err) || err instanceof ConfigError) console.error(`error: ${err.message}`);
     else console.error(err);
     process.exit(err instanceof UsageError ? 64 : 1);
   },

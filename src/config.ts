@@ -57,22 +57,25 @@ function optional(env: NodeJS.ProcessEnv, name: string): string | null {
   return v === undefined || v === "" ? null : v;
 }
 
-function rateLimits(raw: string | null): Record<string, RateLimitOverride> {
-  if (raw === null) return {};
+/**
+ * Rate-limit overrides keyed by bucket, as the deployment (RATE_LIMITS) and the CLI's
+ * `tenant set-limits` give them; `source` names the input in the error.
+ */
+export function parseRateLimits(raw: string, source = "RATE_LIMITS"): Record<string, RateLimitOverride> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new ConfigError(`RATE_LIMITS must be JSON like {"default":{"limit":1000,"windowSeconds":60}}`);
+    throw new ConfigError(`${source} must be JSON like {"default":{"limit":1000,"windowSeconds":60}}`);
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw new ConfigError("RATE_LIMITS must be a JSON object keyed by bucket name");
+    throw new ConfigError(`${source} must be a JSON object keyed by bucket name`);
   }
   const out: Record<string, RateLimitOverride> = {};
   for (const [bucket, v] of Object.entries(parsed as Record<string, unknown>)) {
     const o = v as Partial<RateLimitOverride> | null;
     if (!o || !Number.isInteger(o.limit) || !Number.isInteger(o.windowSeconds) || o.limit! < 1 || o.windowSeconds! < 1) {
-      throw new ConfigError(`RATE_LIMITS.${bucket} needs positive integers limit and windowSeconds`);
+      throw new ConfigError(`${source}.${bucket} needs positive integers limit and windowSeconds`);
     }
     out[bucket] = { limit: o.limit!, windowSeconds: o.windowSeconds! };
   }
@@ -91,7 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKeyPepper: optional(env, "API_KEY_PEPPER"),
     jwtSigningSecret: optional(env, "JWT_SIGNING_SECRET") ?? optional(env, "SESSION_SECRET"),
     internalApiKey: optional(env, "API_KEY"),
-    rateLimits: rateLimits(optional(env, "RATE_LIMITS")),
+    rateLimits: parseRateLimits(optional(env, "RATE_LIMITS") ?? "{}"),
     defaultBodyLimitBytes: positiveInt(env, "DEFAULT_BODY_LIMIT_BYTES", 1024 * 1024),
     logLevel: env.LOG_LEVEL || "info",
     shutdownGraceMs: positiveInt(env, "SHUTDOWN_GRACE_MS", 10_000),

@@ -47,6 +47,9 @@ export interface Foundation {
  */
 export async function openFoundation(config: Config, logger: Logger): Promise<Foundation> {
   const closers: Array<() => Promise<unknown>> = [];
+  const closeAll = async () => {
+    for (const c of closers) await c().catch((err) => logger.warn({ err }, "close failed"));
+  };
   let databaseUrl = config.databaseUrl;
   let secretValues = { apiKeyPepper: config.apiKeyPepper, jwtSigningSecret: config.jwtSigningSecret };
   if (databaseUrl === null) {
@@ -76,7 +79,8 @@ export async function openFoundation(config: Config, logger: Logger): Promise<Fo
   if (config.redisUrl) {
     redis = createRedis(config.redisUrl, config.redisKeyPrefix);
     redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
-    await connectRedis(redis);
+    // Start-up fails on an unreachable Redis; close what is open so that the process can exit.
+    await connectRedis(redis).catch((err) => closeAll().then(() => Promise.reject(err)));
     bus = await createRedisBus(redis, config.redisKeyPrefix, logger);
     closers.unshift(async () => redis!.disconnect());
     logger.info("using Redis at REDIS_URL");
@@ -92,9 +96,7 @@ export async function openFoundation(config: Config, logger: Logger): Promise<Fo
     redis,
     bus,
     secrets,
-    async close() {
-      for (const c of closers) await c().catch((err) => logger.warn({ err }, "close failed"));
-    },
+    close: closeAll,
   };
 }
 

@@ -30,10 +30,10 @@ export interface Authenticated {
  * through the bus.
  */
 export class Authenticator {
-  private readonly keys = new TtlCache<ApiKeyRow | null>(LIVENESS_CACHE_MS);
-  private readonly users = new TtlCache<UserRow | null>(LIVENESS_CACHE_MS);
-  private readonly clients = new TtlCache<OAuthClientRow | null>(LIVENESS_CACHE_MS);
-  private readonly tenants = new TtlCache<boolean>(LIVENESS_CACHE_MS);
+  private readonly keys: TtlCache<ApiKeyRow | null>;
+  private readonly users: TtlCache<UserRow | null>;
+  private readonly clients: TtlCache<OAuthClientRow | null>;
+  private readonly tenants: TtlCache<boolean>;
   private readonly signer: TokenSigner;
   private readonly lastTouched = new Map<string, number>();
 
@@ -42,8 +42,14 @@ export class Authenticator {
     private readonly secrets: Secrets,
     private readonly internalApiKey: string | null,
     private readonly logger: Logger,
+    /** The clock of the caches and expiry checks; tests pass their own to cross the 30 seconds. */
+    private readonly now: () => number = Date.now,
   ) {
     this.signer = new TokenSigner(secrets);
+    this.keys = new TtlCache(LIVENESS_CACHE_MS, undefined, now);
+    this.users = new TtlCache(LIVENESS_CACHE_MS, undefined, now);
+    this.clients = new TtlCache(LIVENESS_CACHE_MS, undefined, now);
+    this.tenants = new TtlCache(LIVENESS_CACHE_MS, undefined, now);
   }
 
   /** Subscribes to revocations so that they take effect at once on this process. */
@@ -76,7 +82,7 @@ export class Authenticator {
     if (!raw.startsWith("krn_")) throw unauthenticated("Invalid API key", "INVALID_API_KEY");
     const hash = hashApiKey(this.secrets.apiKeyPepper(), raw);
     const key = await this.live(() => this.keys.get(hash, () => this.store.findApiKeyByHashAcrossTenants(hash)));
-    if (!key || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= Date.now())) {
+    if (!key || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= this.now())) {
       throw unauthenticated("Invalid, revoked or expired API key", "INVALID_API_KEY");
     }
     const user = await this.liveUser(key.tenant_id, key.user_id);
@@ -133,7 +139,7 @@ export class Authenticator {
 
   /** last_used_at at most once a minute per key per process, off the request path. */
   private touch(key: ApiKeyRow): void {
-    const now = Date.now();
+    const now = this.now();
     if ((this.lastTouched.get(key.id) ?? 0) > now - TOUCH_INTERVAL_MS) return;
     this.lastTouched.set(key.id, now);
     this.store.touchApiKey(key.tenant_id, key.id).catch((err) => this.logger.warn({ err }, "last-used update failed"));

@@ -15,14 +15,15 @@ import {
   type RevokeApiKeyRequest,
   type RevokeOAuthClientRequest,
 } from "../../gen/decisioning/v1/identity_pb.js";
+import type { RateLimitOverride } from "../config.js";
 import type { TenantContext, RoleName } from "../platform/context.js";
-import { AppError, forbidden, invalidField, invalidFields, notFound, type FieldViolation } from "../platform/errors.js";
+import { AppError, conflict, forbidden, invalidField, invalidFields, notFound, type FieldViolation } from "../platform/errors.js";
 import { hmacSha256Hex, randomHex, safeEqual } from "../platform/crypto.js";
 import { newId, isUuid } from "../platform/ids.js";
 import type { Secrets } from "../platform/secrets.js";
 import type { Bus } from "../platform/bus.js";
 import type { IdentityStore, UserRow } from "./identity-store.js";
-import type { Transaction } from "../platform/db.js";
+import { isUniqueViolation, type Transaction } from "../platform/db.js";
 import { TokenSigner, TOKEN_LIFETIME_SECONDS } from "./token-signer.js";
 import { toApiKeySummary, toCreatedApiKey, toCreatedOAuthClient, toOAuthClientSummary } from "./identity-mapper.js";
 
@@ -33,6 +34,7 @@ export const OAUTH_CLIENT_LIST_MAX = 1000;
 export const IDENTITY_CHANNEL = "identity.invalidate";
 
 const MAX_NAME = 255;
+const MAX_REASON = 1000;
 
 /** Spec 4.1: unknown scopes are dropped; nothing left (or nothing given) means [read]. */
 export function normalizeOAuthScopes(requested: string[]): string[] {
@@ -104,6 +106,7 @@ export class IdentityService {
 
   async revokeApiKey(ctx: TenantContext, req: RevokeApiKeyRequest): Promise<Empty> {
     if (!req.id) throw invalidField("id", "is required");
+    if (req.reason.length > MAX_REASON) throw invalidField("reason", `must be at most ${MAX_REASON} characters`);
     const row = isUuid(req.id) ? await this.store.revokeApiKey(ctx.tenantId, req.id, req.reason || null) : null;
     if (!row) throw notFound("API key", req.id);
     await this.bus.publish(IDENTITY_CHANNEL, `key:${row.key_hash}`);
@@ -210,15 +213,25 @@ export class IdentityService {
     const userId = newId();
     const apiKey = `krn_${randomHex(32)}`;
     const keyHash = hashApiKey(this.secrets.apiKeyPepper(), apiKey);
-    await this.store.transaction(async (t) => {
-      await this.store.insertUser(tenantId, { id: userId, email, name: name ?? email, role }, t);
-      await this.store.insertApiKey(
-        tenantId,
-        { id: newId(), user_id: userId, name: `${email} key`, prefix: apiKey.slice(0, 12), key_hash: keyHash, scopes: ["control-plane"], expires_at: null },
-        t,
-      );
-    });
+    await this.store
+      .transaction(async (t) => {
+        await this.store.insertUser(tenantId, { id: userId, email, name: name ?? email, role }, t);
+        await this.store.insertApiKey(
+          tenantId,
+          { id: newId(), user_id: userId, name: `${email} key`, prefix: apiKey.slice(0, 12), key_hash: keyHash, scopes: ["control-plane"], expires_at: null },
+          t,
+        );
+      })
+      .catch((err) => {
+        throw isUniqueViolation(err) ? conflict("EMAIL_TAKEN", `email: ${email} is already a user of this tenant`) : err;
+      });
     return { userId, apiKey };
+  }
+
+  /** Replaces the tenant's rate-limit overrides (bucket → limit and window); running processes apply them within 30 seconds. */
+  async setTenantRateLimits(tenantId: string, limits: Record<string, RateLimitOverride>): Promise<void> {
+    const row = isUuid(tenantId) ? await this.store.setTenantRateLimits(tenantId, limits) : null;
+    if (!row) throw notFound("tenant", tenantId);
   }
 
   /** Role and disabled changes bump tokenVersion, so live sessions and keys re-check (spec 5.4). */

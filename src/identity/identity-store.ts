@@ -72,6 +72,16 @@ export class IdentityStore {
     return row ?? null;
   }
 
+  /** Per-tenant rate-limit overrides, read by the rate-limit policy (cached there for 30 seconds). */
+  async setTenantRateLimits(tenantId: string, limits: TenantRow["rate_limits"]): Promise<TenantRow | null> {
+    const [row] = await execReturning<TenantRow>(
+      this.db,
+      "UPDATE tenants SET rate_limits = $2 WHERE id = $1 RETURNING *",
+      [tenantId, JSON.stringify(limits)],
+    );
+    return row ?? null;
+  }
+
   async insertUser(
     tenantId: string,
     user: { id: string; email: string; name: string; role: RoleName },

@@ -4,7 +4,8 @@ import type { Logger } from "./logger.js";
 
 /**
  * Cross-process notifications (cache invalidation). Redis pub/sub when Redis is configured;
- * an in-process emitter as the documented single-node default.
+ * an in-process emitter as the documented single-node default. A message may arrive more than once,
+ * so handlers must be idempotent.
  */
 export interface Bus {
   publish(channel: string, message: string): Promise<void>;
@@ -32,7 +33,7 @@ export function createLocalBus(): Bus {
 export async function createRedisBus(redis: Redis, prefix: string, logger: Logger): Promise<Bus> {
   const sub = redis.duplicate({ enableOfflineQueue: true, keyPrefix: "" });
   const handlers = new Map<string, Array<(message: string) => void>>();
-  sub.on("message", (channel: string, message: string) => {
+  const deliver = (channel: string, message: string) => {
     for (const h of handlers.get(channel) ?? []) {
       try {
         h(message);
@@ -40,11 +41,20 @@ export async function createRedisBus(redis: Redis, prefix: string, logger: Logge
         logger.error({ err, channel }, "bus handler failed");
       }
     }
-  });
+  };
+  sub.on("message", deliver);
   sub.on("error", (err) => logger.warn({ err: err.message }, "redis subscriber error"));
   return {
+    /**
+     * Delivered here first, so this process sees its own change at once even when Redis is down;
+     * the change has already been committed, so a failed publish is logged, not thrown: other
+     * processes then see it when their cached copy expires (at most 30 seconds for credentials).
+     */
     async publish(channel, message) {
-      await redis.publish(prefix + channel, message);
+      deliver(prefix + channel, message);
+      await redis.publish(prefix + channel, message).catch((err: Error) => {
+        logger.warn({ err: err.message, channel }, "redis publish failed; other processes will see the change when their caches expire");
+      });
     },
     async subscribe(channel, handler) {
       const full = prefix + channel;

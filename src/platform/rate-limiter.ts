@@ -54,20 +54,31 @@ export function createRedisRateLimiter(redis: Redis): RateLimiter {
   };
 }
 
+/** How often (in hits) windows with no hit left in them are dropped, so that keys seen once (an IP, a client_id) do not stay forever. */
+const SWEEP_EVERY_HITS = 1000;
+
 /** Single-node default: the same algorithm over an in-process map. */
-export function createMemoryRateLimiter(now: () => number = Date.now): RateLimiter {
-  const windows = new Map<string, number[]>();
+export function createMemoryRateLimiter(now: () => number = Date.now): RateLimiter & { trackedKeys(): number } {
+  const windows = new Map<string, { hits: number[]; windowMs: number }>();
+  let hitsSinceSweep = 0;
+  const sweep = (t: number) => {
+    for (const [key, w] of windows) if (w.hits[w.hits.length - 1] <= t - w.windowMs) windows.delete(key);
+  };
   return {
     async hit(key, limit, windowMs) {
       const t = now();
-      const hits = (windows.get(key) ?? []).filter((h) => h > t - windowMs);
+      if (++hitsSinceSweep >= SWEEP_EVERY_HITS) {
+        hitsSinceSweep = 0;
+        sweep(t);
+      }
+      const hits = (windows.get(key)?.hits ?? []).filter((h) => h > t - windowMs);
+      windows.set(key, { hits, windowMs });
       if (hits.length < limit) {
         hits.push(t);
-        windows.set(key, hits);
         return { allowed: true, limit, remaining: limit - hits.length, retryAfterSeconds: 0 };
       }
-      windows.set(key, hits);
       return { allowed: false, limit, remaining: 0, retryAfterSeconds: Math.max(1, Math.ceil((hits[0] + windowMs - t) / 1000)) };
     },
+    trackedKeys: () => windows.size,
   };
 }

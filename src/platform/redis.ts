@@ -18,9 +18,17 @@ export function createRedis(url: string, keyPrefix: string): Redis {
   });
 }
 
-/** Connects and waits until ready, so start-up reports a wrong REDIS_URL at once. */
+/**
+ * Connects and waits until ready, so start-up reports a wrong REDIS_URL at once (and stops the
+ * client's background reconnects, which would otherwise keep the failed process alive).
+ */
 export async function connectRedis(redis: Redis): Promise<void> {
-  await redis.connect();
+  try {
+    await redis.connect();
+  } catch (err) {
+    redis.disconnect();
+    throw new Error(`Redis at REDIS_URL is unreachable: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 /** Redis Cluster hash tag for one tenant, so a tenant's multi-key scripts stay on one slot. */

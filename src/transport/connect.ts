@@ -1,87 +1,86 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { DescMethod } from "@bufbuild/protobuf";
-import { ConnectError, createContextKey, createContextValues, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { DescMethod, JsonValue, Message } from "@bufbuild/protobuf";
+import { ConnectError, createConnectRouter, createContextKey, createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { codeToString } from "@connectrpc/connect/protocol-connect";
+import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { CallInfo } from "../platform/context.js";
-import { CONNECT_CODES, toAppError } from "./error-mapping.js";
-import { payloadTooLarge, requestIdOf, type Gateway } from "./gateway.js";
+import { isAppError } from "../platform/errors.js";
+import { CONNECT_CODES, errorHeaders, rateLimitHeaders, toAppError } from "./error-mapping.js";
+import { requestIdOf, type Gateway } from "./gateway.js";
+import { httpCallInfo, mediaType, readBody, sendError } from "./http-io.js";
+import { parseJsonBody, readBinary, readJson } from "./message-codec.js";
 
 export const CONNECT_PREFIX = "/api/v1";
 
-const remoteAddressKey = createContextKey<string>("");
+const callKey = createContextKey<CallInfo>({ header: () => undefined, remoteAddress: "" });
+/** The request body as this door read it; Connect itself only ever sees an empty message. */
+const bodyKey = createContextKey<Buffer>(Buffer.alloc(0));
 
-function callInfo(ctx: HandlerContext): CallInfo {
-  return {
-    header: (name) => ctx.requestHeader.get(name) ?? undefined,
-    remoteAddress: ctx.values.get(remoteAddressKey),
-  };
+const BINARY = "application/proto";
+
+/** The same decoding, and so the same errors (`<field>: <message>`, `Invalid JSON`), as the other doors. */
+function decode(method: DescMethod, ctx: HandlerContext): Message {
+  const body = ctx.values.get(bodyKey);
+  if (mediaType(ctx.requestHeader.get("content-type") ?? undefined) === BINARY) return readBinary(method.input, body);
+  return readJson(method.input, parseJsonBody(body));
 }
 
 /**
- * The Connect door (JSON and binary) at /api/v1/<package.Service>/<Method>. It hands every call to
- * the gateway and turns AppErrors into Connect errors carrying the reason in `x-error-reason`.
+ * The Connect door (JSON and binary) at /api/v1/<package.Service>/<Method>. Connect handles the
+ * protocol (content types, headers, response encoding, error bodies); this door reads and decodes the
+ * body itself, for two reasons: Connect reports an oversize body as resource_exhausted, which its
+ * protocol renders as 429 where spec 7 wants 413, and it decodes before authentication with
+ * protobuf's own messages, where the other doors decode after it and name the field.
  */
 export function createConnectHandler(gateway: Gateway) {
-  const methods = new Map<string, DescMethod>();
-  const routes = (router: ConnectRouter) => {
-    for (const { service } of gateway.registrations) {
-      for (const method of service.methods) {
-        methods.set(`${CONNECT_PREFIX}/${service.typeName}/${method.name}`, method);
-        const policy = gateway.policy(method);
-        router.rpc(
-          method as DescMethod & { methodKind: "unary" },
-          async (request: any, ctx: HandlerContext) => {
-            const call = callInfo(ctx);
-            const requestId = requestIdOf(call);
-            try {
-              const result = await gateway.invoke(method, () => request, {
-                call,
-                http: { method: "POST", contentType: ctx.requestHeader.get("content-type") ?? undefined },
-                requestId,
-              });
-              ctx.responseHeader.set("x-request-id", result.requestId);
-              if (result.rateLimit) {
-                ctx.responseHeader.set("x-ratelimit-limit", String(result.rateLimit.limit));
-                ctx.responseHeader.set("x-ratelimit-remaining", String(result.rateLimit.remaining));
-              }
-              return result.response as any;
-            } catch (err) {
-              const app = toAppError(err, gateway.logger, requestId);
-              const metadata = new Headers({ "x-error-reason": app.reason, "x-request-id": requestId });
-              if (typeof app.details.retryAfterSeconds === "number") metadata.set("retry-after", String(app.details.retryAfterSeconds));
-              throw new ConnectError(app.message, CONNECT_CODES[app.code], metadata);
-            }
-          },
-          { readMaxBytes: policy.maxBodyBytes },
-        );
-      }
-    }
-  };
-  const adapter = connectNodeAdapter({
-    routes,
-    requestPathPrefix: CONNECT_PREFIX,
-    grpc: false,
-    grpcWeb: false,
-    jsonOptions: { alwaysEmitImplicit: true, ignoreUnknownFields: true },
-    contextValues: (req) => createContextValues().set(remoteAddressKey, req.socket.remoteAddress ?? ""),
+  const router = createConnectRouter({
+    jsonOptions: { alwaysEmitImplicit: true },
+    // Compressed request bodies are refused (unimplemented), since this door reads the raw body.
+    acceptCompression: [],
   });
+  for (const { service } of gateway.registrations) {
+    for (const method of service.methods) {
+      router.rpc(method as DescMethod & { methodKind: "unary" }, async (_empty: unknown, ctx: HandlerContext) => {
+        const call = ctx.values.get(callKey);
+        const requestId = requestIdOf(call);
+        try {
+          const result = await gateway.invoke(method, () => decode(method, ctx), {
+            call,
+            http: { method: "POST", contentType: ctx.requestHeader.get("content-type") ?? undefined },
+            requestId,
+          });
+          ctx.responseHeader.set("x-request-id", result.requestId);
+          for (const [name, value] of Object.entries(rateLimitHeaders(result.rateLimit))) ctx.responseHeader.set(name, value);
+          return result.response as never;
+        } catch (err) {
+          const app = toAppError(err, gateway.logger, requestId);
+          throw new ConnectError(app.message, CONNECT_CODES[app.code], errorHeaders(app, requestId));
+        }
+      });
+    }
+  }
+  const handlers = new Map(router.handlers.map((h) => [CONNECT_PREFIX + h.requestPath, h]));
 
   return {
     /** True when the path names a Connect method (so the REST door does not see it). */
-    serves: (pathname: string) => methods.has(pathname),
-    handle(req: IncomingMessage, res: ServerResponse) {
-      // Connect maps an over-limit read to resource_exhausted, which its protocol renders as 429:
-      // check the declared size first so that an oversize body is a 413, as on the REST door.
-      const method = methods.get(new URL(req.url ?? "/", "http://localhost").pathname);
-      const declared = Number(req.headers["content-length"] ?? 0);
-      if (method && declared > gateway.policy(method).maxBodyBytes) {
-        const err = payloadTooLarge(gateway.policy(method).maxBodyBytes);
-        req.resume();
-        res.writeHead(413, { "content-type": "application/json", "x-error-reason": err.reason, connection: "close" });
-        res.end(JSON.stringify({ code: "resource_exhausted", message: err.message }));
-        return;
+    serves: (pathname: string) => handlers.has(pathname),
+    async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+      const handler = handlers.get((req.url ?? "/").split("?")[0])!;
+      const policy = gateway.policy(handler.method);
+      const call = httpCallInfo(req);
+      const values = createContextValues().set(callKey, call);
+      try {
+        values.set(bodyKey, await readBody(req, policy.maxBodyBytes));
+      } catch (err) {
+        if (!isAppError(err)) throw err;
+        // Written here because Connect has no 413 (the read fails with PAYLOAD_TOO_LARGE, or when the
+        // client is gone); Connect's `code` and `message` beside the spec's shape keep its clients working.
+        return sendError(res, err, policy.errorFormat, requestIdOf(call), { code: codeToString(CONNECT_CODES[err.code]), message: err.message });
       }
-      adapter(req, res);
+      // Connect parses this placeholder by content type (bytes as binary, a value as JSON): an empty message.
+      const placeholder = (mediaType(req.headers["content-type"]) === BINARY ? new Uint8Array(0) : {}) as JsonValue;
+      const uRes = await handler(universalRequestFromNodeRequest(req, res, placeholder, values));
+      await universalResponseToNodeResponse(uRes, res);
     },
   };
 }

@@ -3,6 +3,7 @@ import { Code } from "@connectrpc/connect";
 import { AppError, isAppError, type ErrorCode } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
 import type { ErrorFormatName } from "../platform/method-policy.js";
+import type { RateLimitDecision } from "../platform/rate-limiter.js";
 
 /** Every failure becomes an AppError; anything unexpected is logged with its cause and never leaked. */
 export function toAppError(err: unknown, logger: Logger, requestId?: string): AppError {
@@ -114,19 +115,38 @@ export interface HttpErrorResponse {
   body: Record<string, unknown>;
 }
 
-/** Spec 7's four body shapes: rate limit on every 429, OAuth on the token endpoint, then by plane. */
-export function httpErrorResponse(err: AppError, format: ErrorFormatName, requestId: string): HttpErrorResponse {
-  const status = httpStatusOf(err);
+/** The rate-limit headers of spec 7 on an allowed call (HTTP headers, or gRPC metadata). */
+export function rateLimitHeaders(decision: RateLimitDecision | null): Record<string, string> {
+  if (!decision) return {};
+  return { "x-ratelimit-limit": String(decision.limit), "x-ratelimit-remaining": String(decision.remaining) };
+}
+
+/**
+ * What every door attaches to an error besides its body (HTTP headers, Connect or gRPC metadata):
+ * the stable reason, so clients of any door can branch on the same value, the request id, and
+ * the rate-limit headers of spec 7 when the error tells the caller to wait.
+ */
+export function errorHeaders(err: AppError, requestId: string): Record<string, string> {
   const headers: Record<string, string> = { "x-error-reason": err.reason };
+  if (requestId) headers["x-request-id"] = requestId;
   const retryAfter = err.details.retryAfterSeconds;
   if (typeof retryAfter === "number") headers["retry-after"] = String(retryAfter);
   if (err.reason === "RATE_LIMITED") {
     headers["x-ratelimit-limit"] = String(err.details.limit);
     headers["x-ratelimit-remaining"] = "0";
   }
+  return headers;
+}
+
+/** Spec 7's four body shapes: OAuth on the token endpoint, the rate-limit shape on every other 429, then by plane. */
+export function httpErrorResponse(err: AppError, format: ErrorFormatName, requestId: string): HttpErrorResponse {
+  const status = httpStatusOf(err);
+  const headers = errorHeaders(err, requestId);
+  const retryAfter = err.details.retryAfterSeconds;
   if (format === "oauth") {
     const error = OAUTH_ERRORS[err.reason] ?? (status >= 500 ? "server_error" : "invalid_request");
-    return { status, headers, body: { error, error_description: err.message } };
+    // retryAfter also in the body on the token endpoint's 429, like the rate-limit shape elsewhere.
+    return { status, headers, body: { error, error_description: err.message, ...(status === 429 ? { retryAfter } : {}) } };
   }
   if (status === 429) {
     return { status, headers, body: { error: "Too Many Requests", retryAfter, message: err.message } };

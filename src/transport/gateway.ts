@@ -111,9 +111,11 @@ export class Gateway {
       ctx = { ...auth, requestId };
     }
     const request = await decode();
+    const clientId = (request as { clientId?: unknown }).clientId;
     const rateLimit = await this.rateLimits.check(policy.rateLimit, {
       tenantId: ctx.tenantId || null,
-      clientKey: (request as { clientId?: unknown }).clientId ? String((request as { clientId?: unknown }).clientId) : inv.call.remoteAddress,
+      // Prefixed so that a client_id chosen to look like an address cannot spend that address's window.
+      clientKey: clientId ? `client_id:${String(clientId)}` : `ip:${inv.call.remoteAddress}`,
     });
     const response = await handler(ctx, request, inv.call);
     return { response, requestId, rateLimit };

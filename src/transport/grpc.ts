@@ -3,10 +3,11 @@ import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation } from "grpc-health-check";
 import { fromBinary, toBinary, type DescFile, type DescMethod } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { file_grpc_health_v1_health } from "../../gen/grpc/health/v1/health_pb.js";
 import type { CallInfo } from "../platform/context.js";
-import { AppError } from "../platform/errors.js";
-import { GRPC_CODES, toAppError } from "./error-mapping.js";
+import { GRPC_CODES, errorHeaders, rateLimitHeaders, toAppError } from "./error-mapping.js";
 import { payloadTooLarge, requestIdOf, type Gateway } from "./gateway.js";
+import { readBinary } from "./message-codec.js";
 
 function callInfo(call: grpc.ServerUnaryCall<unknown, unknown>): CallInfo {
   return {
@@ -20,7 +21,9 @@ function callInfo(call: grpc.ServerUnaryCall<unknown, unknown>): CallInfo {
 
 /**
  * Server reflection reads serialized FileDescriptorProtos; protobuf-es keeps them on every generated
- * file, so the served services and their dependencies are described without proto-loader.
+ * file, so the served services and their dependencies are described without proto-loader. The
+ * health service is described from its vendored proto (grpc-health-check's own descriptor uses
+ * relative type names that reflection clients reject), so that `grpc.health.v1.Health/Check` works too.
  */
 function reflectionPackage(gateway: Gateway): ConstructorParameters<typeof ReflectionService>[0] {
   const files = new Map<string, DescFile>();
@@ -30,6 +33,7 @@ function reflectionPackage(gateway: Gateway): ConstructorParameters<typeof Refle
     file.dependencies.forEach(add);
   };
   gateway.registrations.forEach((r) => add(r.service.file));
+  add(file_grpc_health_v1_health);
   const fileDescriptorProtos = [...files.values()].map((f) => Buffer.from(toBinary(FileDescriptorProtoSchema, f.proto)));
   return { all: { format: "Protocol Buffer 3 DescriptorProto", type: {}, fileDescriptorProtos } } as never;
 }
@@ -77,31 +81,23 @@ function unaryHandler(gateway: Gateway, method: DescMethod): grpc.handleUnaryCal
         method,
         () => {
           if (call.request.length > limit) throw payloadTooLarge(limit);
-          try {
-            return fromBinary(method.input, call.request);
-          } catch (err) {
-            throw new AppError({ code: "INVALID_ARGUMENT", reason: "MALFORMED_MESSAGE", message: `Malformed ${method.input.typeName}: ${(err as Error).message}` });
-          }
+          return readBinary(method.input, call.request);
         },
         { call: info, http: null, requestId },
       );
-      const md = new grpc.Metadata();
-      md.set("x-request-id", result.requestId);
-      if (result.rateLimit) {
-        md.set("x-ratelimit-limit", String(result.rateLimit.limit));
-        md.set("x-ratelimit-remaining", String(result.rateLimit.remaining));
-      }
-      call.sendMetadata(md);
+      call.sendMetadata(metadata({ "x-request-id": result.requestId, ...rateLimitHeaders(result.rateLimit) }));
       callback(null, result.response);
     } catch (err) {
       const app = toAppError(err, gateway.logger, requestId);
-      const md = new grpc.Metadata();
-      md.set("x-error-reason", app.reason);
-      md.set("x-request-id", requestId);
-      if (typeof app.details.retryAfterSeconds === "number") md.set("retry-after", String(app.details.retryAfterSeconds));
-      callback({ code: GRPC_CODES[app.code], details: app.message, metadata: md });
+      callback({ code: GRPC_CODES[app.code], details: app.message, metadata: metadata(errorHeaders(app, requestId)) });
     }
   };
+}
+
+function metadata(values: Record<string, string>): grpc.Metadata {
+  const md = new grpc.Metadata();
+  for (const [key, value] of Object.entries(values)) md.set(key, value);
+  return md;
 }
 
 export function bindGrpc(server: grpc.Server, host: string, port: number): Promise<number> {

@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { Gateway } from "./gateway.js";
-import { RestTranscoder, sendError } from "./rest.js";
+import { RestTranscoder } from "./rest.js";
+import { sendError } from "./http-io.js";
 import { createConnectHandler } from "./connect.js";
 import { toAppError } from "./error-mapping.js";
 
@@ -25,10 +26,7 @@ export function createHttpServer(gateway: Gateway, health: HealthCheck): Server 
       );
       return;
     }
-    if (connect.serves(pathname)) {
-      connect.handle(req, res);
-      return;
-    }
-    rest.handle(req, res).catch((err) => sendError(res, toAppError(err, gateway.logger), "problem", ""));
+    const door = connect.serves(pathname) ? connect : rest;
+    door.handle(req, res).catch((err) => sendError(res, toAppError(err, gateway.logger), "problem", ""));
   });
 }

@@ -5,13 +5,12 @@ import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { http as httpExt } from "../../gen/google/api/annotations_pb.js";
 import { HttpBodySchema, type HttpBody } from "../../gen/google/api/httpbody_pb.js";
 import { DownloadDispositionSchema } from "../../gen/decisioning/v1/common_pb.js";
-import { AppError, badRequest } from "../platform/errors.js";
+import { AppError, invalidField } from "../platform/errors.js";
 import type { CallInfo } from "../platform/context.js";
-import type { RateLimitDecision } from "../platform/rate-limiter.js";
 import type { ResolvedPolicy } from "../platform/method-policy.js";
-import { readJson, writeJson } from "./json-codec.js";
-import { httpErrorResponse, toAppError } from "./error-mapping.js";
-import { isJsonMediaType, mediaType, readBody } from "./http-body.js";
+import { parseJsonBody, readJson, writeJson } from "./message-codec.js";
+import { rateLimitHeaders, toAppError } from "./error-mapping.js";
+import { httpCallInfo, isJsonMediaType, mediaType, readBody, sendError } from "./http-io.js";
 import { requestIdOf, type Gateway } from "./gateway.js";
 
 type Segment = { literal: string } | { variable: string };
@@ -100,7 +99,7 @@ export class RestTranscoder {
     const url = new URL(req.url ?? "/", "http://localhost");
     const parts = url.pathname.split("/").filter(Boolean);
     const verb = (req.method ?? "GET").toUpperCase();
-    const call = callInfo(req);
+    const call = httpCallInfo(req);
     // Routes are sorted most literal segments first; once a path matches, less specific templates
     // are not considered, so a known path with the wrong verb is a 405 rather than a variable match.
     let matchedTier: number | null = null;
@@ -144,8 +143,9 @@ export class RestTranscoder {
         if (route.body) {
           const body = await this.readRequestBody(req, policy);
           if (route.body === "*") {
+            if (typeof body !== "object" || body === null || Array.isArray(body)) throw invalidField("body", "must be a JSON object");
             Object.assign(json, body);
-            bodyKeys = typeof body === "object" && body !== null && !Array.isArray(body) ? Object.keys(body) : [];
+            bodyKeys = Object.keys(body);
           } else json[fieldByName(route.method, route.body)?.jsonName ?? route.body] = body;
         }
         for (const [name, value] of Object.entries(vars)) json[fieldByName(route.method, name)?.jsonName ?? name] = value;
@@ -158,7 +158,7 @@ export class RestTranscoder {
         http: { method: route.verb, contentType: req.headers["content-type"] },
         requestId,
       });
-      writeRateLimitHeaders(res, result.rateLimit);
+      for (const [name, value] of Object.entries(rateLimitHeaders(result.rateLimit))) res.setHeader(name, value);
       res.setHeader("x-request-id", requestId);
       if (route.method.output.typeName === HttpBodySchema.typeName) {
         const body = result.response as HttpBody;
@@ -196,11 +196,7 @@ export class RestTranscoder {
         message: `Content-Type must be application/json${acceptForm ? " or application/x-www-form-urlencoded" : ""}, got ${type}`,
       });
     }
-    try {
-      return JSON.parse(raw.toString("utf8")) as JsonValue;
-    } catch {
-      throw badRequest("INVALID_JSON", "Invalid JSON");
-    }
+    return parseJsonBody(raw);
   }
 }
 
@@ -222,32 +218,4 @@ function fillUpdateMask(method: DescMethod, message: Message, bodyKeys: string[]
 function downloadFilename(body: HttpBody): string | null {
   const ext = body.extensions.find((a) => a.typeUrl === `type.googleapis.com/${DownloadDispositionSchema.typeName}`);
   return ext ? fromBinary(DownloadDispositionSchema, ext.value).filename : null;
-}
-
-export function callInfo(req: IncomingMessage): CallInfo {
-  return {
-    header(name) {
-      const v = req.headers[name];
-      return Array.isArray(v) ? v[0] : v;
-    },
-    remoteAddress: req.socket.remoteAddress ?? "",
-  };
-}
-
-export function writeRateLimitHeaders(res: ServerResponse, decision: RateLimitDecision | null): void {
-  if (!decision) return;
-  res.setHeader("x-ratelimit-limit", String(decision.limit));
-  res.setHeader("x-ratelimit-remaining", String(decision.remaining));
-}
-
-export function sendError(res: ServerResponse, err: AppError, format: "structured" | "problem" | "oauth", requestId: string): void {
-  const out = httpErrorResponse(err, format, requestId);
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  if (requestId) out.headers["x-request-id"] = requestId;
-  if (out.status === 413) out.headers.connection = "close";
-  res.writeHead(out.status, { ...out.headers, "content-type": "application/json; charset=utf-8" });
-  res.end(JSON.stringify(out.body));
 }

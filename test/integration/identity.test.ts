@@ -12,6 +12,10 @@ before(async () => {
 });
 after(() => svc.stop());
 
+/** A request with this tenant's admin key and a body sent as is. */
+const sendRaw = (method: string, path: string, rawBody: string, headers: Record<string, string>) =>
+  rest(svc.baseUrl, method, path, { key: tenant.apiKey, rawBody, headers });
+
 describe("API keys (spec 2.3, 4.2)", () => {
   test("create shows the raw key once with a warning; the list shows prefixes of active keys only", async () => {
     const created = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: "ingest" } });
@@ -73,11 +77,7 @@ describe("API keys (spec 2.3, 4.2)", () => {
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.match(res.body.detail, message);
     }
-    const malformed = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", {
-      key: tenant.apiKey,
-      rawBody: "{not json",
-      headers: { "content-type": "application/json" },
-    });
+    const malformed = await sendRaw("POST", "/api/v1/api-keys", "{not json", { "content-type": "application/json" });
     assert.equal(malformed.status, 400);
     assert.equal(malformed.body.detail, "Invalid JSON");
     const after = (await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: tenant.apiKey })).body.total;
@@ -140,20 +140,12 @@ describe("authentication rules (spec 5.1, 5.4)", () => {
   });
 
   test("CSRF guard: a state-changing API-key request needs JSON or X-Requested-With", async () => {
-    const form = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", {
-      key: tenant.apiKey,
-      rawBody: "name=x",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-    });
+    const form = await sendRaw("POST", "/api/v1/api-keys", "name=x", { "content-type": "application/x-www-form-urlencoded" });
     assert.equal(form.status, 403);
     assert.equal(form.body.title, "Forbidden");
     const noType = await rest(svc.baseUrl, "DELETE", "/api/v1/api-keys?id=x", { key: tenant.apiKey });
     assert.equal(noType.status, 403);
-    const withHeader = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", {
-      key: tenant.apiKey,
-      rawBody: "name=x",
-      headers: { "content-type": "text/plain", "x-requested-with": "XMLHttpRequest" },
-    });
+    const withHeader = await sendRaw("POST", "/api/v1/api-keys", "name=x", { "content-type": "text/plain", "x-requested-with": "XMLHttpRequest" });
     assert.equal(withHeader.status, 415, "past the guard, a non-JSON body is an unsupported media type");
   });
 
@@ -264,5 +256,74 @@ describe("OAuth clients and tokens (spec 4.1, 7)", () => {
       assert.equal(res.status, status, JSON.stringify(body));
       assert.equal(res.body.error, error);
     }
+  });
+});
+
+describe("bad input on every identity route: a 4xx naming the field, and nothing written", () => {
+  const count = async (path: string) => (await rest(svc.baseUrl, "GET", path, { key: tenant.apiKey })).body.total as number;
+  const raw = (method: string, path: string, rawBody: string, contentType = "application/json") =>
+    sendRaw(method, path, rawBody, { "content-type": contentType, "x-requested-with": "test" });
+  const oversize = JSON.stringify({ name: "x".repeat(1024 * 1024) });
+
+  test("POST /oauth/clients", async () => {
+    const before = await count("/api/v1/oauth/clients");
+    const cases: Array<[unknown, RegExp]> = [
+      [{ name: 42 }, /^name: /],
+      [{ scopes: "admin" }, /^scopes: /],
+      [{ scopes: [1] }, /^scopes: /],
+      [{ name: "x".repeat(256) }, /^name: must be at most 255 characters/],
+      [[], /^body: must be a JSON object/],
+    ];
+    for (const [body, message] of cases) {
+      const res = await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { key: tenant.apiKey, body });
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.match(res.body.detail, message);
+    }
+    assert.equal((await raw("POST", "/api/v1/oauth/clients", "{")).body.detail, "Invalid JSON");
+    assert.equal((await raw("POST", "/api/v1/oauth/clients", oversize)).status, 413);
+    assert.equal((await raw("POST", "/api/v1/oauth/clients", "name=x", "text/plain")).status, 415);
+    assert.equal(await count("/api/v1/oauth/clients"), before);
+  });
+
+  test("DELETE /api-keys and DELETE /oauth/clients", async () => {
+    const key = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: "kept" } });
+    const client = await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { key: tenant.apiKey, body: { name: "kept" } });
+    const keysBefore = await count("/api/v1/api-keys");
+    const clientsBefore = await count("/api/v1/oauth/clients");
+    const cases: Array<[string, unknown, number, RegExp]> = [
+      [`/api/v1/api-keys?id=${key.body.id}`, { reason: 7 }, 400, /^reason: /],
+      [`/api/v1/api-keys?id=${key.body.id}`, { reason: "r".repeat(1001) }, 400, /^reason: must be at most 1000 characters/],
+      [`/api/v1/api-keys?id=${key.body.id}`, { id: 5 }, 400, /^id: /],
+      ["/api/v1/oauth/clients", {}, 400, /^id: is required/],
+      ["/api/v1/oauth/clients?id=not-a-uuid", {}, 404, /not found/],
+    ];
+    for (const [path, body, status, message] of cases) {
+      const res = await rest(svc.baseUrl, "DELETE", path, { key: tenant.apiKey, body });
+      assert.equal(res.status, status, `${path} ${JSON.stringify(body)}`);
+      assert.match(res.body.detail, message);
+    }
+    assert.equal((await raw("DELETE", `/api/v1/api-keys?id=${key.body.id}`, "{reason")).status, 400);
+    assert.equal((await raw("DELETE", `/api/v1/api-keys?id=${key.body.id}`, oversize)).status, 413);
+    assert.equal(await count("/api/v1/api-keys"), keysBefore);
+    assert.equal(await count("/api/v1/oauth/clients"), clientsBefore);
+    assert.ok((await rest(svc.baseUrl, "GET", "/api/v1/oauth/clients", { key: tenant.apiKey })).body.data.some((c: any) => c.id === client.body.id));
+  });
+
+  test("POST /oauth/token answers in the OAuth shape, naming the field", async () => {
+    const token = (rawBody: string, contentType = "application/json") =>
+      rest(svc.baseUrl, "POST", "/api/v1/oauth/token", { rawBody, headers: { "content-type": contentType } });
+    const wrongType = await token(JSON.stringify({ grant_type: "client_credentials", client_id: 42, client_secret: "kcs_x" }));
+    assert.equal(wrongType.status, 400);
+    assert.equal(wrongType.body.error, "invalid_request");
+    assert.match(wrongType.body.error_description, /^client_id: /);
+    const malformed = await token("{");
+    assert.equal(malformed.status, 400);
+    assert.equal(malformed.body.error, "invalid_request");
+    const wrongMedia = await token("grant_type=client_credentials", "text/plain");
+    assert.equal(wrongMedia.status, 415);
+    assert.equal(wrongMedia.body.error, "invalid_request");
+    const emptyForm = await token("", "application/x-www-form-urlencoded");
+    assert.equal(emptyForm.status, 400);
+    assert.match(emptyForm.body.error_description, /grant_type is required/);
   });
 });

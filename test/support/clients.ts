@@ -1,3 +1,4 @@
+import { request } from "node:http";
 import { createClient, ConnectError, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import type { DescService } from "@bufbuild/protobuf";
@@ -52,4 +53,26 @@ export async function rest(
     /* non-JSON bodies are returned as text */
   }
   return { status: res.status, headers: res.headers, body: parsed };
+}
+
+/**
+ * A POST whose body arrives chunked (no Content-Length), `size` bytes of JSON string, so that a
+ * body limit must be enforced while reading rather than from the declared length.
+ */
+export function chunkedPost(baseUrl: string, path: string, headers: Record<string, string>, size: number): Promise<RestResponse> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, baseUrl), { method: "POST", headers: { ...headers, "transfer-encoding": "chunked" } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        resolve({ status: res.statusCode!, headers: new Headers(res.headers as Record<string, string>), body: text ? JSON.parse(text) : null });
+      });
+    });
+    req.on("error", reject);
+    req.write('{"name":"');
+    const chunk = Buffer.alloc(64 * 1024, "a");
+    for (let sent = 0; sent < size; sent += chunk.length) req.write(chunk);
+    req.end('"}');
+  });
 }

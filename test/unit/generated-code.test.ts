@@ -39,3 +39,18 @@ test("gen/ is what buf generates from proto/ (run npm run generate and commit ge
 test("buf lint passes", () => {
   execFileSync(buf, ["lint"], { cwd: root, stdio: "pipe", env });
 });
+
+test("the vendored upstream protos are a buf module of their own, apart from ours", () => {
+  const modules = execFileSync(buf, ["config", "ls-modules", "--format", "json"], { cwd: root, encoding: "utf8", env })
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as { path: string; includes?: string[]; excludes?: string[] });
+  const vendored = ["proto/google", "proto/grpc"];
+  assert.deepEqual(
+    modules.map((m) => ({ includes: m.includes ?? [], excludes: m.excludes ?? [] })),
+    [
+      { includes: [], excludes: vendored },
+      { includes: vendored, excludes: [] },
+    ],
+  );
+});

@@ -1,4 +1,5 @@
 import {
+  fromBinary,
   fromJson,
   toJson,
   getOption,
@@ -9,12 +10,31 @@ import {
 } from "@bufbuild/protobuf";
 import { isFieldSet } from "@bufbuild/protobuf";
 import { field as fieldExt } from "../../gen/decisioning/v1/options_pb.js";
-import { invalidFields, type FieldViolation } from "../platform/errors.js";
+import { AppError, badRequest, invalidFields, type FieldViolation } from "../platform/errors.js";
 
 const DECODE_PREFIX = /^cannot decode .*? from JSON: /;
 
 function cleanMessage(err: unknown): string {
   return String((err as Error).message ?? err).replace(DECODE_PREFIX, "");
+}
+
+/** Request bytes to JSON: an empty body is `{}` (a bodiless POST or DELETE), anything unparsable is 400 `Invalid JSON`. */
+export function parseJsonBody(raw: Uint8Array): JsonValue {
+  if (raw.length === 0) return {};
+  try {
+    return JSON.parse(Buffer.from(raw).toString("utf8")) as JsonValue;
+  } catch {
+    throw badRequest("INVALID_JSON", "Invalid JSON");
+  }
+}
+
+/** Binary protobuf to message; a malformed one is the caller's INVALID_ARGUMENT, not our INTERNAL. */
+export function readBinary<D extends DescMessage>(schema: D, bytes: Uint8Array): MessageShape<D> {
+  try {
+    return fromBinary(schema, bytes);
+  } catch (err) {
+    throw new AppError({ code: "INVALID_ARGUMENT", reason: "MALFORMED_MESSAGE", message: `Malformed ${schema.typeName}: ${(err as Error).message}` });
+  }
 }
 
 /**

@@ -1,0 +1,69 @@
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { startTestService, type TestService } from "../support/service.js";
+import { rest } from "../support/clients.js";
+import { startPrivateRedis, type PrivateRedis } from "../support/private-redis.js";
+import { freePort } from "../../src/platform/embedded-postgres.js";
+
+let redis: PrivateRedis;
+let svc: TestService;
+let tenant: { tenantId: string; userId: string; apiKey: string };
+
+before(async () => {
+  redis = await startPrivateRedis();
+  svc = await startTestService({ redisUrl: redis.url });
+  tenant = await svc.createTenant();
+});
+after(async () => {
+  await svc.stop();
+  await redis.stop().catch(() => {});
+});
+
+/** Every answer below must come fast: a dead Redis fails commands at once instead of queueing them. */
+async function timed<T>(p: Promise<T>): Promise<T> {
+  const started = Date.now();
+  const result = await p;
+  assert.ok(Date.now() - started < 1500, `took ${Date.now() - started} ms`);
+  return result;
+}
+
+test("start-up with an unreachable Redis fails at once with a clear message", async () => {
+  const closedPort = await freePort();
+  await assert.rejects(timed(startTestService({ redisUrl: `redis://127.0.0.1:${closedPort}` })), /Redis at REDIS_URL is unreachable/);
+});
+
+test("with Redis down: /healthz is 503, the token endpoint fails closed, other routes go on, revocation still bites here", async () => {
+  const client = await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { key: tenant.apiKey, body: { name: "etl" } });
+  const credentials = { grant_type: "client_credentials", client_id: client.body.clientId, client_secret: client.body.clientSecret };
+  const doomed = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: "doomed", scopes: ["control-plane"] } });
+  assert.equal((await rest(svc.baseUrl, "GET", "/healthz")).status, 200);
+  assert.equal((await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", { body: credentials })).status, 200);
+  assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: doomed.body.key })).status, 200, "the key is now cached");
+
+  await redis.stop();
+
+  const health = await timed(rest(svc.baseUrl, "GET", "/healthz"));
+  assert.equal(health.status, 503);
+  assert.deepEqual(health.body.checks, { database: "ok", redis: "down" });
+
+  const token = await timed(rest(svc.baseUrl, "POST", "/api/v1/oauth/token", { body: credentials }));
+  assert.equal(token.status, 503);
+  assert.equal(token.body.error, "temporarily_unavailable");
+  assert.ok(Number(token.headers.get("retry-after")) > 0);
+
+  const list = await timed(rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: tenant.apiKey }));
+  assert.equal(list.status, 200, "limiters other than the token endpoint's let requests through");
+  assert.equal(list.headers.get("x-ratelimit-limit"), null, "no limit was counted");
+
+  const revoked = await timed(rest(svc.baseUrl, "DELETE", `/api/v1/api-keys?id=${doomed.body.id}`, { key: tenant.apiKey, body: {} }));
+  assert.equal(revoked.status, 204, "the revocation is committed even though it cannot be broadcast");
+  assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: doomed.body.key })).status, 401);
+
+  await redis.start();
+  const deadline = Date.now() + 10_000;
+  while ((await rest(svc.baseUrl, "GET", "/healthz")).status !== 200) {
+    assert.ok(Date.now() < deadline, "the service reconnects when Redis is back");
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.equal((await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", { body: credentials })).status, 200);
+});

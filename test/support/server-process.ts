@@ -1,0 +1,53 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { createInterface } from "node:readline";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dirname, "../..");
+
+export interface ServerProcess {
+  child: ChildProcess;
+  baseUrl: string;
+  /** Its JSON log lines so far. */
+  logs: Array<{ level: number; msg: string }>;
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>;
+}
+
+/**
+ * `node src/main.ts` as an operator starts it: configured by the environment alone (nothing
+ * inherited but PATH), on free ports, answering once its start-up log line names them.
+ */
+export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOST: "127.0.0.1", PORT: "0", GRPC_PORT: "0", LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const exited = once(child, "exit").then(([code]) => code as number | null);
+  const logs: ServerProcess["logs"] = [];
+  const listening = new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the server did not start within 30 s")), 30_000);
+    exited.then((code) => reject(new Error(`the server exited with ${code} before listening`)));
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      const entry = JSON.parse(line);
+      logs.push(entry);
+      if (entry.httpPort) {
+        clearTimeout(timer);
+        resolve(entry.httpPort);
+      }
+    });
+  });
+  return { child, baseUrl: `http://127.0.0.1:${await listening}`, logs, exited };
+}
+
+/** `npm run --silent cli -- <args>` with the given environment: its exit code, stdout and stderr. */
+export async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn("npm", ["run", "--silent", "cli", "--", ...args], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (c) => (stdout += c));
+  child.stderr.on("data", (c) => (stderr += c));
+  const [code] = await once(child, "close");
+  return { code, stdout, stderr };
+}

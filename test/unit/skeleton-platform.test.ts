@@ -1,0 +1,128 @@
+import { test, describe } from "node:test";
+import assert from "node:assert/strict";
+import { pino } from "pino";
+import { safeEqual } from "../../src/platform/crypto.js";
+import { httpErrorResponse, toAppError } from "../../src/transport/error-mapping.js";
+import { createMemoryRateLimiter } from "../../src/platform/rate-limiter.js";
+import { createSecrets } from "../../src/platform/secrets.js";
+import { createLogger } from "../../src/platform/logger.js";
+import { ConfigError, loadConfig } from "../../src/config.js";
+import { Authenticator, LIVENESS_CACHE_MS } from "../../src/identity/authenticator.js";
+import type { ApiKeyRow, IdentityStore, UserRow } from "../../src/identity/identity-store.js";
+
+describe("safeEqual", () => {
+  test("equal only for equal strings, and never throws on a length mismatch", () => {
+    assert.equal(safeEqual("kcs_abc", "kcs_abc"), true);
+    assert.equal(safeEqual("kcs_abc", "kcs_abd"), false);
+    assert.equal(safeEqual("kcs_abc", "kcs_abcd"), false);
+    assert.equal(safeEqual("", "x".repeat(1000)), false);
+    assert.equal(safeEqual("é", "e\u0301"), false, "compared as the bytes sent, not normalized");
+  });
+});
+
+describe("the in-process rate limiter (single-node default)", () => {
+  test("a sliding window: the oldest hit leaving the window frees one slot", async () => {
+    let now = 0;
+    const limiter = createMemoryRateLimiter(() => now);
+    assert.deepEqual(await limiter.hit("k", 2, 1000), { allowed: true, limit: 2, remaining: 1, retryAfterSeconds: 0 });
+    now = 600;
+    assert.equal((await limiter.hit("k", 2, 1000)).remaining, 0);
+    now = 900;
+    assert.deepEqual(await limiter.hit("k", 2, 1000), { allowed: false, limit: 2, remaining: 0, retryAfterSeconds: 1 });
+    now = 1001;
+    assert.equal((await limiter.hit("k", 2, 1000)).allowed, true, "the hit at 0 has left the window");
+    assert.equal((await limiter.hit("k", 2, 1000)).allowed, false, "the hit at 600 has not");
+  });
+
+  test("windows of keys seen once are dropped after they expire", async () => {
+    let now = 0;
+    const limiter = createMemoryRateLimiter(() => now);
+    for (let i = 0; i < 999; i++) await limiter.hit(`ip:${i}`, 20, 60_000);
+    assert.equal(limiter.trackedKeys(), 999);
+    now = 60_001;
+    await limiter.hit("ip:late", 20, 60_000);
+    assert.equal(limiter.trackedKeys(), 1);
+  });
+});
+
+describe("unexpected errors", () => {
+  test("become 500 Internal server error; the cause is logged with the request id, never sent", () => {
+    const lines: string[] = [];
+    const logger = pino({ level: "error" }, { write: (line: string) => lines.push(line) });
+    const app = toAppError(new Error("password authentication failed for user admin"), logger, "req-1");
+    const res = httpErrorResponse(app, "structured", "req-1");
+    assert.equal(res.status, 500);
+    assert.equal(JSON.stringify(res.body).includes("password"), false);
+    assert.equal((res.body.error as { message: string }).message, "Internal server error");
+    assert.equal(lines.length, 1);
+    assert.match(lines[0], /password authentication failed/);
+    assert.match(lines[0], /req-1/);
+  });
+});
+
+describe("configuration", () => {
+  test("RATE_LIMITS is validated with one clear line", () => {
+    assert.deepEqual(loadConfig({ RATE_LIMITS: '{"offers":{"limit":10,"windowSeconds":5}}' }).rateLimits, { offers: { limit: 10, windowSeconds: 5 } });
+    assert.throws(() => loadConfig({ RATE_LIMITS: "{" }), (err) => err instanceof ConfigError && /RATE_LIMITS must be JSON/.test(err.message));
+    assert.throws(() => loadConfig({ RATE_LIMITS: '{"default":{"limit":-1,"windowSeconds":60}}' }), /RATE_LIMITS\.default needs positive integers/);
+  });
+});
+
+describe("liveness re-checks (spec 5.4)", () => {
+  const pepper = "p".repeat(40);
+  const rawKey = "krn_" + "a".repeat(64);
+  const key = { tenant_id: "t1", id: "k1", user_id: "u1", scopes: ["control-plane"], expires_at: null, revoked_at: null } as unknown as ApiKeyRow;
+
+  /** A fake store over one key and its user; `fail` makes every lookup throw, as a lost database would. */
+  function fakeStore(keyChanges: Partial<ApiKeyRow> = {}) {
+    const state = { user: { id: "u1", name: "ana", role: "admin", disabled: false } as UserRow, fail: false };
+    const lookup = <T>(value: () => T) => async () => {
+      if (state.fail) throw new Error("connection refused");
+      return value();
+    };
+    const store = {
+      findApiKeyByHashAcrossTenants: lookup(() => ({ ...key, ...keyChanges })),
+      findUser: lookup(() => ({ ...state.user })),
+      touchApiKey: async () => {},
+    } as unknown as IdentityStore;
+    return { store, state };
+  }
+
+  function authenticator(store: IdentityStore, clock: { now: number }) {
+    const secrets = createSecrets({ apiKeyPepper: pepper, jwtSigningSecret: "j".repeat(40) });
+    return new Authenticator(store, secrets, null, createLogger("silent"), () => clock.now);
+  }
+  const call = { header: (name: string) => (name === "x-api-key" ? rawKey : undefined), remoteAddress: "" };
+
+  test("a disabled user is seen within 30 seconds, without any invalidation message", async () => {
+    assert.ok(LIVENESS_CACHE_MS <= 30_000);
+    const clock = { now: 1_000_000 };
+    const { store, state } = fakeStore();
+    const auth = authenticator(store, clock);
+    assert.equal((await auth.authenticate(call)).userId, "u1");
+    state.user.disabled = true;
+    clock.now += LIVENESS_CACHE_MS - 1;
+    assert.equal((await auth.authenticate(call)).userId, "u1", "still within the cache");
+    clock.now += 1;
+    await assert.rejects(auth.authenticate(call), { code: "UNAUTHENTICATED", reason: "USER_INACTIVE" });
+  });
+
+  test("a key stops working when it expires, whatever the cache holds", async () => {
+    const clock = { now: 1_000_000 };
+    const { store } = fakeStore({ expires_at: new Date(clock.now + 5_000) });
+    const auth = authenticator(store, clock);
+    assert.equal((await auth.authenticate(call)).userId, "u1");
+    clock.now += 5_000;
+    await assert.rejects(auth.authenticate(call), { code: "UNAUTHENTICATED", reason: "INVALID_API_KEY" });
+  });
+
+  test("a failing lookup rejects (fail closed), and the failure is not cached", async () => {
+    const clock = { now: 1_000_000 };
+    const { store, state } = fakeStore();
+    const auth = authenticator(store, clock);
+    state.fail = true;
+    await assert.rejects(auth.authenticate(call), { code: "UNAUTHENTICATED", reason: "LIVENESS_CHECK_FAILED" });
+    state.fail = false;
+    assert.equal((await auth.authenticate(call)).userId, "u1");
+  });
+});
