@@ -34,6 +34,9 @@ function decode(method: DescMethod, ctx: HandlerContext): Message {
  */
 export function createConnectHandler(gateway: Gateway) {
   const router = createConnectRouter({
+    // gRPC has its own port (GRPC_PORT); here the protocol is Connect's, over HTTP/1.1 or h2c.
+    grpc: false,
+    grpcWeb: false,
     jsonOptions: { alwaysEmitImplicit: true },
     // Compressed request bodies are refused (unimplemented), since this door reads the raw body.
     acceptCompression: [],

@@ -214,4 +214,20 @@ describe("gRPC tooling", () => {
     const list = JSON.parse((await curl("-H", `x-api-key: ${tenant.apiKey}`, `http://${svc.grpcAddress}/decisioning.v1.ApiKeyService/ListApiKeys`)).stdout);
     assert.ok(list.total >= 1);
   });
+
+  test("buf curl's defaults work on the HTTP port: Connect over h2c, schema by server reflection", async () => {
+    const connectCurl = (...args: string[]) => promisify(execFile)(buf, ["curl", ...args]);
+    const services = (await connectCurl("--list-services", `${svc.baseUrl}/api/v1`)).stdout.split("\n");
+    assert.ok(services.includes("decisioning.v1.OfferService"));
+    assert.ok(services.includes("grpc.reflection.v1.ServerReflection"));
+    const list = JSON.parse((await connectCurl("-H", `x-api-key: ${tenant.apiKey}`, "-d", "{}", `${svc.baseUrl}/api/v1/decisioning.v1.ApiKeyService/ListApiKeys`)).stdout);
+    assert.ok(list.total >= 1);
+    const failed = await connectCurl("-H", `x-api-key: ${tenant.apiKey}`, "-d", "{}", `${svc.baseUrl}/api/v1/decisioning.v1.ApiKeyService/CreateApiKey`).then(
+      () => null,
+      (err: { stdout: string; stderr: string }) => JSON.parse(err.stdout || err.stderr),
+    );
+    assert.deepEqual(failed, { code: "invalid_argument", message: "name: is required" });
+    // HTTP/1.1 keeps working on the same port.
+    assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: tenant.apiKey })).status, 200);
+  });
 });
