@@ -171,6 +171,9 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+/** How often gRPC health re-checks the database and Redis. */
+const HEALTH_POLL_MS = 2_000;
+
 /** The one wiring point: config → pools → stores → services → servers. */
 export async function startService(config: Config, logger = createLogger(config.logLevel)): Promise<RunningService> {
   const f = await openFoundation(config, logger);
@@ -200,6 +203,13 @@ export async function startService(config: Config, logger = createLogger(config.
   await once(http, "listening");
   const grpc = createGrpcServer(gateway);
   const grpcPort = await bindGrpc(grpc.server, config.host, config.grpcPort);
+  // gRPC health follows the same checks as /healthz, polled: the standard service holds a status.
+  const healthPoll = setInterval(() => {
+    void health().then((checks) => {
+      if (!stopping) grpc.health.setStatus("", Object.values(checks).every((c) => c === "ok") ? "SERVING" : "NOT_SERVING");
+    });
+  }, HEALTH_POLL_MS);
+  healthPoll.unref();
   const httpPort = (http.address() as AddressInfo).port;
   logger.info({ httpPort, grpcPort }, "decisioning service listening");
 
@@ -212,6 +222,7 @@ export async function startService(config: Config, logger = createLogger(config.
     stop() {
       // Drain: stop accepting, let in-flight requests finish (bounded), then close the pools.
       stopping ??= (async () => {
+        clearInterval(healthPoll);
         grpc.health.setStatus("", "NOT_SERVING");
         const grace = setTimeout(() => {
           http.closeAllConnections();

@@ -1,5 +1,6 @@
 import type { Redis } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
+import { unavailable } from "../platform/errors.js";
 
 /** One limited counter a returned offer consumes (the core's CounterCheck, minus its bookkeeping). */
 export interface CounterReservation {
@@ -99,7 +100,26 @@ type Scripted = Redis & {
   countDecision(key: string, quota: number): Promise<number>;
 };
 
+/**
+ * Caps and budgets cannot be honoured without their counters, so a dead Redis fails the decision
+ * closed and fast: 503 COUNTERS_UNAVAILABLE, never a silent overshoot and never a hang.
+ */
+function failClosed(store: CounterStore): CounterStore {
+  const wrapped = {} as Record<string, unknown>;
+  for (const [name, fn] of Object.entries(store)) {
+    wrapped[name] = (...args: unknown[]) =>
+      (fn as (...a: unknown[]) => Promise<unknown>)(...args).catch((err) => {
+        throw unavailable("COUNTERS_UNAVAILABLE", `Counters are unavailable (Redis: ${(err as Error).message})`);
+      });
+  }
+  return wrapped as unknown as CounterStore;
+}
+
 export function createRedisCounterStore(redis: Redis): CounterStore {
+  return failClosed(redisCounterStore(redis));
+}
+
+function redisCounterStore(redis: Redis): CounterStore {
   redis.defineCommand("reserveCounters", { lua: RESERVE });
   redis.defineCommand("countDecision", { numberOfKeys: 1, lua: COUNT_DECISION });
   const r = redis as Scripted;

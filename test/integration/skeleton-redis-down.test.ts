@@ -1,7 +1,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startTestService, type TestService } from "../support/service.js";
-import { rest } from "../support/clients.js";
+import { grpcClient, rest } from "../support/clients.js";
+import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { startPrivateRedis, type PrivateRedis } from "../support/private-redis.js";
 import { freePort } from "../../src/platform/embedded-postgres.js";
 
@@ -39,8 +40,22 @@ test("with Redis down: /healthz is 503, the token endpoint fails closed, other r
   assert.equal((await rest(svc.baseUrl, "GET", "/healthz")).status, 200);
   assert.equal((await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", { body: credentials })).status, 200);
   assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: doomed.body.key })).status, 200, "the key is now cached");
+  assert.equal((await rest(svc.baseUrl, "POST", "/api/v1/offers", { key: tenant.apiKey, body: { name: "on", status: "active" } })).status, 201);
+  const dataKey = (await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: "sdk" } })).body.key;
+  assert.equal((await rest(svc.baseUrl, "POST", "/api/v1/recommend", { key: dataKey, body: { customerId: "c" } })).status, 200);
+  const grpcHealth = grpcClient(Health, svc.grpcAddress);
+  assert.equal((await grpcHealth.check({})).status, HealthCheckResponse_ServingStatus.SERVING);
 
   await redis.stop();
+
+  const decision = await timed(rest(svc.baseUrl, "POST", "/api/v1/recommend", { key: dataKey, body: { customerId: "c" } }));
+  assert.equal(decision.status, 503, "caps and budgets cannot be honoured without their counters: fail closed");
+  assert.equal(decision.body.error.code, "SERVICE_UNAVAILABLE");
+  const notServing = Date.now() + 6_000;
+  while ((await grpcHealth.check({})).status !== HealthCheckResponse_ServingStatus.NOT_SERVING) {
+    assert.ok(Date.now() < notServing, "gRPC health follows /healthz");
+    await new Promise((r) => setTimeout(r, 200));
+  }
 
   const health = await timed(rest(svc.baseUrl, "GET", "/healthz"));
   assert.equal(health.status, 503);
