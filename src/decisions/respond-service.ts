@@ -120,7 +120,11 @@ export class RespondService {
     });
     // Lost the race to a concurrent call with the same key: that call's record stands.
     if (!row) return this.replay((await this.store.byKey(ctx.tenantId, idempotencyKey))!, hash);
-    await this.learn(ctx.tenantId, compiled, row, category, status);
+    // The record is committed; a retry would only replay it. So a learning failure (Redis down) is
+    // logged for the operator rather than answered as an error the client cannot fix by retrying.
+    await this.learn(ctx.tenantId, compiled, row, category, status).catch((err) =>
+      this.logger.error({ err, recordId: row.id }, "outcome recorded but not learned: counters unavailable"),
+    );
     return toRecord(row, status);
   }
 

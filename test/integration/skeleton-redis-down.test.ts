@@ -43,6 +43,7 @@ test("with Redis down: /healthz is 503, the token endpoint fails closed, other r
   assert.equal((await rest(svc.baseUrl, "POST", "/api/v1/offers", { key: tenant.apiKey, body: { name: "on", status: "active" } })).status, 201);
   const dataKey = (await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: "sdk" } })).body.key;
   assert.equal((await rest(svc.baseUrl, "POST", "/api/v1/recommend", { key: dataKey, body: { customerId: "c" } })).status, 200);
+  await svc.running.services.decisions.traces.flush();
   const grpcHealth = grpcClient(Health, svc.grpcAddress);
   assert.equal((await grpcHealth.check({})).status, HealthCheckResponse_ServingStatus.SERVING);
 
@@ -51,6 +52,13 @@ test("with Redis down: /healthz is 503, the token endpoint fails closed, other r
   const decision = await timed(rest(svc.baseUrl, "POST", "/api/v1/recommend", { key: dataKey, body: { customerId: "c" } }));
   assert.equal(decision.status, 503, "caps and budgets cannot be honoured without their counters: fail closed");
   assert.equal(decision.body.error.code, "SERVICE_UNAVAILABLE");
+  const rec = (await rest(svc.baseUrl, "GET", "/api/v1/decision-traces?customerId=c", { key: tenant.apiKey })).body;
+  const outcome = await timed(rest(svc.baseUrl, "POST", "/api/v1/respond", {
+    key: dataKey,
+    body: { customerId: "c", outcome: "click", idempotencyKey: "during-outage", recommendationId: rec.data[0].recommendationId, rank: 1 },
+  }));
+  assert.equal(outcome.status, 200, "the outcome is recorded even though it cannot be learned");
+  assert.equal(outcome.body.status, "recorded");
   const notServing = Date.now() + 6_000;
   while ((await grpcHealth.check({})).status !== HealthCheckResponse_ServingStatus.NOT_SERVING) {
     assert.ok(Date.now() < notServing, "gRPC health follows /healthz");
