@@ -40,10 +40,11 @@ export interface AdaptiveEvidence {
 export interface CounterStore {
   read(tenantId: string, keys: string[]): Promise<Record<string, number>>;
   /**
-   * All or nothing: increments every counter only when none would pass its limit (a check with
-   * increment 0 only requires `current < limit`). Returns false, changing nothing, otherwise.
+   * Reserves each group in order, all or nothing per group: a group's counters are incremented only
+   * when none would pass its limit (a check with increment 0 only requires `current < limit`), and a
+   * later group sees what earlier ones took. One round trip; returns per group whether it was taken.
    */
-  reserve(tenantId: string, reservations: CounterReservation[]): Promise<boolean>;
+  reserve(tenantId: string, groups: CounterReservation[][]): Promise<boolean[]>;
   /** Gives back what `reserve` took, when the decision could not be stored. */
   release(tenantId: string, reservations: CounterReservation[]): Promise<void>;
   readEvidence(tenantId: string, keys: string[]): Promise<Record<string, AdaptiveEvidence>>;
@@ -62,26 +63,40 @@ export interface CounterStore {
   resetTenant(tenantId: string): Promise<void>;
 }
 
+/**
+ * KEYS: every group's keys, in order. ARGV: the number of groups, then per group its key count,
+ * then per key its limit, increment and TTL. Returns 1 (taken) or 0 (refused) per group.
+ */
 const RESERVE = `
-for i = 1, #KEYS do
-  local current = tonumber(redis.call('GET', KEYS[i]) or '0')
-  local limit = tonumber(ARGV[i * 3 - 2])
-  local increment = tonumber(ARGV[i * 3 - 1])
-  if increment == 0 then
-    if current >= limit then return i end
-  elseif current + increment > limit then
-    return i
+local groups = tonumber(ARGV[1])
+local a = 2
+local k = 1
+local taken = {}
+for g = 1, groups do
+  local n = tonumber(ARGV[a])
+  a = a + 1
+  local ok = 1
+  for i = 0, n - 1 do
+    local current = tonumber(redis.call('GET', KEYS[k + i]) or '0')
+    local limit = tonumber(ARGV[a + i * 3])
+    local increment = tonumber(ARGV[a + i * 3 + 1])
+    if (increment == 0 and current >= limit) or (increment > 0 and current + increment > limit) then ok = 0 end
   end
-end
-for i = 1, #KEYS do
-  local increment = tonumber(ARGV[i * 3 - 1])
-  if increment > 0 then
-    redis.call('INCRBY', KEYS[i], increment)
-    local ttl = tonumber(ARGV[i * 3])
-    if ttl > 0 and redis.call('TTL', KEYS[i]) < 0 then redis.call('EXPIRE', KEYS[i], ttl) end
+  if ok == 1 then
+    for i = 0, n - 1 do
+      local increment = tonumber(ARGV[a + i * 3 + 1])
+      if increment > 0 then
+        redis.call('INCRBY', KEYS[k + i], increment)
+        local ttl = tonumber(ARGV[a + i * 3 + 2])
+        if ttl > 0 and redis.call('TTL', KEYS[k + i]) < 0 then redis.call('EXPIRE', KEYS[k + i], ttl) end
+      end
+    end
   end
+  taken[g] = ok
+  a = a + n * 3
+  k = k + n
 end
-return 0
+return taken
 `;
 
 const COUNT_DECISION = `
@@ -96,7 +111,7 @@ const evidenceKey = (key: string) => `ad:${key}`;
 const negativesKey = (customerId: string) => `neg:${encodeURIComponent(customerId)}`;
 
 type Scripted = Redis & {
-  reserveCounters(numKeys: number, ...args: Array<string | number>): Promise<number>;
+  reserveCounters(numKeys: number, ...args: Array<string | number>): Promise<number[]>;
   countDecision(key: string, quota: number): Promise<number>;
 };
 
@@ -130,10 +145,11 @@ function redisCounterStore(redis: Redis): CounterStore {
       const values = await redis.mget(...full(tenantId, keys));
       return Object.fromEntries(keys.map((k, i) => [k, Number(values[i] ?? 0)]));
     },
-    async reserve(tenantId, reservations) {
-      if (!reservations.length) return true;
-      const args = reservations.flatMap((c) => [c.limit, c.increment, c.ttlSeconds ?? 0]);
-      return (await r.reserveCounters(reservations.length, ...full(tenantId, reservations.map((c) => c.key)), ...args)) === 0;
+    async reserve(tenantId, groups) {
+      if (groups.every((g) => g.length === 0)) return groups.map(() => true);
+      const keys = groups.flatMap((g) => full(tenantId, g.map((c) => c.key)));
+      const args = [groups.length, ...groups.flatMap((g) => [g.length, ...g.flatMap((c) => [c.limit, c.increment, c.ttlSeconds ?? 0])])];
+      return (await r.reserveCounters(keys.length, ...keys, ...args)).map((taken) => taken === 1);
     },
     async release(tenantId, reservations) {
       const pipeline = redis.pipeline();
@@ -228,14 +244,15 @@ export function createMemoryCounterStore(now: () => number = Date.now): CounterS
     async read(tenantId, keys) {
       return Object.fromEntries(keys.map((k) => [k, get(tenantKey(tenantId, k))]));
     },
-    async reserve(tenantId, reservations) {
-      const refused = reservations.some((c) => {
-        const current = get(tenantKey(tenantId, c.key));
-        return c.increment === 0 ? current >= c.limit : current + c.increment > c.limit;
+    async reserve(tenantId, groups) {
+      return groups.map((group) => {
+        const refused = group.some((c) => {
+          const current = get(tenantKey(tenantId, c.key));
+          return c.increment === 0 ? current >= c.limit : current + c.increment > c.limit;
+        });
+        if (!refused) for (const c of group) if (c.increment > 0) add(tenantKey(tenantId, c.key), c.increment, c.ttlSeconds);
+        return !refused;
       });
-      if (refused) return false;
-      for (const c of reservations) if (c.increment > 0) add(tenantKey(tenantId, c.key), c.increment, c.ttlSeconds);
-      return true;
     },
     async release(tenantId, reservations) {
       for (const c of reservations) if (c.increment > 0) add(tenantKey(tenantId, c.key), -c.increment);

@@ -72,33 +72,33 @@ export class DecisionStore {
   constructor(private readonly db: Sequelize) {}
 
   /**
-   * The recommendation and its impression rows in one transaction, so an immediate Respond finds
-   * both or neither.
+   * The recommendation and its impression rows in one statement (data-modifying CTEs run to
+   * completion together), so an immediate Respond finds both or neither, in one round trip.
    */
   async saveRecommendation(tenantId: string, rec: Omit<RecommendationRow, "created_at">, impressions: ImpressionRow[]): Promise<Date> {
-    return this.db.transaction(async (t) => {
-      const [row] = await execReturning<{ created_at: Date }>(
-        this.db,
-        `INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING created_at`,
-        [tenantId, rec.id, rec.customer_id, rec.flow_id, rec.interaction_id, rec.channel_id, rec.multi_placement, JSON.stringify(rec.offers), JSON.stringify(rec.context)],
-        t,
-      );
-      if (impressions.length) {
-        const bind: unknown[] = [tenantId, rec.customer_id, rec.id, rec.interaction_id, row.created_at];
-        const tuples = impressions.map((i) => {
-          const at = bind.length;
-          bind.push(i.id, i.rank, i.offer_id, i.creative_id, i.channel_id, i.placement_id, i.context_bucket);
-          return `($1, $${at + 1}, $2, $3, $4, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5}, $${at + 6}, 'impression', 'outbound', $${at + 7}, $5)`;
-        });
-        await this.db.query(
-          `INSERT INTO interactions (tenant_id, id, customer_id, recommendation_id, interaction_id, rank, offer_id, creative_id,
-             channel_id, placement_id, outcome, direction, context_bucket, created_at) VALUES ${tuples.join(", ")}`,
-          { bind, transaction: t },
-        );
-      }
-      return row.created_at;
+    const bind: unknown[] = [tenantId, rec.id, rec.customer_id, rec.flow_id, rec.interaction_id, rec.channel_id, rec.multi_placement,
+      JSON.stringify(rec.offers), JSON.stringify(rec.context)];
+    const tuples = impressions.map((i) => {
+      const at = bind.length;
+      bind.push(i.id, i.rank, i.offer_id, i.creative_id, i.channel_id, i.placement_id, i.context_bucket);
+      return `($${at + 1}::uuid, $${at + 2}::int, $${at + 3}::uuid, $${at + 4}::uuid, $${at + 5}::uuid, $${at + 6}::uuid, $${at + 7}::text)`;
     });
+    const impressionsCte = tuples.length
+      ? `, imp AS (
+          INSERT INTO interactions (tenant_id, id, customer_id, recommendation_id, interaction_id, rank, offer_id, creative_id,
+            channel_id, placement_id, outcome, direction, context_bucket, created_at)
+          SELECT $1, v.id, $3, $2, $5, v.rank, v.offer_id, v.creative_id, v.channel_id, v.placement_id, 'impression', 'outbound', v.bucket, rec.created_at
+          FROM rec, (VALUES ${tuples.join(", ")}) AS v(id, rank, offer_id, creative_id, channel_id, placement_id, bucket))`
+      : "";
+    const [row] = await selectRows<{ created_at: Date }>(
+      this.db,
+      `WITH rec AS (
+         INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING created_at)${impressionsCte}
+       SELECT created_at FROM rec`,
+      bind,
+    );
+    return row.created_at;
   }
 
   async insertTraces(rows: TraceRow[]): Promise<void> {

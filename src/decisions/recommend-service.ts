@@ -54,7 +54,7 @@ export interface RecommendDeps {
 /**
  * Recommend (spec 1, 4.4): resolves the request against the tenant's compiled snapshot, reads the
  * counters the decision needs, runs the core, reserves caps and budgets atomically in rank order
- * (refilling from the fallbacks when a reservation is refused), counts the decision, stores the
+ * (one script per round, refilling from the fallbacks when a reservation is refused), counts the decision, stores the
  * recommendation and its impressions, and queues the trace.
  */
 export class RecommendService {
@@ -179,21 +179,24 @@ export class RecommendService {
   private async reserve(tenantId: string, decision: Decision): Promise<{ offers: RankedOffer[]; refusals: Rejection[] }> {
     const refused = new Set<string>();
     const refusals: Rejection[] = [];
-    const held = new Set<string>();
+    const held = new Map<string, RankedOffer["reservations"]>();
     let offers = decision.offers;
-    for (let i = 0; i < offers.length; i++) {
-      const offer = offers[i];
-      if (held.has(offer.offerId)) continue;
-      if (await this.deps.counters.reserve(tenantId, offer.reservations)) {
-        held.add(offer.offerId);
-        continue;
-      }
-      refused.add(offer.offerId);
-      const kind = offer.reservations.some((r) => r.kind === "frequency_cap") ? "frequency_cap" : "contact_policy";
-      refusals.push({ offerId: offer.offerId, offerName: offer.offerName, stage: kind, reason: "limit reached by a concurrent decision" });
+    for (;;) {
+      const pending = offers.filter((o) => !held.has(o.offerId));
+      const taken = await this.deps.counters.reserve(tenantId, pending.map((o) => o.reservations));
+      pending.forEach((offer, i) => {
+        if (taken[i]) return held.set(offer.offerId, offer.reservations);
+        refused.add(offer.offerId);
+        const stage = offer.reservations.some((r) => r.kind === "frequency_cap") ? "frequency_cap" : "contact_policy";
+        refusals.push({ offerId: offer.offerId, offerName: offer.offerName, stage, reason: "limit reached by a concurrent decision" });
+      });
+      if (taken.every(Boolean)) break;
       offers = refill(decision, refused).offers;
-      i = -1;
     }
+    // An offer taken in a round whose refusals reshuffled the selection below it gives its units back.
+    const kept = new Set(offers.map((o) => o.offerId));
+    const dropped = [...held].filter(([id]) => !kept.has(id)).flatMap(([, reservations]) => reservations);
+    if (dropped.length) await this.deps.counters.release(tenantId, dropped);
     return { offers, refusals };
   }
 
