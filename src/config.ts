@@ -33,8 +33,11 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
-/** Measured in bench/ (docs/performance.md): below this, a thread hop costs more than it saves. */
-export const DEFAULT_POOL_MIN_TREE_WALKS = 20_000;
+/**
+ * Measured by `npm run bench` (docs/performance.md): the inline-vs-pool crossover fell between
+ * 2,500 and 8,000 tree walks; below it, a thread hop costs more than it saves.
+ */
+export const DEFAULT_POOL_MIN_TREE_WALKS = 5_000;
 
 function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];

@@ -126,7 +126,7 @@ export function createServices(f: Foundation): Services {
     auditLog,
     (tenantId, userId) => identityStore.isActiveAdmin(tenantId, userId),
   );
-  const pool = createScoringPool();
+  const pool = createScoringPool(f.logger);
   const decisions = createDecisions({
     db: f.db,
     bus: f.bus,

@@ -107,7 +107,15 @@ return redis.call('INCR', KEYS[1])
 `;
 
 const DECISIONS = "decisions";
-const evidenceKey = (key: string) => `ad:${key}`;
+/**
+ * Evidence lives in one hash per context bucket (`ad:<bucket>`), two fields per offer
+ * (`<offerId>:s`, `<offerId>:t`), so a decision reads all its candidates' evidence with one HMGET
+ * instead of one command per offer. `key` is the core's `<offerId>|<bucket>`.
+ */
+function evidenceSlot(key: string): { hash: string; offerId: string } {
+  const at = key.indexOf("|");
+  return { hash: `ad:${key.slice(at + 1)}`, offerId: key.slice(0, at) };
+}
 const negativesKey = (customerId: string) => `neg:${encodeURIComponent(customerId)}`;
 
 type Scripted = Redis & {
@@ -157,27 +165,36 @@ function redisCounterStore(redis: Redis): CounterStore {
       await pipeline.exec();
     },
     async readEvidence(tenantId, keys) {
-      if (!keys.length) return {};
-      const pipeline = redis.pipeline();
-      for (const k of keys) pipeline.hmget(tenantKey(tenantId, evidenceKey(k)), "s", "t");
-      const results = (await pipeline.exec()) ?? [];
+      const byHash = new Map<string, string[]>();
+      for (const k of keys) {
+        const { hash } = evidenceSlot(k);
+        byHash.set(hash, [...(byHash.get(hash) ?? []), k]);
+      }
       const out: Record<string, AdaptiveEvidence> = {};
-      keys.forEach((k, i) => {
-        const [err, value] = results[i] ?? [];
-        if (err) throw err;
-        const [s, t] = value as Array<string | null>;
-        if (t !== null) out[k] = { successes: Number(s ?? 0), trials: Number(t) };
-      });
+      await Promise.all(
+        [...byHash].map(async ([hash, group]) => {
+          const fields = group.flatMap((k) => [`${evidenceSlot(k).offerId}:s`, `${evidenceSlot(k).offerId}:t`]);
+          const values = await redis.hmget(tenantKey(tenantId, hash), ...fields);
+          group.forEach((k, i) => {
+            const [s, t] = [values[2 * i], values[2 * i + 1]];
+            if (t !== null) out[k] = { successes: Number(s ?? 0), trials: Number(t) };
+          });
+        }),
+      );
       return out;
     },
     async addTrials(tenantId, keys) {
       if (!keys.length) return;
       const pipeline = redis.pipeline();
-      for (const k of keys) pipeline.hincrby(tenantKey(tenantId, evidenceKey(k)), "t", 1);
+      for (const k of keys) {
+        const { hash, offerId } = evidenceSlot(k);
+        pipeline.hincrby(tenantKey(tenantId, hash), `${offerId}:t`, 1);
+      }
       await pipeline.exec();
     },
     async addSuccess(tenantId, key) {
-      await redis.hincrby(tenantKey(tenantId, evidenceKey(key)), "s", 1);
+      const { hash, offerId } = evidenceSlot(key);
+      await redis.hincrby(tenantKey(tenantId, hash), `${offerId}:s`, 1);
     },
     async increment(tenantId, increments) {
       if (!increments.length) return;

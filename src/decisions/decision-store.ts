@@ -38,6 +38,9 @@ export interface TraceRow {
   created_at: Date;
 }
 
+/** A trace row whose trace is already JSON text, as the trace writer queues it. */
+export type SerializedTrace = Omit<TraceRow, "trace"> & { trace: string };
+
 export interface SettingsRow {
   decision_trace_enabled: boolean;
   decision_trace_sample_rate: number;
@@ -101,12 +104,12 @@ export class DecisionStore {
     return row.created_at;
   }
 
-  async insertTraces(rows: TraceRow[]): Promise<void> {
+  async insertTraces(rows: SerializedTrace[]): Promise<void> {
     if (!rows.length) return;
     const bind: unknown[] = [];
     const tuples = rows.map((r) => {
       const values = [r.tenant_id, r.id, r.recommendation_id, r.customer_id, r.flow_id, r.degraded_scoring, r.selected_count,
-        r.rejected_count, JSON.stringify(r.trace), r.inputs_hash, r.policy_version_hash, r.created_at];
+        r.rejected_count, r.trace, r.inputs_hash, r.policy_version_hash, r.created_at];
       const start = bind.length;
       bind.push(...values);
       return `(${values.map((_, i) => `$${start + i + 1}`).join(", ")})`;

@@ -70,7 +70,10 @@ export class RecommendService {
     const prepared = prepareDecision(snapshot, input);
     const task = prepared.scoreTask;
     const scores =
-      this.deps.pool && chooseScoringPath(task, this.deps.minTreeWalksForPool) === "pool" ? await this.deps.pool.run(task) : scoreCandidates(task);
+      this.deps.pool && chooseScoringPath(task, this.deps.minTreeWalksForPool) === "pool"
+        ? // A worker that cannot score (crashed, failed to start) costs speed, not the decision.
+          await this.deps.pool.run(task).catch(() => scoreCandidates(task))
+        : scoreCandidates(task);
     const decision = completeDecision(prepared, scores);
     const { offers, refusals } = await this.reserve(ctx.tenantId, decision);
     try {

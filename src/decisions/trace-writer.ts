@@ -1,9 +1,9 @@
 import type { Logger } from "../platform/logger.js";
-import type { DecisionStore, TraceRow } from "./decision-store.js";
+import type { DecisionStore, SerializedTrace, TraceRow } from "./decision-store.js";
 
 export interface TraceWriterOptions {
-  /** Traces waiting beyond this are dropped (and counted), never blocking a decision. */
-  maxQueue?: number;
+  /** Serialized trace bytes waiting beyond this are dropped (and counted), never blocking a decision. */
+  maxQueueBytes?: number;
   /** Rows per INSERT. */
   batchSize?: number;
   flushIntervalMs?: number;
@@ -15,11 +15,12 @@ export interface TraceWriterOptions {
  * so tracing can slow nothing down and never loses an answer.
  */
 export class TraceWriter {
-  private queue: TraceRow[] = [];
+  private queue: SerializedTrace[] = [];
+  private queuedBytes = 0;
   private dropped = 0;
   private flushing: Promise<void> | null = null;
   private readonly timer: NodeJS.Timeout;
-  private readonly maxQueue: number;
+  private readonly maxQueueBytes: number;
   private readonly batchSize: number;
 
   constructor(
@@ -27,18 +28,29 @@ export class TraceWriter {
     private readonly logger: Logger,
     options: TraceWriterOptions = {},
   ) {
-    this.maxQueue = options.maxQueue ?? 10_000;
-    this.batchSize = options.batchSize ?? 200;
+    this.maxQueueBytes = options.maxQueueBytes ?? 64 * 1024 * 1024;
+    this.batchSize = options.batchSize ?? 50;
     this.timer = setInterval(() => void this.flush(), options.flushIntervalMs ?? 50);
     this.timer.unref();
   }
 
+  /**
+   * Serializes one trace at a time, after the answer has gone out (setImmediate runs after the
+   * response is written), so that a backlog never becomes one long stringify of a whole batch and
+   * the queue can be bounded by what it really holds: bytes.
+   */
   enqueue(row: TraceRow): void {
-    if (this.queue.length >= this.maxQueue) {
-      this.queue.shift();
+    setImmediate(() => this.push(row));
+  }
+
+  private push(row: TraceRow): void {
+    const trace: SerializedTrace = { ...row, trace: JSON.stringify(row.trace) };
+    this.queuedBytes += trace.trace.length;
+    this.queue.push(trace);
+    while (this.queuedBytes > this.maxQueueBytes && this.queue.length > 1) {
+      this.queuedBytes -= this.queue.shift()!.trace.length;
       if (this.dropped++ % 1000 === 0) this.logger.warn({ droppedTotal: this.dropped }, "decision trace queue full: dropping the oldest traces");
     }
-    this.queue.push(row);
     if (this.queue.length >= this.batchSize) void this.flush();
   }
 
@@ -47,9 +59,11 @@ export class TraceWriter {
     return this.dropped;
   }
 
-  /** Writes everything queued; concurrent calls share one flush. */
+  /** Writes everything queued, including traces enqueued this tick; concurrent calls share one flush. */
   flush(): Promise<void> {
-    this.flushing ??= this.drain().finally(() => (this.flushing = null));
+    this.flushing ??= new Promise((resolve) => setImmediate(resolve))
+      .then(() => this.drain())
+      .finally(() => (this.flushing = null));
     return this.flushing;
   }
 
@@ -61,6 +75,7 @@ export class TraceWriter {
   private async drain(): Promise<void> {
     while (this.queue.length) {
       const batch = this.queue.splice(0, this.batchSize);
+      this.queuedBytes -= batch.reduce((n, t) => n + t.trace.length, 0);
       try {
         await this.store.insertTraces(batch);
       } catch (err) {

@@ -1,17 +1,20 @@
 import { availableParallelism } from "node:os";
 import { Piscina } from "piscina";
 import type { CandidateScore, ScoreTask } from "../core/index.js";
+import type { Logger } from "./logger.js";
 
 /**
  * The worker pool for expensive scoring (large tree ensembles), one task per request. Workers load
  * workers/scoring-worker.ts, which imports only src/core; under tsx they inherit `--import tsx`.
  */
-export function createScoringPool(threads = Math.max(1, availableParallelism() - 1)) {
+export function createScoringPool(logger: Logger, threads = Math.max(1, availableParallelism() - 1)) {
   const pool = new Piscina<ScoreTask, CandidateScore[]>({
     filename: new URL("../../workers/scoring-worker.ts", import.meta.url).href,
     minThreads: 1,
     maxThreads: threads,
   });
+  // A worker that fails to start must not take the service down: the task fails, scoring falls back.
+  pool.on("error", (err) => logger.error({ err }, "scoring worker failed"));
   return {
     run: (task: ScoreTask) => pool.run(task),
     close: () => pool.destroy(),

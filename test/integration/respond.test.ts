@@ -30,7 +30,7 @@ async function sql(query: string, bind: unknown[]): Promise<any[]> {
 
 /** Successes and trials of an offer's adaptive evidence in the all-contexts bucket, read from Redis. */
 async function evidence(tenantId: string, offerId: string): Promise<{ s: number; t: number }> {
-  const v = await svc.running.foundation.redis!.hmget(`t:{${tenantId}}:ad:${offerId}|*`, "s", "t");
+  const v = await svc.running.foundation.redis!.hmget(`t:{${tenantId}}:ad:*`, `${offerId}:s`, `${offerId}:t`);
   return { s: Number(v[0] ?? 0), t: Number(v[1] ?? 0) };
 }
 

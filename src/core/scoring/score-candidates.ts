@@ -94,10 +94,27 @@ export function scoreCandidates(task: ScoreTask): CandidateScore[] {
   });
 }
 
+/**
+ * Compiled models by configuration object. In-process, a task's model configurations are the
+ * snapshot's own objects, the same on every request until the configuration changes, so a 100-tree
+ * ensemble compiles once per snapshot instead of once per decision; a new snapshot brings new
+ * objects and the old entries are collected with it. (A worker receives copies and compiles each.)
+ */
+const compiledModels = new WeakMap<ModelConfig, ReturnType<typeof compileModel>>();
+
+function compileOnce(config: ModelConfig): ReturnType<typeof compileModel> {
+  let compiled = compiledModels.get(config);
+  if (!compiled) {
+    compiled = compileModel(config);
+    compiledModels.set(config, compiled);
+  }
+  return compiled;
+}
+
 function resolveModel(task: ScoreTask, key: string): ResolvedModel {
   const config = Object.hasOwn(task.models, key) ? task.models[key] : undefined;
   if (!config) return { key, id: key, type: "unavailable", failure: `model ${key} is not available` };
-  const compiled = compileModel(config);
+  const compiled = compileOnce(config);
   return compiled.scorer
     ? { key, id: config.id, type: config.type, scorer: compiled.scorer }
     : { key, id: config.id, type: config.type, failure: `model ${key} is invalid: ${compiled.errors.join("; ")}` };
