@@ -27,13 +27,16 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import * as grpcJs from "@grpc/grpc-js";
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import {
   DecisionService,
   RecommendRequestSchema,
   RecommendResponseSchema,
+  RespondRequestSchema,
+  RespondResponseSchema,
+  type RespondRequest,
   type RecommendRequest,
   type RecommendResponse,
 } from "../gen/decisioning/v1/decisions_pb.js";
@@ -68,6 +71,8 @@ const GB_TREES = 100;
 const GB_DEPTH = 4;
 const RATE_ADAPTIVE = 500;
 const RATE_GB = 200;
+/** Issue 5: Respond against a bare INSERT, both at 16 clients. */
+const RESPOND_CLIENTS = 16;
 const CUSTOMERS = 2_000;
 /** Open loop: beyond this many outstanding requests, further sends are skipped and counted as failures. */
 const OPEN_MAX_IN_FLIGHT = 500;
@@ -123,23 +128,27 @@ function grpcRecommender(address: string, apiKey: string) {
   const client = new grpcJs.Client(address, grpcJs.credentials.createInsecure());
   const metadata = new grpcJs.Metadata();
   metadata.set("x-api-key", apiKey);
-  const serialize = (m: RecommendRequest) => Buffer.from(toBinary(RecommendRequestSchema, m));
-  const deserialize = (b: Buffer) => fromBinary(RecommendResponseSchema, b);
-  return {
-    /** `opts.headers` is accepted for symmetry with connect clients and ignored: the key is fixed. */
-    recommend(req: RecommendRequest, opts: { timeoutMs?: number; headers?: Record<string, string> } = {}): Promise<RecommendResponse> {
-      return new Promise((resolve, reject) =>
+  /** One unary method of the service, with the generated descriptors (toBinary/fromBinary). */
+  const unary =
+    <I extends DescMessage, O extends DescMessage>(path: string, input: I, output: O) =>
+    (req: MessageShape<I>, timeoutMs = 10_000): Promise<MessageShape<O>> =>
+      new Promise((resolve, reject) =>
         client.makeUnaryRequest(
-          "/decisioning.v1.DecisionService/Recommend",
-          serialize,
-          deserialize,
+          path,
+          (m: MessageShape<I>) => Buffer.from(toBinary(input, m)),
+          (b: Buffer) => fromBinary(output, b),
           req,
           metadata,
-          { deadline: Date.now() + (opts.timeoutMs ?? 10_000) },
+          { deadline: Date.now() + timeoutMs },
           (err, res) => (err ? reject(err) : resolve(res!)),
         ),
       );
-    },
+  const recommend = unary("/decisioning.v1.DecisionService/Recommend", RecommendRequestSchema, RecommendResponseSchema);
+  return {
+    /** `opts.headers` is accepted for symmetry with connect clients and ignored: the key is fixed. */
+    recommend: (req: RecommendRequest, opts: { timeoutMs?: number; headers?: Record<string, string> } = {}): Promise<RecommendResponse> =>
+      recommend(req, opts.timeoutMs),
+    respond: unary("/decisioning.v1.OutcomeService/Respond", RespondRequestSchema, RespondResponseSchema),
     close: () => client.close(),
   };
 }
@@ -430,14 +439,42 @@ async function run(): Promise<void> {
   await setTraces(false);
   const gbOpenOff = await lane("Recommend gRPC gbt100, no traces", gbCall, { rate: RATE_GB }, { server: service });
 
+  // --- G. Respond (issue 5): fresh keys vs a bare INSERT at 16 clients, replays, a 10:1 mix ---------
+  console.log("\nG. Respond over gRPC (16 clients in flight; attributed by recommendationId and rank)");
+  await setTraces(true);
+  const recent = (await tracesDb.query("SELECT id, customer_id FROM recommendations ORDER BY created_at DESC LIMIT 5000")).rows as Array<{ id: string; customer_id: string }>;
+  const outcomeFor = (i: number, keyOf: (i: number) => string): RespondRequest => {
+    const rec = recent[i % recent.length];
+    return create(RespondRequestSchema, { customerId: rec.customer_id, outcome: "click", recommendationId: rec.id, rank: 1, idempotencyKey: keyOf(i) });
+  };
+  const run0 = randomBytes(4).toString("hex");
+  // Lanes number their calls from 0 again after warm-up, so fresh keys come from a counter of their own.
+  let sent = 0;
+  const freshKey = (n: number) => `fresh-${run0}-${n}`;
+  const fresh: Call = () => {
+    const n = sent++;
+    return grpc.respond(outcomeFor(n, freshKey));
+  };
+  const respondFresh = await lane("Respond gRPC, fresh keys", fresh, { concurrency: RESPOND_CLIENTS }, { server: service });
+  const written = sent;
+  const replay: Call = (i) => grpc.respond(outcomeFor(i % written, freshKey));
+  const respondReplay = await lane("Respond gRPC, replayed keys", replay, { concurrency: RESPOND_CLIENTS }, { server: service });
+  const insert16 = await lane("pg bare impression INSERT (16 clients)", base.insert, { concurrency: RESPOND_CLIENTS }, short);
+  let mixedSent = 0;
+  const mixed: Call = (i) =>
+    i % 11 === 10
+      ? grpc.respond(outcomeFor(mixedSent++, (n) => `mixed-${run0}-${n}`))
+      : grpc.recommend(adaptiveRequests[i % adaptiveRequests.length], { headers });
+  const mixedLane = await lane("10 Recommend : 1 Respond, gRPC", mixed, { concurrency: CONCURRENCY }, { server: service });
+
   const traceSizes = (
     await tracesDb.query(
-      `SELECT flow_id IS NOT NULL AS gbt, count(*)::int AS n, avg(length(trace::text))::int AS avg_chars, max(length(trace::text))::int AS max_chars
+      `SELECT flow_id IS NOT NULL AS gbt, count(*)::int AS n, avg(octet_length(trace))::int AS avg_chars, max(octet_length(trace))::int AS max_chars
          FROM decision_traces GROUP BY 1 ORDER BY 1`,
     )
   ).rows as Array<{ gbt: boolean; n: number; avg_chars: number; max_chars: number }>;
   for (const t of traceSizes) {
-    console.log(`bench: ${t.n} ${t.gbt ? "gbt100" : "adaptive"} traces stored, ${Math.round(t.avg_chars / 1024)} KiB of JSON each on average (max ${Math.round(t.max_chars / 1024)} KiB)`);
+    console.log(`bench: ${t.n} ${t.gbt ? "gbt100" : "adaptive"} traces stored, ${Math.round(t.avg_chars / 1024)} KiB (gzipped JSON) each on average (max ${Math.round(t.max_chars / 1024)} KiB)`);
   }
   const serviceWarnings = service.warnings.filter((w) => !/SECURITY/.test(String(w.msg)));
   // Stop the servers before the in-process measurement so it has the machine to itself.
@@ -516,6 +553,19 @@ async function run(): Promise<void> {
   add("service CPU per Recommend, traces off (closed loop)", recClosedOff.server!.cpuMsPerRequest, "ms", "traces on", recClosed.server!.cpuMsPerRequest);
   add("service CPU per gbt100 Recommend (closed loop)", gbClosed.server!.cpuMsPerRequest, "ms", "echo server CPU per call (closed loop)", echoClosed.server!.cpuMsPerRequest);
   add("scoring crossover (tree walks)", crossover.crossoverWalks ?? NaN, "walks", "DEFAULT_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS);
+  add("gRPC Respond, fresh keys (16 clients)", respondFresh.throughput, "req/s", "bare INSERT (16 clients)", insert16.throughput, {
+    text: ">= 0.5 × bare INSERT",
+    ok: clean(respondFresh) && ratio(respondFresh.throughput, insert16.throughput) >= 0.5,
+  });
+  add("gRPC Respond, replayed keys (16 clients)", respondReplay.throughput, "req/s", "fresh keys", respondFresh.throughput, {
+    text: ">= 2 × fresh keys",
+    ok: clean(respondReplay) && ratio(respondReplay.throughput, respondFresh.throughput) >= 2,
+  });
+  add("service CPU per Respond, replayed keys", respondReplay.server!.cpuMsPerRequest, "ms", "fresh keys", respondFresh.server!.cpuMsPerRequest, {
+    text: "<= 0.5 × fresh keys",
+    ok: ratio(respondReplay.server!.cpuMsPerRequest, respondFresh.server!.cpuMsPerRequest) <= 0.5,
+  });
+  add("10 Recommend : 1 Respond max throughput (closed)", mixedLane.throughput, "req/s", "Recommend alone", recClosed.throughput);
 
   console.log("\nSummary (every figure against a baseline measured in this run)\n");
   console.log("| figure | value | baseline | ratio | target | |");

@@ -34,10 +34,11 @@ export interface Config {
 export class ConfigError extends Error {}
 
 /**
- * Measured by `npm run bench` (docs/performance.md): the inline-vs-pool crossover fell between
- * 2,500 and 8,000 tree walks; below it, a thread hop costs more than it saves.
+ * Measured by `npm run bench` (docs/performance.md): once compiled models are cached per snapshot,
+ * scoring inline beat the pool at every size measured (up to 80,000 tree walks), because a task
+ * must carry its model to the worker by structured clone. The pool is kept for larger ensembles.
  */
-export const DEFAULT_POOL_MIN_TREE_WALKS = 5_000;
+export const DEFAULT_POOL_MIN_TREE_WALKS = 100_000;
 
 function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];

@@ -1,3 +1,4 @@
+import { gunzipSync } from "node:zlib";
 import type { Sequelize } from "sequelize";
 import { execReturning, selectRows, type Transaction } from "../platform/db.js";
 
@@ -38,8 +39,8 @@ export interface TraceRow {
   created_at: Date;
 }
 
-/** A trace row whose trace is already JSON text, as the trace writer queues it. */
-export type SerializedTrace = Omit<TraceRow, "trace"> & { trace: string };
+/** A trace row whose trace is already gzipped JSON, as the trace writer queues it. */
+export type SerializedTrace = Omit<TraceRow, "trace"> & { trace: Buffer };
 
 export interface SettingsRow {
   decision_trace_enabled: boolean;
@@ -148,12 +149,12 @@ export class DecisionStore {
 
   /** By trace id or by the recommendation it explains. */
   async trace(tenantId: string, id: string): Promise<TraceRow | null> {
-    const [row] = await selectRows<TraceRow>(
+    const [row] = await selectRows<SerializedTrace>(
       this.db,
       "SELECT * FROM decision_traces WHERE tenant_id = $1 AND (id = $2 OR recommendation_id = $2) LIMIT 1",
       [tenantId, id],
     );
-    return row ?? null;
+    return row ? { ...row, trace: JSON.parse(gunzipSync(row.trace).toString("utf8")) } : null;
   }
 
   async settings(tenantId: string): Promise<SettingsRow> {

@@ -1,3 +1,4 @@
+import { gzip } from "node:zlib";
 import type { Logger } from "../platform/logger.js";
 import type { DecisionStore, SerializedTrace, TraceRow } from "./decision-store.js";
 
@@ -16,9 +17,12 @@ export interface TraceWriterOptions {
  */
 export class TraceWriter {
   private queue: SerializedTrace[] = [];
+  /** Traces being serialized and compressed, and who waits for them to be queued. */
+  private pending = 0;
+  private readonly idle: Array<() => void> = [];
   private queuedBytes = 0;
   private dropped = 0;
-  private flushing: Promise<void> | null = null;
+  private draining: Promise<void> | null = null;
   private readonly timer: NodeJS.Timeout;
   private readonly maxQueueBytes: number;
   private readonly batchSize: number;
@@ -30,28 +34,38 @@ export class TraceWriter {
   ) {
     this.maxQueueBytes = options.maxQueueBytes ?? 64 * 1024 * 1024;
     this.batchSize = options.batchSize ?? 50;
-    this.timer = setInterval(() => void this.flush(), options.flushIntervalMs ?? 50);
+    this.timer = setInterval(() => void this.drainSoon(), options.flushIntervalMs ?? 50);
     this.timer.unref();
   }
 
   /**
    * Serializes one trace at a time, after the answer has gone out (setImmediate runs after the
-   * response is written), so that a backlog never becomes one long stringify of a whole batch and
-   * the queue can be bounded by what it really holds: bytes.
+   * response is written), so that a backlog never becomes one long stringify of a whole batch;
+   * compresses it on libuv's thread pool, off the event loop; and bounds the queue by what it really
+   * holds: bytes.
    */
   enqueue(row: TraceRow): void {
-    setImmediate(() => this.push(row));
+    this.pending++;
+    setImmediate(() =>
+      gzip(JSON.stringify(row.trace), { level: 1 }, (err, compressed) => {
+        this.pending--;
+        if (err) {
+          this.dropped++;
+          this.logger.error({ err, recommendationId: row.recommendation_id }, "decision trace could not be compressed");
+        } else this.push({ ...row, trace: compressed });
+        if (this.pending === 0) for (const resolve of this.idle.splice(0)) resolve();
+      }),
+    );
   }
 
-  private push(row: TraceRow): void {
-    const trace: SerializedTrace = { ...row, trace: JSON.stringify(row.trace) };
+  private push(trace: SerializedTrace): void {
     this.queuedBytes += trace.trace.length;
     this.queue.push(trace);
     while (this.queuedBytes > this.maxQueueBytes && this.queue.length > 1) {
       this.queuedBytes -= this.queue.shift()!.trace.length;
       if (this.dropped++ % 1000 === 0) this.logger.warn({ droppedTotal: this.dropped }, "decision trace queue full: dropping the oldest traces");
     }
-    if (this.queue.length >= this.batchSize) void this.flush();
+    if (this.queue.length >= this.batchSize) void this.drainSoon();
   }
 
   /** Counts of what was dropped since start: an operator's signal that traces lag. */
@@ -59,12 +73,16 @@ export class TraceWriter {
     return this.dropped;
   }
 
-  /** Writes everything queued, including traces enqueued this tick; concurrent calls share one flush. */
-  flush(): Promise<void> {
-    this.flushing ??= new Promise((resolve) => setImmediate(resolve))
-      .then(() => this.drain())
-      .finally(() => (this.flushing = null));
-    return this.flushing;
+  /** Writes everything enqueued so far, once compressed (shutdown, tests). */
+  async flush(): Promise<void> {
+    if (this.pending > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
+    await this.drainSoon();
+  }
+
+  /** Writes what is queued; one drain at a time, and it runs until the queue is empty. */
+  private drainSoon(): Promise<void> {
+    this.draining ??= this.drain().finally(() => (this.draining = null));
+    return this.draining;
   }
 
   async close(): Promise<void> {

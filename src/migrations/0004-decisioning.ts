@@ -150,7 +150,9 @@ export const up: MigrationFn = async ({ context: db }) => {
       degraded_scoring boolean NOT NULL DEFAULT false,
       selected_count integer NOT NULL DEFAULT 0,
       rejected_count integer NOT NULL DEFAULT 0,
-      trace jsonb NOT NULL,
+      -- gzip of the trace's JSON: a 200-offer trace is ~150 KB of JSON and ~15 KB compressed, and
+      -- traces are written for every decision by default but read one at a time.
+      trace bytea NOT NULL,
       inputs_hash text NOT NULL,
       policy_version_hash text NOT NULL,
       created_at timestamptz NOT NULL DEFAULT now(),
