@@ -92,8 +92,12 @@ export class RespondService {
     const at = new Date();
     const attribution = await this.attribute(ctx.tenantId, customerId, req, compiled);
     const since = new Date(at.getTime() - ADAPTATION_LOOKBACK_DAYS * 86_400_000);
-    const exposure = await this.store.recentExposure(ctx.tenantId, customerId, attribution.offerId, since);
     const stored = attribution.recommendation?.offers.find((o) => o.offerId === attribution.offerId);
+    // The attributed recommendation is itself the exposure when it is recent: no second query.
+    const exposure =
+      stored && attribution.recommendation!.created_at >= since
+        ? { bucket: stored.bucket ?? null }
+        : await this.store.recentExposure(ctx.tenantId, customerId, attribution.offerId, since);
     const bucket = stored?.bucket ?? exposure?.bucket ?? ALL_CONTEXTS_BUCKET;
     const status: Status = exposure ? "recorded" : "recorded_without_adaptation";
     const row = await this.store.insert(ctx.tenantId, {
