@@ -7,18 +7,22 @@
 import type { Offer } from "./catalog.js";
 import { budgetCounterKey, periodWindow, toMicros, type BudgetPeriod, type CounterCheck } from "./counters.js";
 
-export interface BudgetAllocation {
-  id: string;
-  name?: string;
-  scope: "global" | "category" | "offer" | "channel";
-  scopeId?: string;
+/** The limits and costs of a budget: an allocation's, or an offer's own `budget` field. */
+export interface OfferBudget {
   maxImpressions?: number;
   maxSpend?: number;
   maxConversions?: number;
   costPerImpression?: number;
   costPerConversion?: number;
-  /** The UTC calendar window the limits apply to; default `lifetime`. */
+  /** The UTC calendar window the limits apply to; default `lifetime` (`day` is a per-day cap). */
   period?: BudgetPeriod;
+}
+
+export interface BudgetAllocation extends OfferBudget {
+  id: string;
+  name?: string;
+  scope: "global" | "category" | "offer" | "channel";
+  scopeId?: string;
   /** A paused budget limits nothing. */
   status?: "active" | "paused";
 }

@@ -4,7 +4,7 @@
  * snapshot; the core never sees database rows or generated messages.
  */
 import type { Condition } from "./conditions.js";
-import type { BudgetPeriod } from "./counters.js";
+import type { OfferBudget } from "./budgets.js";
 
 export type OfferStatus = "draft" | "active" | "paused" | "archived";
 
@@ -18,17 +18,6 @@ export interface OfferSchedule {
   endAt?: string;
   daysOfWeek?: number[];
   hours?: { from: number; to: number };
-}
-
-/** The offer's own budget (spec 2.4 `budget`), compiled into a budget allocation of scope offer. */
-export interface OfferBudget {
-  maxImpressions?: number;
-  maxSpend?: number;
-  maxConversions?: number;
-  costPerImpression?: number;
-  costPerConversion?: number;
-  /** UTC calendar window of the limits; default `lifetime` (`day` is a per-day cap). */
-  period?: BudgetPeriod;
 }
 
 export interface Offer {
