@@ -9,11 +9,12 @@ import {
   type RecommendResponse,
 } from "../../gen/decisioning/v1/decisions_pb.js";
 import type { Decision, DecisionInput, RankedOffer, Rejection } from "../core/index.js";
-import { newId } from "../platform/ids.js";
+import { isUuid, newId } from "../platform/ids.js";
 import type { TraceRow } from "./decision-store.js";
 
 const json = (value: unknown) => JSON.parse(JSON.stringify(value)) as JsonValue;
-const stored = (id: string) => (/^[0-9a-f-]{36}$/i.test(id) ? id : undefined);
+/** A flow id the tenant stored, or undefined for the built-in default flow (whose id is `default`). */
+export const storedFlowId = (id: string): string | undefined => (isUuid(id) ? id : undefined);
 
 export function toRecommendResponse(r: {
   recommendationId: string;
@@ -41,7 +42,7 @@ export function toRecommendResponse(r: {
       propensitySource: o.propensitySource,
       mandatory: o.mandatory,
     })),
-    flowId: stored(r.decision.flowId),
+    flowId: storedFlowId(r.decision.flowId),
     degraded: r.decision.degradedScoring,
     rejectedOffers: r.explain
       ? r.rejected.map((x) => ({ offerId: x.offerId, offerName: x.offerName, stage: x.stage, reason: x.reason, detail: x.detail as JsonObject | undefined }))
@@ -65,7 +66,7 @@ export function toTraceRow(
     id: newId(),
     recommendation_id: recommendationId,
     customer_id: input.customerId,
-    flow_id: stored(decision.flowId) ?? null,
+    flow_id: storedFlowId(decision.flowId) ?? null,
     degraded_scoring: decision.degradedScoring,
     selected_count: offers.length,
     rejected_count: rejected.length,

@@ -26,7 +26,7 @@ import type { CounterStore } from "./counter-store.js";
 import type { DecisionStore } from "./decision-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 import type { TraceWriter } from "./trace-writer.js";
-import { toRecommendResponse, toTraceRow } from "./decision-mapper.js";
+import { storedFlowId, toRecommendResponse, toTraceRow } from "./decision-mapper.js";
 
 export const MAX_OFFERS = 50;
 export const MAX_PLACEMENTS = 20;
@@ -92,7 +92,7 @@ export class RecommendService {
         {
           id: recommendationId,
           customer_id: input.customerId,
-          flow_id: isStoredFlow(decision.flowId) ? decision.flowId : null,
+          flow_id: storedFlowId(decision.flowId) ?? null,
           interaction_id: interactionId,
           channel_id: input.channel ?? null,
           multi_placement: !singleSlot,
@@ -213,7 +213,6 @@ export class RecommendService {
   }
 }
 
-const isStoredFlow = (id: string) => /^[0-9a-f-]{36}$/i.test(id);
 
 function adaptiveSettings(model: ModelConfig | undefined) {
   if (model?.type === "adaptive") return model;

@@ -12,6 +12,9 @@ import { toAppError } from "./error-mapping.js";
 
 export type HealthCheck = () => Promise<Record<string, "ok" | "down">>;
 
+/** How long a new connection may stay silent before its first bytes. */
+const SNIFF_TIMEOUT_MS = 30_000;
+
 /** The HTTP/2 connection preface starts with these bytes; no HTTP/1 request line does. */
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0");
 
@@ -58,6 +61,8 @@ export function createHttpServer(gateway: Gateway, health: HealthCheck, reflecti
   const http1Listeners = http1.listeners("connection") as Array<(socket: Socket) => void>;
   http1.removeAllListeners("connection");
   http1.on("connection", (socket: Socket) => {
+    // A connection that never says which protocol it speaks is dropped rather than held forever.
+    socket.setTimeout(SNIFF_TIMEOUT_MS, () => socket.destroy());
     let seen = Buffer.alloc(0);
     const sniff = (chunk: Buffer) => {
       seen = Buffer.concat([seen, chunk]);
@@ -65,6 +70,7 @@ export function createHttpServer(gateway: Gateway, health: HealthCheck, reflecti
       const h2 = seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
       if (h2 && seen.length < H2_PREFACE.length) return; // a partial preface: wait for more
       socket.off("data", sniff);
+      socket.setTimeout(0);
       socket.pause();
       socket.unshift(seen);
       // HTTP/2 drains the buffered bytes itself and then reads the handle; resuming would lose them.
