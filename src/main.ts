@@ -26,7 +26,8 @@ import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
 import { createMemoryCounterStore, createRedisCounterStore } from "./decisions/counter-store.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
-import { Gateway, type ServiceRegistration } from "./transport/gateway.js";
+import { Gateway } from "./transport/gateway.js";
+import type { ServiceRegistration } from "./platform/service-registration.js";
 import { createHttpServer } from "./transport/http-server.js";
 import { createGrpcServer, bindGrpc } from "./transport/grpc.js";
 

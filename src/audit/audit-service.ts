@@ -19,7 +19,7 @@ import { HttpBodySchema, type HttpBody } from "../../gen/google/api/httpbody_pb.
 import { DownloadDispositionSchema } from "../../gen/decisioning/v1/common_pb.js";
 import type { TenantContext } from "../platform/context.js";
 import { invalidField, invalidFields, type FieldViolation } from "../platform/errors.js";
-import { offsetPageRequest } from "../platform/pagination.js";
+import { limitOffsetRequest, offsetPageRequest } from "../platform/pagination.js";
 import { AUDIT_ACTIONS, entryJson, integrityHash, type AuditRow } from "./audit-entry.js";
 import type { AuditFilter, AuditStore } from "./audit-store.js";
 import { changeSummary, changedFields } from "./change-summary.js";
@@ -88,10 +88,7 @@ export class AuditService {
     const violations: FieldViolation[] = [];
     const format = req.format || "json";
     if (!EXPORT_FORMATS.includes(format)) violations.push({ field: "format", message: `must be one of ${EXPORT_FORMATS.join(", ")}` });
-    const limit = req.limit ?? EXPORT_MAX;
-    const offset = req.offset ?? 0;
-    if (!Number.isInteger(limit) || limit < 1 || limit > EXPORT_MAX) violations.push({ field: "limit", message: `must be between 1 and ${EXPORT_MAX}` });
-    if (!Number.isInteger(offset) || offset < 0) violations.push({ field: "offset", message: "must be a whole number of at least 0" });
+    const { limit, offset } = limitOffsetRequest(req, EXPORT_MAX, EXPORT_MAX, violations);
     checkAction(req.action, violations);
     const { since, until } = dateRange(req.startDate, req.endDate, violations);
     if (violations.length) throw invalidFields(violations);

@@ -1,4 +1,5 @@
-import { create, type DescService, type Message } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import type { Handler, ServiceRegistration } from "../platform/service-registration.js";
 import {
   CatalogEntrySchema,
   CatalogEntryService,
@@ -25,13 +26,12 @@ import { configViolations } from "./catalog-support.js";
 import { OfferService, type AdminCheck } from "./offer-service.js";
 import type { OfferEventListener } from "./offer-events.js";
 
-type Handler = (ctx: TenantContext, req: any) => Promise<Message>;
 type EntryCollection = CatalogCollection<typeof CatalogEntrySchema, typeof ListCatalogEntriesResponseSchema>;
 
 export interface Catalog {
   offers: OfferService;
   /** Service implementations for the doors, keyed by method localName. */
-  services: Array<{ service: DescService; impl: Record<string, Handler> }>;
+  services: ServiceRegistration[];
   /** Fills a new tenant's catalog (the default outcome types) inside its creating transaction. */
   seedTenant(t: Transaction, ctx: TenantContext): Promise<void>;
   /** The read model Recommend compiles its snapshot from. */

@@ -1,4 +1,4 @@
-import type { DescService, Message } from "@bufbuild/protobuf";
+import type { ServiceRegistration } from "../platform/service-registration.js";
 import {
   AlgorithmModelSchema,
   AlgorithmModelService,
@@ -28,7 +28,6 @@ import type { ColumnValues } from "./write-fields.js";
 import { configViolations, referenceViolations } from "./catalog-support.js";
 import { DecisionFlowLifecycle } from "./decision-flows.js";
 
-type Handler = (ctx: TenantContext, req: any) => Promise<Message>;
 
 /** Model parameters by type, checked by compiling them as the scorer will; paths name `config`. */
 function modelViolations(after: ColumnValues): FieldViolation[] {
@@ -123,7 +122,7 @@ export function createDecisionConfig(store: CatalogStore, flowStore: DecisionCon
   });
   const lifecycle = new DecisionFlowLifecycle(store, flowStore, audit);
 
-  const services: Array<{ service: DescService; impl: Record<string, Handler> }> = [
+  const services: ServiceRegistration[] = [
     {
       service: BudgetService,
       impl: {

@@ -165,17 +165,18 @@ function redisCounterStore(redis: Redis): CounterStore {
       await pipeline.exec();
     },
     async readEvidence(tenantId, keys) {
-      const byHash = new Map<string, string[]>();
-      for (const k of keys) {
-        const { hash } = evidenceSlot(k);
-        byHash.set(hash, [...(byHash.get(hash) ?? []), k]);
+      const byHash = new Map<string, Array<{ key: string; offerId: string }>>();
+      for (const key of keys) {
+        const { hash, offerId } = evidenceSlot(key);
+        const group = byHash.get(hash) ?? [];
+        group.push({ key, offerId });
+        byHash.set(hash, group);
       }
       const out: Record<string, AdaptiveEvidence> = {};
       await Promise.all(
         [...byHash].map(async ([hash, group]) => {
-          const fields = group.flatMap((k) => [`${evidenceSlot(k).offerId}:s`, `${evidenceSlot(k).offerId}:t`]);
-          const values = await redis.hmget(tenantKey(tenantId, hash), ...fields);
-          group.forEach((k, i) => {
+          const values = await redis.hmget(tenantKey(tenantId, hash), ...group.flatMap((g) => [`${g.offerId}:s`, `${g.offerId}:t`]));
+          group.forEach(({ key: k }, i) => {
             const [s, t] = [values[2 * i], values[2 * i + 1]];
             if (t !== null) out[k] = { successes: Number(s ?? 0), trials: Number(t) };
           });

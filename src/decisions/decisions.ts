@@ -1,9 +1,9 @@
-import type { DescService, Message } from "@bufbuild/protobuf";
+import type { Handler, ServiceRegistration } from "../platform/service-registration.js";
 import { CustomerService, WorkspaceService as WorkspaceServiceDesc } from "../../gen/decisioning/v1/configuration_pb.js";
 import { DecisionService, DecisionTraceService, OutcomeService } from "../../gen/decisioning/v1/decisions_pb.js";
 import type { Sequelize } from "sequelize";
 import type { Bus } from "../platform/bus.js";
-import type { CallInfo, TenantContext } from "../platform/context.js";
+import type { TenantContext } from "../platform/context.js";
 import type { Transaction } from "../platform/db.js";
 import type { Logger } from "../platform/logger.js";
 import { InvalidatedCache } from "../platform/invalidated-cache.js";
@@ -18,7 +18,6 @@ import { compileTenant, type CompiledTenant } from "./snapshot-compiler.js";
 import { TraceWriter } from "./trace-writer.js";
 import { WorkspaceService } from "./workspace-service.js";
 
-type Handler = (ctx: TenantContext, req: any, call: CallInfo) => Promise<Message>;
 
 /** Bus channels: a tenant's configuration, or one customer's attributes, changed. */
 export const SNAPSHOT_CHANNEL = "decisioning.snapshot.invalidate";
@@ -62,7 +61,7 @@ export function createDecisions(o: DecisionsOptions) {
   });
   const respond = new RespondService(snapshots, new OutcomeStore(o.db), o.counters, o.logger);
   const workspace = new WorkspaceService(store, o.counters, snapshots, customers, o.audit, o.seedTenant, o.decisionQuota);
-  const services: Array<{ service: DescService; impl: Record<string, Handler> }> = [
+  const services: ServiceRegistration[] = [
     {
       service: DecisionService,
       impl: { recommend: (ctx, req) => recommend.recommend(ctx, req), recommendQuery: (ctx, req) => recommend.recommend(ctx, req) },

@@ -28,6 +28,12 @@ const DIRECTIONS = ["inbound", "outbound"];
 
 type Status = "recorded" | "already_recorded" | "recorded_without_adaptation";
 
+/** Errors that belong to one bulk item, as that item alone would have been answered (spec 7). */
+const ITEM_ERRORS: Partial<Record<string, { status: number; code: string }>> = {
+  INVALID_ARGUMENT: { status: 400, code: "BAD_REQUEST" },
+  NOT_FOUND: { status: 404, code: "NOT_FOUND" },
+};
+
 /** Where an outcome landed: the offer and, when the ladder found it, the recommendation. */
 interface Attribution {
   offerId: string;
@@ -68,8 +74,11 @@ export class RespondService {
         const record = await this.record(ctx, item, key);
         results.push({ index, status: record.status, idempotencyKey: key, record });
       } catch (err) {
-        if (!isAppError(err) || err.code === "INTERNAL") throw err;
-        results.push({ index, status: "failed", idempotencyKey: key, error: { status: err.code === "NOT_FOUND" ? 404 : 400, code: err.reason, message: err.message } });
+        // Only what is wrong with the item itself fails the item; anything else fails the batch.
+        const itemError = isAppError(err) ? ITEM_ERRORS[err.code] : undefined;
+        if (!itemError) throw err;
+        const { message, reason } = err as AppError;
+        results.push({ index, status: "failed", idempotencyKey: key, error: { ...itemError, message, reason } });
       }
     }
     return create(RespondBulkResponseSchema, {

@@ -24,6 +24,7 @@ import type { TenantContext } from "../platform/context.js";
 import type { Transaction } from "../platform/db.js";
 import { invalidField, invalidFields, notFound, type FieldViolation } from "../platform/errors.js";
 import { isUuid } from "../platform/ids.js";
+import { limitOffsetRequest } from "../platform/pagination.js";
 import type { InvalidatedCache } from "../platform/invalidated-cache.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import type { CounterStore } from "./counter-store.js";
@@ -137,11 +138,8 @@ export class WorkspaceService {
   }
 
   async listDecisionTraces(ctx: TenantContext, req: ListDecisionTracesRequest): Promise<ListDecisionTracesResponse> {
-    const limit = req.limit ?? 50;
-    const offset = req.offset ?? 0;
     const violations: FieldViolation[] = [];
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) violations.push({ field: "limit", message: "must be between 1 and 100" });
-    if (!Number.isInteger(offset) || offset < 0) violations.push({ field: "offset", message: "must be a whole number of at least 0" });
+    const { limit, offset } = limitOffsetRequest(req, 100, 50, violations);
     if (req.recommendationId && !isUuid(req.recommendationId)) violations.push({ field: "recommendationId", message: "must be a recommendation id" });
     if (violations.length) throw invalidFields(violations);
     const { rows, total } = await this.store.traces(ctx.tenantId, { customerId: req.customerId || undefined, recommendationId: req.recommendationId || undefined }, limit, offset);

@@ -1,4 +1,4 @@
-import { invalidField } from "./errors.js";
+import { invalidField, type FieldViolation } from "./errors.js";
 import { isUuid } from "./ids.js";
 
 export interface CursorPageRequest {
@@ -35,4 +35,21 @@ export function offsetPageRequest(req: { page?: number; limit?: number }, max: n
   if (!Number.isInteger(page) || page < 1) throw invalidField("page", "must be a whole number of at least 1");
   if (!Number.isInteger(limit) || limit < 1 || limit > max) throw invalidField("limit", `must be between 1 and ${max}`);
   return { page, limit, offset: (page - 1) * limit };
+}
+
+/**
+ * Limit/offset lists (audit export, decision traces): limit within 1..max, offset from 0. Problems go
+ * to `violations`, so that they are reported with the request's other field errors.
+ */
+export function limitOffsetRequest(
+  req: { limit?: number; offset?: number },
+  max: number,
+  fallback: number,
+  violations: FieldViolation[],
+): { limit: number; offset: number } {
+  const limit = req.limit ?? fallback;
+  const offset = req.offset ?? 0;
+  if (!Number.isInteger(limit) || limit < 1 || limit > max) violations.push({ field: "limit", message: `must be between 1 and ${max}` });
+  if (!Number.isInteger(offset) || offset < 0) violations.push({ field: "offset", message: "must be a whole number of at least 0" });
+  return { limit, offset };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
-import type { DescMethod, DescService, Message } from "@bufbuild/protobuf";
+import type { DescMethod, Message } from "@bufbuild/protobuf";
 import type { CallInfo, TenantContext } from "../platform/context.js";
+import type { Handler, ServiceRegistration } from "../platform/service-registration.js";
 import { AppError, forbidden } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
 import { methodPolicy, type ResolvedPolicy } from "../platform/method-policy.js";
@@ -8,14 +9,6 @@ import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
 import type { RateLimitDecision } from "../platform/rate-limiter.js";
 import { authorize, type Authenticator } from "../identity/authenticator.js";
 
-/** A service method as every door calls it: the tenant context first, then the decoded request. */
-export type Handler = (ctx: TenantContext, request: any, call: CallInfo) => Promise<Message>;
-
-export interface ServiceRegistration {
-  service: DescService;
-  /** Keyed by the method's localName (createApiKey, ...). */
-  impl: Record<string, Handler>;
-}
 
 /** What an HTTP door knows that gRPC does not: the CSRF guard needs it. */
 export interface HttpFacts {

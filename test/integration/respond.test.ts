@@ -232,6 +232,9 @@ describe("POST /api/v1/respond/bulk", () => {
     assert.match(first.body.results[0].idempotencyKey, /^bulk:[0-9a-f]{64}$/);
     assert.equal(first.body.results[2].idempotencyKey, "explicit");
     assert.equal(first.body.results[1].error.status, 400);
+    assert.equal(first.body.results[1].error.code, "BAD_REQUEST");
+    assert.equal(first.body.results[1].error.reason, "VALIDATION_FAILED");
+    assert.equal(first.body.results[3].error.reason, "NO_RECOMMENDATION");
     assert.match(first.body.results[1].error.message, /^outcome: unknown outcome type nonsense/);
     assert.equal(first.body.results[3].error.message, "No recommendation found for customer=ivy rank=9");
     assert.deepEqual([first.body.recorded, first.body.alreadyRecorded, first.body.failed], [2, 0, 2]);
