@@ -10,7 +10,8 @@ import type { Logger } from "./logger.js";
 export function createScoringPool(logger: Logger, threads = Math.max(1, availableParallelism() - 1)) {
   const pool = new Piscina<ScoreTask, CandidateScore[]>({
     filename: new URL("../../workers/scoring-worker.ts", import.meta.url).href,
-    minThreads: 1,
+    // No thread until a task needs one: most tasks score inline, and the CLI never scores.
+    minThreads: 0,
     maxThreads: threads,
   });
   // A worker that fails to start must not take the service down: the task fails, scoring falls back.
