@@ -40,6 +40,8 @@ export interface ContactPolicyInput {
   nowMs: number;
   counters: Readonly<Record<string, number>>;
   recentOutcomes: readonly RecentOutcome[];
+  /** Keep every verdict as a `results` row (for an explanation); otherwise only the rejections. */
+  explain: boolean;
 }
 
 /** One policy's verdict on one offer (spec 2.16 `contactPolicyResults[]`). */
@@ -82,7 +84,7 @@ export function applyContactPolicies(offers: Offer[], config: ContactPolicyConfi
     const checks = counterChecks(offer, config, input.customerId, input.channel?.id ?? null, input.nowMs);
     let blockedBy: Verdict | undefined;
     for (const verdict of verdicts(offer, config, input, checks)) {
-      output.results.push({ offerId: offer.id, blocked: verdict.blocked, policyId: verdict.policyId, reason: verdict.reason });
+      if (input.explain) output.results.push({ offerId: offer.id, blocked: verdict.blocked, policyId: verdict.policyId, reason: verdict.reason });
       if (verdict.blocked) {
         blockedBy = verdict;
         break;

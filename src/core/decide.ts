@@ -5,16 +5,15 @@
  * Scoring is the only stage worth moving off the event loop, so a decision splits around it:
  * `prepareDecision` runs the stages before scoring and returns the serialisable ScoreTask;
  * the caller scores it inline or in the worker pool (scoring-path.ts); `completeDecision` ranks.
- * `decide` is the three in a row. The same inputs give the same decision byte for byte, and
- * `inputsHash` fingerprints those inputs so a replay can prove it ran the same decision.
+ * `decide` is the three in a row. The same inputs give the same decision byte for byte, which is
+ * what lets a stored trace be re-run to explain a decision (src/decisions/trace-record.ts).
  */
 import type { AttributeBag, Attributes } from "./attributes.js";
 import type { Offer } from "./catalog.js";
 import { coupleCreatives, type SlotOptions } from "./channel-coupling.js";
 import { applyContactPolicies, type ContactPolicyRow } from "./contact-policy.js";
 import type { Reservation } from "./counters.js";
-import { flowRankNode, flowScoreNode } from "./flow.js";
-import { fingerprint } from "./hash.js";
+import { flowRankNode, flowScoreNode, type DecisionFlow } from "./flow.js";
 import { qualify, type QualificationRow } from "./qualification.js";
 import {
   DEFAULT_COUNT,
@@ -24,7 +23,6 @@ import {
   type RankedCandidate,
   type RankedOffer,
   type RankingWeights,
-  type SelectionOutput,
   type SelectionPlan,
 } from "./ranking.js";
 import type { Rejection } from "./rejections.js";
@@ -51,7 +49,11 @@ export interface DecisionInput extends RequestScopeInput {
   clv: ClvInput | null;
   /** Seeds every random draw (Thompson sampling); record it to replay. */
   seed: string;
-  /** Build scoring explanations (when the caller asked, or the trace is sampled). */
+  /**
+   * Explain the decision: scoring explanations and every stage's rows (scoringResults,
+   * qualificationResults, contactPolicyResults, rank rejections). Without it a decision carries
+   * what serving needs: the offers, the fallbacks, the rejections before ranking and the counts.
+   */
   explain?: boolean;
 }
 
@@ -68,13 +70,15 @@ export interface Decision {
   /** Eligible offers not returned, best first: the supply for `refill`. */
   fallbacks: RankedCandidate[];
   selectionPlan: SelectionPlan;
+  /** Every rejected offer with its stage (rank rejections only when explained). */
   rejectedOffers: Rejection[];
+  /** How many offers were rejected, rank included, whether explained or not. */
+  rejectedCount: number;
   scoringResults: ScoringResult[];
   qualificationResults: QualificationRow[];
   contactPolicyResults: ContactPolicyRow[];
   degradedScoring: boolean;
   rankingWeights: RankingWeights;
-  inputsHash: string;
   policyVersionHash: string;
 }
 
@@ -90,8 +94,20 @@ export interface PreparedDecision {
   rankingWeights: RankingWeights;
   clv: ClvInput | null;
   nowMs: number;
-  inputsHash: string;
   policyVersionHash: string;
+}
+
+/** The score node's model (or the request's override) and the shadow models scored beside it. */
+export function scoringModelKeys(snapshot: DecisionSnapshot, flow: DecisionFlow, override?: string): { modelKey: string; shadowModelKeys: string[] } {
+  const scoreNode = flowScoreNode(flow);
+  const modelKey = override ?? scoreNode.modelKey;
+  const shadowModelKeys = [
+    ...new Set([
+      ...(scoreNode.shadowModelKeys ?? []),
+      ...[...snapshot.models.values()].filter((m) => m.registryStatus === "shadow").map((m) => m.key),
+    ]),
+  ].filter((key) => key !== modelKey);
+  return { modelKey, shadowModelKeys };
 }
 
 export function decide(snapshot: DecisionSnapshot, input: DecisionInput): Decision {
@@ -102,7 +118,8 @@ export function decide(snapshot: DecisionSnapshot, input: DecisionInput): Decisi
 export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput): PreparedDecision {
   const scope = resolveRequestScope(snapshot, input);
   const bag: AttributeBag = { customer: input.customer, context: input.context };
-  const qualification = qualify(scope.candidates, snapshot.qualificationRules, bag, scope.nowMs);
+  const explain = input.explain ?? false;
+  const qualification = qualify(scope.candidates, snapshot.qualificationRules, bag, scope.nowMs, explain);
   const contact = applyContactPolicies(qualification.qualified, snapshot, {
     customerId: input.customerId,
     bag,
@@ -110,6 +127,7 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
     nowMs: scope.nowMs,
     counters: input.counters ?? {},
     recentOutcomes: input.recentOutcomes ?? [],
+    explain,
   });
   const reservations = new Map(contact.allowed.map((a) => [a.offer.id, a.reservations]));
   const coupling = coupleCreatives(
@@ -118,15 +136,8 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
     scope.slots,
     scope.nowMs,
   );
-  const scoreNode = flowScoreNode(scope.flow);
   const rankNode = flowRankNode(scope.flow);
-  const modelKey = input.modelKey ?? scoreNode.modelKey;
-  const shadowModelKeys = [
-    ...new Set([
-      ...(scoreNode.shadowModelKeys ?? []),
-      ...[...snapshot.models.values()].filter((m) => m.registryStatus === "shadow").map((m) => m.key),
-    ]),
-  ].filter((key) => key !== modelKey);
+  const { modelKey, shadowModelKeys } = scoringModelKeys(snapshot, scope.flow, input.modelKey);
   const models: Record<string, ModelConfig> = Object.fromEntries(
     [modelKey, ...shadowModelKeys].flatMap((key) => {
       const model = snapshot.models.get(key);
@@ -144,7 +155,7 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
       adaptiveCounts: input.adaptiveCounts ?? {},
       clv: input.clv,
       seed: input.seed,
-      explain: input.explain ?? false,
+      explain,
     },
     flowId: scope.flow.id,
     candidates: coupling.coupled.map(({ offer, options }) => ({ offer, options, reservations: reservations.get(offer.id) ?? [] })),
@@ -155,7 +166,6 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
     rankingWeights: resolveRankingWeights(snapshot.rankingProfiles, rankNode.profileId),
     clv: input.clv,
     nowMs: scope.nowMs,
-    inputsHash: fingerprint({ policyVersionHash: snapshot.policyVersionHash, input }),
     policyVersionHash: snapshot.policyVersionHash,
   };
 }
@@ -169,10 +179,13 @@ export function completeDecision(prepared: PreparedDecision, scores: readonly Ca
     return { ...c, score };
   });
   const pool = orderCandidates(inputs, prepared.rankingWeights, prepared.clv, prepared.nowMs);
-  const selection = selectOffers(pool, prepared.selectionPlan);
-  const scoringResults = inputs
-    .map(({ offer, score }) => ({ ...score, offerName: offer.name }))
-    .sort((a, b) => b.score - a.score || (a.offerId < b.offerId ? -1 : a.offerId > b.offerId ? 1 : 0));
+  const explain = prepared.scoreTask.explain;
+  const selection = selectOffers(pool, prepared.selectionPlan, undefined, explain);
+  const scoringResults = !explain
+    ? []
+    : inputs
+        .map(({ offer, score }) => ({ ...score, offerName: offer.name }))
+        .sort((a, b) => b.score - a.score || (a.offerId < b.offerId ? -1 : a.offerId > b.offerId ? 1 : 0));
   return {
     flowId: prepared.flowId,
     modelKey: prepared.scoreTask.modelKey,
@@ -180,12 +193,12 @@ export function completeDecision(prepared: PreparedDecision, scores: readonly Ca
     fallbacks: selection.fallbacks,
     selectionPlan: prepared.selectionPlan,
     rejectedOffers: [...prepared.rejections, ...selection.rejections],
+    rejectedCount: prepared.rejections.length + selection.fallbacks.length,
     scoringResults,
     qualificationResults: prepared.qualificationResults,
     contactPolicyResults: prepared.contactPolicyResults,
-    degradedScoring: scoringResults.some((s) => s.degraded === true),
+    degradedScoring: scores.some((s) => s.degraded === true),
     rankingWeights: prepared.rankingWeights,
-    inputsHash: prepared.inputsHash,
     policyVersionHash: prepared.policyVersionHash,
   };
 }
@@ -195,9 +208,9 @@ export function completeDecision(prepared: PreparedDecision, scores: readonly Ca
  * before the first refused one are unchanged, so the service can keep the reservations it holds
  * and continue from there (docs/decisioning-core.md, "Counters and reservations").
  */
-export function refill(decision: Decision, refused: ReadonlySet<string>): SelectionOutput {
+export function refill(decision: Decision, refused: ReadonlySet<string>): RankedOffer[] {
   const pool = [...decision.offers.map(toCandidate), ...decision.fallbacks].sort((a, b) => a.position - b.position);
-  return selectOffers(pool, decision.selectionPlan, refused);
+  return selectOffers(pool, decision.selectionPlan, refused, false).offers;
 }
 
 function toCandidate(offer: RankedOffer): RankedCandidate {

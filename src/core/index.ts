@@ -16,6 +16,7 @@ export * from "./contact-policy.js";
 export * from "./counter-keys.js";
 export * from "./counters.js";
 export * from "./decide.js";
+export * from "./evidence.js";
 export * from "./flow.js";
 export * from "./frequency-caps.js";
 export * from "./guardrails.js";

@@ -48,11 +48,12 @@ export const QUALIFICATION_CHECKS = {
 
 const isEmpty = (value: object | undefined) => value === undefined || Object.keys(value).length === 0;
 
-export function qualify(offers: Offer[], rules: QualificationRule[], bag: AttributeBag, nowMs: number): QualificationOutput {
+/** `explain` keeps every check's row in `results`; without it only rejections are recorded. */
+export function qualify(offers: Offer[], rules: QualificationRule[], bag: AttributeBag, nowMs: number, explain = true): QualificationOutput {
   const output: QualificationOutput = { qualified: [], results: [], rejections: [] };
   for (const offer of offers) {
     const rows = checkOffer(offer, rules, bag, nowMs);
-    output.results.push(...rows);
+    if (explain) output.results.push(...rows);
     const failed = rows.find((r) => !r.passed);
     if (failed) {
       output.rejections.push({

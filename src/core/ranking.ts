@@ -134,7 +134,7 @@ export function orderCandidates(inputs: readonly RankInput[], weights: RankingWe
 }
 
 /** Fills the plan's slots from the ordered pool, leaving out `excluded` offers (refused reservations). */
-export function selectOffers(pool: readonly RankedCandidate[], plan: SelectionPlan, excluded: ReadonlySet<string> = new Set()): SelectionOutput {
+export function selectOffers(pool: readonly RankedCandidate[], plan: SelectionPlan, excluded: ReadonlySet<string> = new Set(), explain = true): SelectionOutput {
   const picks: Array<{ candidate: RankedCandidate; choice: CreativeChoice }> = [];
   const used = new Set<string>();
   const conflicts = new Map<string, string>();
@@ -158,7 +158,7 @@ export function selectOffers(pool: readonly RankedCandidate[], plan: SelectionPl
   return {
     offers: picks.map(({ candidate, choice }, i) => ({ ...candidate, ...choice, rank: i + 1 })),
     fallbacks,
-    rejections: fallbacks.map((c) => ({
+    rejections: !explain ? [] : fallbacks.map((c) => ({
       offerId: c.offerId,
       offerName: c.offerName,
       stage: "rank",

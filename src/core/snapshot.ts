@@ -48,6 +48,8 @@ export interface DecisionSnapshot extends ContactPolicyConfig {
   models: ReadonlyMap<string, ModelConfig>;
   /** FNV-1a 64 fingerprint of the canonical SnapshotConfig. */
   policyVersionHash: string;
+  /** What the snapshot was compiled from: stored once per version, so a trace can be re-run. */
+  config: SnapshotConfig;
 }
 
 export function prepareSnapshot(config: SnapshotConfig): DecisionSnapshot {
@@ -77,5 +79,6 @@ export function prepareSnapshot(config: SnapshotConfig): DecisionSnapshot {
     constraints: config.constraints ?? [],
     models: new Map([[DEFAULT_MODEL.key, DEFAULT_MODEL], ...(config.models ?? []).map((m): [string, ModelConfig] => [m.key, m])]),
     policyVersionHash: fingerprint(config),
+    config,
   };
 }

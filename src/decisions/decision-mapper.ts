@@ -1,18 +1,16 @@
-import { create, fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
-  DecisionTraceSchema,
   DecisionTraceSummarySchema,
   RecommendResponseSchema,
-  type DecisionTrace,
   type DecisionTraceSummary,
   type RecommendResponse,
 } from "../../gen/decisioning/v1/decisions_pb.js";
-import type { Decision, DecisionInput, RankedOffer, Rejection } from "../core/index.js";
+import type { Decision, RankedOffer, Rejection } from "../core/index.js";
 import { isUuid, newId } from "../platform/ids.js";
 import type { TraceRow } from "./decision-store.js";
+import type { TraceRecord } from "./trace-record.js";
 
-const json = (value: unknown) => JSON.parse(JSON.stringify(value)) as JsonValue;
 /** A flow id the tenant stored, or undefined for the built-in default flow (whose id is `default`). */
 export const storedFlowId = (id: string): string | undefined => (isUuid(id) ? id : undefined);
 
@@ -51,51 +49,24 @@ export function toRecommendResponse(r: {
   });
 }
 
-/** Everything spec 2.16 names, plus the inputs a replay needs to re-run the decision exactly. */
+/** The trace row of a sampled decision: its replay record, hashed later by the trace writer. */
 export function toTraceRow(
   tenantId: string,
   recommendationId: string,
-  input: DecisionInput,
   decision: Decision,
-  offers: RankedOffer[],
-  rejected: Rejection[],
+  record: TraceRecord,
   createdAt: Date,
-): TraceRow {
+): Omit<TraceRow, "inputs_hash"> {
   return {
     tenant_id: tenantId,
     id: newId(),
     recommendation_id: recommendationId,
-    customer_id: input.customerId,
+    customer_id: record.inputs.customerId,
     flow_id: storedFlowId(decision.flowId) ?? null,
     degraded_scoring: decision.degradedScoring,
-    selected_count: offers.length,
-    rejected_count: rejected.length,
-    trace: {
-      scoringResults: decision.scoringResults,
-      selectedOffers: offers.map(({ reservations: _r, options: _o, ...o }) => o),
-      qualificationResults: decision.qualificationResults,
-      contactPolicyResults: decision.contactPolicyResults,
-      rejectedOffers: rejected,
-      rankingWeights: decision.rankingWeights,
-      flowId: decision.flowId,
-      modelKey: decision.modelKey,
-      inputs: {
-        customerId: input.customerId,
-        customer: input.customer,
-        context: input.context,
-        channel: input.channel ?? null,
-        placements: input.placements ?? [],
-        flowId: input.flowId ?? null,
-        count: input.count ?? null,
-        now: input.now,
-        seed: input.seed,
-        counters: input.counters ?? {},
-        adaptiveCounts: input.adaptiveCounts ?? {},
-        recentOutcomes: input.recentOutcomes ?? [],
-        clv: input.clv,
-      },
-    },
-    inputs_hash: decision.inputsHash,
+    selected_count: record.selectedOffers.length,
+    rejected_count: decision.rejectedCount + record.refusals.length,
+    trace: record,
     policy_version_hash: decision.policyVersionHash,
     created_at: createdAt,
   };
@@ -112,27 +83,4 @@ export function toTraceSummary(row: Omit<TraceRow, "trace">): DecisionTraceSumma
     degradedScoring: row.degraded_scoring,
     createdAt: timestampFromDate(row.created_at),
   });
-}
-
-/** The stored trace JSON read straight into the message: one shape, no field-by-field copy. */
-export function toDecisionTrace(row: TraceRow): DecisionTrace {
-  const t = row.trace as Record<string, unknown>;
-  return fromJson(DecisionTraceSchema, json({
-    id: row.id,
-    recommendationId: row.recommendation_id,
-    customerId: row.customer_id,
-    flowId: row.flow_id,
-    scoringResults: t.scoringResults ?? [],
-    selectedOffers: t.selectedOffers ?? [],
-    qualificationResults: t.qualificationResults ?? [],
-    contactPolicyResults: t.contactPolicyResults ?? [],
-    // Rows written before this column existed read as an empty array (spec 2.16).
-    rejectedOffers: t.rejectedOffers ?? [],
-    degradedScoring: row.degraded_scoring,
-    rankingWeights: t.rankingWeights ?? {},
-    inputsHash: row.inputs_hash,
-    policyVersionHash: row.policy_version_hash,
-    inputs: t.inputs ?? {},
-    createdAt: row.created_at.toISOString(),
-  }));
 }

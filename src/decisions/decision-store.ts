@@ -1,6 +1,7 @@
 import { gunzipSync } from "node:zlib";
 import type { Sequelize } from "sequelize";
 import { execReturning, selectRows, type Transaction } from "../platform/db.js";
+import type { TraceRecord } from "./trace-record.js";
 
 export interface RecommendationRow {
   id: string;
@@ -33,7 +34,8 @@ export interface TraceRow {
   degraded_scoring: boolean;
   selected_count: number;
   rejected_count: number;
-  trace: Record<string, unknown>;
+  /** The replay record (trace-record.ts). */
+  trace: TraceRecord;
   inputs_hash: string;
   policy_version_hash: string;
   created_at: Date;
@@ -67,7 +69,7 @@ export interface CustomerRow {
 
 /** Tables the workspace reset empties, children first; identity and the audit log stay. */
 const WORKSPACE_TABLES = [
-  "decision_traces", "interactions", "recommendations", "customers", "decision_flow_versions", "decision_flows",
+  "decision_traces", "decision_policies", "interactions", "recommendations", "customers", "decision_flow_versions", "decision_flows",
   "budgets", "algorithm_models", "creatives", "offers", "catalog_entries", "tenant_settings",
 ];
 
@@ -123,6 +125,35 @@ export class DecisionStore {
     );
   }
 
+  /** Which of these configuration versions are not stored yet. */
+  async missingPolicies(tenantId: string, hashes: string[]): Promise<string[]> {
+    const stored = await selectRows<{ h: string }>(
+      this.db,
+      "SELECT policy_version_hash AS h FROM decision_policies WHERE tenant_id = $1 AND policy_version_hash = ANY($2::text[])",
+      [tenantId, hashes],
+    );
+    const have = new Set(stored.map((r) => r.h));
+    return hashes.filter((h) => !have.has(h));
+  }
+
+  /** Stores a configuration version (gzipped JSON); a version stored by another process stays. */
+  async insertPolicy(tenantId: string, hash: string, config: Buffer): Promise<void> {
+    await this.db.query(
+      "INSERT INTO decision_policies (tenant_id, policy_version_hash, config) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+      { bind: [tenantId, hash, config] },
+    );
+  }
+
+  /** The configuration a version names, parsed; null when it was never stored. */
+  async policy(tenantId: string, hash: string): Promise<unknown | null> {
+    const [row] = await selectRows<{ config: Buffer }>(
+      this.db,
+      "SELECT config FROM decision_policies WHERE tenant_id = $1 AND policy_version_hash = $2",
+      [tenantId, hash],
+    );
+    return row ? JSON.parse(gunzipSync(row.config).toString("utf8")) : null;
+  }
+
   async traces(tenantId: string, filter: { customerId?: string; recommendationId?: string }, limit: number, offset: number) {
     const bind: unknown[] = [tenantId];
     let where = "tenant_id = $1";
@@ -154,7 +185,7 @@ export class DecisionStore {
       "SELECT * FROM decision_traces WHERE tenant_id = $1 AND (id = $2 OR recommendation_id = $2) LIMIT 1",
       [tenantId, id],
     );
-    return row ? { ...row, trace: JSON.parse(gunzipSync(row.trace).toString("utf8")) } : null;
+    return row ? { ...row, trace: JSON.parse(gunzipSync(row.trace).toString("utf8")) as TraceRecord } : null;
   }
 
   async settings(tenantId: string): Promise<SettingsRow> {

@@ -15,6 +15,7 @@ import { RecommendService, type ScoringPool } from "./recommend-service.js";
 import { RespondService } from "./respond-service.js";
 import { OutcomeStore } from "./outcome-store.js";
 import { compileTenant, type CompiledTenant } from "./snapshot-compiler.js";
+import { TraceReader } from "./trace-reader.js";
 import { TraceWriter } from "./trace-writer.js";
 import { WorkspaceService } from "./workspace-service.js";
 
@@ -60,7 +61,7 @@ export function createDecisions(o: DecisionsOptions) {
     decisionQuota: o.decisionQuota,
   });
   const respond = new RespondService(snapshots, new OutcomeStore(o.db), o.counters, o.logger);
-  const workspace = new WorkspaceService(store, o.counters, snapshots, customers, o.audit, o.seedTenant, o.decisionQuota);
+  const workspace = new WorkspaceService(store, o.counters, snapshots, customers, o.audit, o.seedTenant, o.decisionQuota, new TraceReader(store, o.logger));
   const services: ServiceRegistration[] = [
     {
       service: DecisionService,

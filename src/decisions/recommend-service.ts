@@ -1,19 +1,16 @@
 import {
-  ALL_CONTEXTS_BUCKET,
   adaptiveCountKey,
   chooseScoringPath,
   completeDecision,
-  contextBucket,
   counterKeys,
-  flowScoreNode,
+  evidenceBucket,
+  evidenceKeys,
   prepareDecision,
   refill,
-  resolveRequestScope,
   scoreCandidates,
   type CandidateScore,
   type Decision,
   type DecisionInput,
-  type ModelConfig,
   type RankedOffer,
   type Rejection,
   type ScoreTask,
@@ -27,6 +24,7 @@ import type { DecisionStore } from "./decision-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 import type { TraceWriter } from "./trace-writer.js";
 import { storedFlowId, toRecommendResponse, toTraceRow } from "./decision-mapper.js";
+import { traceRecord } from "./trace-record.js";
 
 export const MAX_OFFERS = 50;
 export const MAX_PLACEMENTS = 20;
@@ -62,10 +60,12 @@ export class RecommendService {
 
   async recommend(ctx: TenantContext, req: RecommendRequest): Promise<RecommendResponse> {
     const { snapshot, settings, ...names } = await this.deps.snapshots.get(ctx.tenantId);
-    const input = await this.decisionInput(ctx, req, { snapshot, settings, ...names });
+    const { input, evidence } = await this.decisionInput(ctx, req, { snapshot, settings, ...names });
     const recommendationId = input.seed;
+    // A sampled trace stores the inputs and is explained when read (trace-record.ts), so only a
+    // caller's explain=true pays for explanations here.
     const sampled = settings.decision_trace_enabled && (this.deps.random ?? Math.random)() < settings.decision_trace_sample_rate;
-    input.explain = req.explain || sampled;
+    input.explain = req.explain;
 
     const prepared = prepareDecision(snapshot, input);
     const task = prepared.scoreTask;
@@ -121,9 +121,8 @@ export class RecommendService {
           : [],
       );
       await this.deps.counters.addTrials(ctx.tenantId, offers.map((o) => adaptiveCountKey(o.offerId, this.bucketOf(task))));
-      const rejected = [...decision.rejectedOffers, ...refusals];
-      if (sampled) this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, input, decision, offers, rejected, createdAt));
-      return toRecommendResponse({ recommendationId, interactionId, customerId: input.customerId, decision, offers, rejected, explain: req.explain, createdAt });
+      if (sampled) this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, traceRecord(input, evidence, offers, refusals), createdAt), snapshot.config);
+      return toRecommendResponse({ recommendationId, interactionId, customerId: input.customerId, decision, offers, rejected: [...decision.rejectedOffers, ...refusals], explain: req.explain, createdAt });
     } catch (err) {
       await this.deps.counters.release(ctx.tenantId, offers.flatMap((o) => o.reservations)).catch(() => undefined);
       throw err;
@@ -131,7 +130,7 @@ export class RecommendService {
   }
 
   /** Request → core input: names resolved against the snapshot (400 naming the field), counters read. */
-  private async decisionInput(ctx: TenantContext, req: RecommendRequest, compiled: CompiledTenant): Promise<DecisionInput> {
+  private async decisionInput(ctx: TenantContext, req: RecommendRequest, compiled: CompiledTenant): Promise<{ input: DecisionInput; evidence: string[] }> {
     const violations: FieldViolation[] = [];
     const customerId = req.customerId.trim();
     if (!customerId) violations.push({ field: "customerId", message: "is required" });
@@ -165,13 +164,13 @@ export class RecommendService {
       clv: null,
       seed: newId(),
     };
-    const evidenceKeys = adaptiveKeys(compiled, input);
+    const evidence = evidenceKeys(compiled.snapshot, input);
     const [counters, adaptiveCounts, recentOutcomes] = await Promise.all([
       this.deps.counters.read(ctx.tenantId, counterKeys(compiled.snapshot, input)),
-      this.deps.counters.readEvidence(ctx.tenantId, evidenceKeys),
+      this.deps.counters.readEvidence(ctx.tenantId, evidence),
       this.deps.counters.negatives(ctx.tenantId, customerId),
     ]);
-    return { ...input, counters, adaptiveCounts, recentOutcomes };
+    return { input: { ...input, counters, adaptiveCounts, recentOutcomes }, evidence };
   }
 
   /**
@@ -194,7 +193,7 @@ export class RecommendService {
         refusals.push({ offerId: offer.offerId, offerName: offer.offerName, stage, reason: "limit reached by a concurrent decision" });
       });
       if (taken.every(Boolean)) break;
-      offers = refill(decision, refused).offers;
+      offers = refill(decision, refused);
     }
     // An offer taken in a round whose refusals reshuffled the selection below it gives its units back.
     const kept = new Set(offers.map((o) => o.offerId));
@@ -203,35 +202,8 @@ export class RecommendService {
     return { offers, refusals };
   }
 
-  /**
-   * The primary model's context bucket, where the offer's adaptive evidence is counted; models
-   * without buckets count in the all-contexts bucket, so evidence gathers whatever scores today.
-   */
+  /** Where the returned offers' adaptive evidence is counted (core evidenceBucket). */
   private bucketOf(task: ScoreTask): string {
-    const settings = adaptiveSettings(task.models[task.modelKey]);
-    return settings ? contextBucket(settings.bucketBy, { customer: task.customer, context: task.context }) : ALL_CONTEXTS_BUCKET;
+    return evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context });
   }
-}
-
-
-function adaptiveSettings(model: ModelConfig | undefined) {
-  if (model?.type === "adaptive") return model;
-  if (model?.type === "formula") return model.propensity ?? {};
-  return null;
-}
-
-/** Evidence keys the decision's adaptive and formula models will read, for every active candidate. */
-function adaptiveKeys(compiled: CompiledTenant, input: DecisionInput): string[] {
-  const { snapshot } = compiled;
-  const scope = resolveRequestScope(snapshot, input);
-  const node = flowScoreNode(scope.flow);
-  const bag = { customer: input.customer, context: input.context };
-  const keys = new Set<string>();
-  for (const key of [node.modelKey, ...(node.shadowModelKeys ?? [])]) {
-    const settings = adaptiveSettings(snapshot.models.get(key));
-    if (!settings) continue;
-    const bucket = contextBucket(settings.bucketBy, bag);
-    for (const offer of scope.candidates) if (offer.status === "active") keys.add(adaptiveCountKey(offer.id, bucket));
-  }
-  return [...keys];
 }

@@ -1,6 +1,14 @@
-import { gzip } from "node:zlib";
+import { promisify } from "node:util";
+import { gzip, gzipSync } from "node:zlib";
+import type { SnapshotConfig } from "../core/index.js";
 import type { Logger } from "../platform/logger.js";
 import type { DecisionStore, SerializedTrace, TraceRow } from "./decision-store.js";
+import { inputsHash } from "./trace-record.js";
+
+const gzipAsync = promisify(gzip);
+
+/** A serialized trace and the configuration version it must be replayed against. */
+type QueuedTrace = SerializedTrace & { policy: SnapshotConfig };
 
 export interface TraceWriterOptions {
   /** Serialized trace bytes waiting beyond this are dropped (and counted), never blocking a decision. */
@@ -13,10 +21,13 @@ export interface TraceWriterOptions {
 /**
  * Writes decision traces after the answer (spec 2.16): a bounded in-memory queue flushed in
  * batches. When the database falls behind, the oldest waiting traces are dropped and reported,
- * so tracing can slow nothing down and never loses an answer.
+ * so tracing can slow nothing down and never loses an answer. Each batch first stores the
+ * configuration versions its traces name and that are not stored yet (trace-record.ts).
  */
 export class TraceWriter {
-  private queue: SerializedTrace[] = [];
+  private queue: QueuedTrace[] = [];
+  /** Configurations known to be stored; a recompiled snapshot (even after a workspace reset) is checked again. */
+  private readonly storedPolicies = new WeakSet<SnapshotConfig>();
   /** Traces being serialized and compressed, and who waits for them to be queued. */
   private pending = 0;
   private readonly idle: Array<() => void> = [];
@@ -39,26 +50,26 @@ export class TraceWriter {
   }
 
   /**
-   * Serializes one trace at a time, after the answer has gone out (setImmediate runs after the
-   * response is written), so that a backlog never becomes one long stringify of a whole batch;
-   * compresses it on libuv's thread pool, off the event loop; and bounds the queue by what it really
-   * holds: bytes.
+   * Hashes and serializes one record at a time, after the answer has gone out (setImmediate runs
+   * after the response is written). A record is a few KB, so compressing it inline costs less
+   * than handing it to the thread pool; the queue is bounded by what it really holds: bytes.
    */
-  enqueue(row: TraceRow): void {
+  enqueue(row: Omit<TraceRow, "inputs_hash">, policy: SnapshotConfig): void {
     this.pending++;
-    setImmediate(() =>
-      gzip(JSON.stringify(row.trace), { level: 1 }, (err, compressed) => {
-        this.pending--;
-        if (err) {
-          this.dropped++;
-          this.logger.error({ err, recommendationId: row.recommendation_id }, "decision trace could not be compressed");
-        } else this.push({ ...row, trace: compressed });
-        if (this.pending === 0) for (const resolve of this.idle.splice(0)) resolve();
-      }),
-    );
+    setImmediate(() => {
+      this.pending--;
+      try {
+        const trace = gzipSync(JSON.stringify(row.trace), { level: 1 });
+        this.push({ ...row, inputs_hash: inputsHash(row.policy_version_hash, row.trace.inputs), trace, policy });
+      } catch (err) {
+        this.dropped++;
+        this.logger.error({ err, recommendationId: row.recommendation_id }, "decision trace could not be serialized");
+      }
+      if (this.pending === 0) for (const resolve of this.idle.splice(0)) resolve();
+    });
   }
 
-  private push(trace: SerializedTrace): void {
+  private push(trace: QueuedTrace): void {
     this.queuedBytes += trace.trace.length;
     this.queue.push(trace);
     while (this.queuedBytes > this.maxQueueBytes && this.queue.length > 1) {
@@ -95,11 +106,24 @@ export class TraceWriter {
       const batch = this.queue.splice(0, this.batchSize);
       this.queuedBytes -= batch.reduce((n, t) => n + t.trace.length, 0);
       try {
-        await this.store.insertTraces(batch);
+        await this.storePolicies(batch);
+        await this.store.insertTraces(batch.map(({ policy: _p, ...row }) => row));
       } catch (err) {
         this.dropped += batch.length;
         this.logger.error({ err, dropped: batch.length, droppedTotal: this.dropped }, "decision traces could not be written");
       }
+    }
+  }
+
+  private async storePolicies(batch: QueuedTrace[]): Promise<void> {
+    const unchecked = new Map<string, { tenantId: string; hash: string; config: SnapshotConfig }>();
+    for (const t of batch) {
+      if (!this.storedPolicies.has(t.policy)) unchecked.set(`${t.tenant_id} ${t.policy_version_hash}`, { tenantId: t.tenant_id, hash: t.policy_version_hash, config: t.policy });
+    }
+    for (const { tenantId, hash, config } of unchecked.values()) {
+      const [missing] = await this.store.missingPolicies(tenantId, [hash]);
+      if (missing) await this.store.insertPolicy(tenantId, hash, await gzipAsync(JSON.stringify(config)));
+      this.storedPolicies.add(config);
     }
   }
 }

@@ -29,7 +29,8 @@ import type { InvalidatedCache } from "../platform/invalidated-cache.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import type { CounterStore } from "./counter-store.js";
 import type { CustomerRow, DecisionStore, SettingsRow } from "./decision-store.js";
-import { toDecisionTrace, toTraceSummary } from "./decision-mapper.js";
+import { toTraceSummary } from "./decision-mapper.js";
+import type { TraceReader } from "./trace-reader.js";
 
 const MAX_CUSTOMER_ID = 255;
 const MAX_RAMP_DAYS = 365;
@@ -70,6 +71,7 @@ export class WorkspaceService {
     private readonly audit: AuditLog,
     private readonly seedTenant: (t: Transaction, ctx: TenantContext) => Promise<void>,
     private readonly decisionQuota: number | null,
+    private readonly traces: TraceReader,
   ) {}
 
   async getTenantSettings(ctx: TenantContext): Promise<TenantSettings> {
@@ -147,8 +149,8 @@ export class WorkspaceService {
   }
 
   async getDecisionTrace(ctx: TenantContext, req: GetDecisionTraceRequest): Promise<DecisionTrace> {
-    const row = isUuid(req.id) ? await this.store.trace(ctx.tenantId, req.id) : null;
-    if (!row) throw notFound("decision trace", req.id);
-    return toDecisionTrace(row);
+    const trace = isUuid(req.id) ? await this.traces.get(ctx.tenantId, req.id) : null;
+    if (!trace) throw notFound("decision trace", req.id);
+    return trace;
   }
 }

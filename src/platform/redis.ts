@@ -10,6 +10,7 @@ export function createRedis(url: string, keyPrefix: string): Redis {
   return new Redis(url, {
     keyPrefix,
     enableOfflineQueue: false,
+    enableAutoPipelining: true,
     commandTimeout: 1_000,
     connectTimeout: 2_000,
     maxRetriesPerRequest: 1,

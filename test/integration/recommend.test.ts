@@ -262,6 +262,19 @@ describe("decision traces (spec 2.16, 4.11)", () => {
     assert.equal(list.body.pagination.total, 1);
     assert.equal(list.body.data[0].selectedCount, 1);
 
+    // The trace is explained against the configuration the decision ran with, not today's (ADR 4).
+    const later = await create("offers", { name: unique("added later"), status: "active", priority: 99 }, t);
+    const second = await post("/api/v1/recommend", { customerId: "traced-customer" }, await dataKey(t));
+    await svc.running.services.decisions.traces.flush();
+    const again = (await rest(svc.baseUrl, "GET", `/api/v1/decision-traces/${res.body.recommendationId}`, { key: t.apiKey })).body;
+    assert.deepEqual(again.scoringResults.map((s: any) => s.offerId), [offer.id]);
+    assert.equal(again.policyVersionHash, body.policyVersionHash);
+    assert.equal(again.inputsHash, body.inputsHash);
+    const newer = (await rest(svc.baseUrl, "GET", `/api/v1/decision-traces/${second.body.recommendationId}`, { key: t.apiKey })).body;
+    assert.notEqual(newer.policyVersionHash, body.policyVersionHash);
+    assert.deepEqual(new Set(newer.scoringResults.map((s: any) => s.offerId)), new Set([offer.id, later.id]));
+    assert.equal(newer.selectedOffers[0].offerId, second.body.offers[0].offerId);
+
     await rest(svc.baseUrl, "PUT", "/api/v1/tenant-settings", { key: t.apiKey, body: { decisionTraceEnabled: false } });
     const untraced = await post("/api/v1/recommend", { customerId: "traced-customer" }, await dataKey(t));
     await svc.running.services.decisions.traces.flush();

@@ -31,6 +31,7 @@ function input(patch: Partial<ContactPolicyInput> = {}): ContactPolicyInput {
     nowMs: NOW,
     counters: {},
     recentOutcomes: [],
+    explain: true,
     ...patch,
   };
 }

@@ -1,0 +1,135 @@
+/**
+ * A decision trace as stored: its replay record. The core is a pure function of (snapshot, input),
+ * so a trace keeps the inputs the stages read, names the configuration version they ran against
+ * (policyVersionHash, stored once per version in decision_policies), and adds only what the moment
+ * alone knew: the offers returned after reservations and the ones a concurrent decision refused.
+ * Reading a trace re-runs the decision with explanations on and renders spec 2.16 from it.
+ *
+ * Why: the explanation of a 200-offer decision is ~200 KB of JSON (scores with field
+ * contributions, every qualification and contact-policy row); its record is ~3 KB. Building and
+ * serializing the explanation on every decision cost more CPU than the decision itself, while
+ * traces are read one at a time (docs/adr/0004-traces-as-replay-records.md).
+ */
+import { fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { DecisionTraceSchema, type DecisionTrace } from "../../gen/decisioning/v1/decisions_pb.js";
+import {
+  decide,
+  evidenceKeys,
+  fingerprint,
+  type AdaptiveCount,
+  type Decision,
+  type DecisionInput,
+  type DecisionSnapshot,
+  type RankedOffer,
+  type RecentOutcome,
+  type Rejection,
+} from "../core/index.js";
+import type { ClvInput } from "../core/scoring/impact.js";
+import type { TraceRow } from "./decision-store.js";
+
+/** The inputs of DecisionInput in a compact, JSON-safe form. */
+export interface RecordedInputs {
+  customerId: string;
+  customer: Record<string, unknown>;
+  context: Record<string, unknown>;
+  channel: string | null;
+  placements: string[];
+  flowId: string | null;
+  modelKey: string | null;
+  count: number | null;
+  now: string;
+  seed: string;
+  counters: Record<string, number>;
+  /** Adaptive evidence in the order of evidenceKeys(snapshot, input): [successes, trials], or null where none was counted. */
+  evidence: Array<[number, number] | null>;
+  recentOutcomes: RecentOutcome[];
+  clv: ClvInput | null;
+}
+
+export type SelectedOffer = Omit<RankedOffer, "reservations" | "options">;
+
+export interface TraceRecord {
+  inputs: RecordedInputs;
+  /** What was returned, after reservations. */
+  selectedOffers: SelectedOffer[];
+  /** Offers whose caps or budgets a concurrent decision took first: the one thing a replay cannot know. */
+  refusals: Rejection[];
+}
+
+/** The record of a decision; `keys` are the evidence keys the service read (evidenceKeys). */
+export function traceRecord(input: DecisionInput, keys: readonly string[], offers: RankedOffer[], refusals: Rejection[]): TraceRecord {
+  const counts = input.adaptiveCounts ?? {};
+  return {
+    inputs: {
+      customerId: input.customerId,
+      customer: input.customer,
+      context: input.context,
+      channel: input.channel ?? null,
+      placements: input.placements ?? [],
+      flowId: input.flowId ?? null,
+      modelKey: input.modelKey ?? null,
+      count: input.count ?? null,
+      now: input.now,
+      seed: input.seed,
+      counters: input.counters ?? {},
+      evidence: keys.map((k) => (counts[k] ? [counts[k].successes, counts[k].trials] : null)),
+      recentOutcomes: input.recentOutcomes ?? [],
+      clv: input.clv,
+    },
+    selectedOffers: offers.map(({ reservations: _r, options: _o, ...o }) => o),
+    refusals,
+  };
+}
+
+/** FNV-1a 64 of the canonical recorded inputs and the configuration version: what a replay must match. */
+export function inputsHash(policyVersionHash: string, inputs: RecordedInputs): string {
+  return fingerprint({ policyVersionHash, inputs });
+}
+
+/** The core's input again, its evidence map rebuilt against the snapshot the decision ran with. */
+export function replayInput(snapshot: DecisionSnapshot, inputs: RecordedInputs): DecisionInput {
+  const { evidence, flowId, modelKey, count, ...rest } = inputs;
+  const input: DecisionInput = {
+    ...rest,
+    ...(flowId !== null && { flowId }),
+    ...(modelKey !== null && { modelKey }),
+    ...(count !== null && { count }),
+    explain: true,
+  };
+  const adaptiveCounts: Record<string, AdaptiveCount> = {};
+  evidenceKeys(snapshot, input).forEach((key, i) => {
+    const counted = evidence[i];
+    if (counted) adaptiveCounts[key] = { successes: counted[0], trials: counted[1] };
+  });
+  return { ...input, adaptiveCounts };
+}
+
+/** Re-runs the decision and renders the trace of spec 2.16; `decision` is returned for checks. */
+export function renderTrace(row: Omit<TraceRow, "trace">, record: TraceRecord, snapshot: DecisionSnapshot): { trace: DecisionTrace; decision: Decision } {
+  const input = replayInput(snapshot, record.inputs);
+  const decision = decide(snapshot, input);
+  const { evidence: _evidence, ...shown } = record.inputs;
+  const trace = fromJson(
+    DecisionTraceSchema,
+    JSON.parse(
+      JSON.stringify({
+        id: row.id,
+        recommendationId: row.recommendation_id,
+        customerId: row.customer_id,
+        flowId: row.flow_id,
+        scoringResults: decision.scoringResults,
+        selectedOffers: record.selectedOffers,
+        qualificationResults: decision.qualificationResults,
+        contactPolicyResults: decision.contactPolicyResults,
+        rejectedOffers: [...decision.rejectedOffers, ...record.refusals],
+        degradedScoring: row.degraded_scoring,
+        rankingWeights: decision.rankingWeights,
+        inputsHash: row.inputs_hash,
+        policyVersionHash: row.policy_version_hash,
+        inputs: { ...shown, adaptiveCounts: input.adaptiveCounts },
+        createdAt: row.created_at.toISOString(),
+      }),
+    ) as JsonValue,
+  );
+  return { trace, decision };
+}

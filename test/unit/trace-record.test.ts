@@ -1,0 +1,88 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { decide, evidenceKeys, prepareSnapshot, type DecisionInput, type SnapshotConfig } from "../../src/core/index.js";
+import { inputsHash, renderTrace, replayInput, traceRecord, type TraceRecord } from "../../src/decisions/trace-record.js";
+
+/**
+ * A trace is stored as its replay record and explained by re-running the decision (ADR 4): for
+ * every golden case, the record survives JSON, rebuilds the input, and the replay is the decision.
+ */
+const casesDir = join(import.meta.dirname, "../cases");
+const cases = readdirSync(casesDir)
+  .filter((f) => f.endsWith(".json"))
+  .sort()
+  .map((file) => ({ name: file, golden: JSON.parse(readFileSync(join(casesDir, file), "utf8")) as { snapshot: SnapshotConfig; input: DecisionInput } }));
+
+const stored = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
+function recorded(snapshot: ReturnType<typeof prepareSnapshot>, input: DecisionInput) {
+  const keys = evidenceKeys(snapshot, input);
+  // The service reads exactly these keys, so the input it decides with holds no others.
+  const served: DecisionInput = { ...input, explain: false, adaptiveCounts: Object.fromEntries(keys.flatMap((k) => (input.adaptiveCounts?.[k] ? [[k, input.adaptiveCounts[k]]] : []))) };
+  const decision = decide(snapshot, served);
+  return { served, decision, record: stored(traceRecord(served, keys, decision.offers, [])) };
+}
+
+const row = (record: TraceRecord, policyVersionHash: string) => ({
+  tenant_id: "00000000-0000-4000-8000-000000000001",
+  id: "00000000-0000-4000-8000-000000000002",
+  recommendation_id: "00000000-0000-4000-8000-000000000003",
+  customer_id: record.inputs.customerId,
+  flow_id: null,
+  degraded_scoring: false,
+  selected_count: record.selectedOffers.length,
+  rejected_count: 0,
+  inputs_hash: inputsHash(policyVersionHash, record.inputs),
+  policy_version_hash: policyVersionHash,
+  created_at: new Date("2024-06-01T12:00:00Z"),
+});
+
+describe("trace records (ADR 4)", () => {
+  for (const { name, golden } of cases) {
+    test(`${name}: the stored record replays the decision exactly, explained`, () => {
+      const snapshot = prepareSnapshot(golden.snapshot);
+      const { served, decision, record } = recorded(snapshot, golden.input);
+      const replayed = replayInput(snapshot, record.inputs);
+      assert.deepEqual(replayed.adaptiveCounts, served.adaptiveCounts);
+      const { trace, decision: again } = renderTrace(row(record, snapshot.policyVersionHash), record, snapshot);
+      assert.deepEqual(again.offers, decision.offers);
+      assert.deepEqual(again, decide(snapshot, { ...served, explain: true }));
+      assert.equal(trace.selectedOffers?.values.length, decision.offers.length);
+      assert.equal(trace.rejectedOffers?.values.length, decision.rejectedCount);
+      // A configuration stored as JSON compiles to the same version.
+      assert.equal(prepareSnapshot(stored(snapshot.config)).policyVersionHash, snapshot.policyVersionHash);
+    });
+  }
+
+  test("inputsHash changes with any recorded input and with the configuration version, not with a JSON round trip", () => {
+    const golden = cases.find((c) => c.name.startsWith("09-"))!.golden;
+    const snapshot = prepareSnapshot(golden.snapshot);
+    const { record } = recorded(snapshot, golden.input);
+    const base = inputsHash(snapshot.policyVersionHash, record.inputs);
+    assert.match(base, /^[0-9a-f]{16}$/);
+    assert.equal(inputsHash(snapshot.policyVersionHash, stored(record.inputs)), base);
+    assert.notEqual(inputsHash(snapshot.policyVersionHash, { ...record.inputs, seed: "other" }), base);
+    assert.notEqual(inputsHash(snapshot.policyVersionHash, { ...record.inputs, counters: { x: 1 } }), base);
+    assert.notEqual(inputsHash(snapshot.policyVersionHash, { ...record.inputs, evidence: record.inputs.evidence.map(() => [1, 2] as [number, number]) }), base);
+    assert.notEqual(inputsHash("0000000000000000", record.inputs), base);
+  });
+
+  test("refusals are kept: they join the replay's rejections and the stored offers stand", () => {
+    const golden = cases.find((c) => c.name.startsWith("09-"))!.golden;
+    const snapshot = prepareSnapshot(golden.snapshot);
+    const { decision, served } = recorded(snapshot, golden.input);
+    const refused = decision.offers[1];
+    const refusal = { offerId: refused.offerId, offerName: refused.offerName, stage: "contact_policy" as const, reason: "limit reached by a concurrent decision" };
+    const kept = decision.offers.filter((o) => o !== refused);
+    const record = stored(traceRecord(served, evidenceKeys(snapshot, served), kept, [refusal]));
+    const { trace } = renderTrace(row(record, snapshot.policyVersionHash), record, snapshot);
+    const json = trace.rejectedOffers!.values.map((v) => (v.kind.case === "structValue" ? v.kind.value.fields.offerId?.kind.value : null));
+    assert.ok(json.includes(refused.offerId));
+    assert.deepEqual(
+      trace.selectedOffers!.values.map((v) => (v.kind.case === "structValue" ? v.kind.value.fields.offerId?.kind.value : null)),
+      kept.map((o) => o.offerId),
+    );
+  });
+});
