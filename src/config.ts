@@ -29,6 +29,8 @@ export interface Config {
   decisionQuota: number | null;
   /** Scoring tasks of at least this many tree walks (trees × candidates) go to the worker pool. */
   scoringPoolMinTreeWalks: number;
+  /** How old adaptive evidence may be before Recommend refreshes it from Redis; 0 reads it every time. */
+  evidenceMaxAgeMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -104,5 +106,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: positiveInt(env, "SHUTDOWN_GRACE_MS", 10_000),
     decisionQuota: optional(env, "DECISION_QUOTA") === null ? null : positiveInt(env, "DECISION_QUOTA", 1),
     scoringPoolMinTreeWalks: positiveInt(env, "SCORING_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS),
+    evidenceMaxAgeMs: env.EVIDENCE_MAX_AGE_MS === "0" ? 0 : positiveInt(env, "EVIDENCE_MAX_AGE_MS", 1000),
   };
 }

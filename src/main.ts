@@ -25,6 +25,7 @@ import { CatalogStore, DecisionConfigStore } from "./catalog/catalog-store.js";
 import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
 import { createMemoryCounterStore, createRedisCounterStore } from "./decisions/counter-store.js";
+import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
@@ -132,7 +133,7 @@ export function createServices(f: Foundation): Services {
     db: f.db,
     bus: f.bus,
     logger: f.logger,
-    counters: f.redis ? createRedisCounterStore(f.redis) : createMemoryCounterStore(),
+    counters: f.redis ? withEvidenceCache(createRedisCounterStore(f.redis), { maxAgeMs: f.config.evidenceMaxAgeMs }) : createMemoryCounterStore(),
     audit: auditLog,
     decisionConfig: catalog.decisionConfig,
     seedTenant: catalog.seedTenant,

@@ -1,0 +1,53 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes, randomUUID } from "node:crypto";
+import { createRedis, connectRedis, tenantKey, type Redis } from "../../src/platform/redis.js";
+import { createRedisCounterStore } from "../../src/decisions/counter-store.js";
+import { withEvidenceCache } from "../../src/decisions/evidence-cache.js";
+import { requireEnv } from "../support/database.js";
+
+/** The per-process evidence cache over real Redis: another process's writes land after maxAge, own writes at once. */
+let redis: Redis;
+before(async () => {
+  redis = createRedis(requireEnv("TEST_REDIS_URL"), `test:${randomBytes(6).toString("hex")}:`);
+  await connectRedis(redis);
+});
+after(() => redis.quit());
+
+describe("adaptive evidence cache", () => {
+  test("serves what it read until maxAge, then refreshes; this process's own counts show at once", async () => {
+    let clock = 1_000_000;
+    const store = withEvidenceCache(createRedisCounterStore(redis), { maxAgeMs: 1000, now: () => clock });
+    const tenant = randomUUID();
+    const [a, b] = [`${randomUUID()}|*`, `${randomUUID()}|*`];
+    // Another process counts directly in Redis.
+    const elsewhere = (offerKey: string, field: "s" | "t") => redis.hincrby(tenantKey(tenant, "ad:*"), `${offerKey.split("|")[0]}:${field}`, 1);
+
+    assert.deepEqual(await store.readEvidence(tenant, [a, b]), {});
+    await elsewhere(a, "t");
+    assert.deepEqual(await store.readEvidence(tenant, [a, b]), {}, "younger than maxAge: served from memory");
+
+    await store.addTrials(tenant, [b]);
+    assert.deepEqual(await store.readEvidence(tenant, [a, b]), { [b]: { successes: 0, trials: 1 } }, "own impressions show at once");
+    await store.addSuccess(tenant, b);
+    assert.deepEqual((await store.readEvidence(tenant, [b]))[b], { successes: 1, trials: 1 });
+
+    clock += 1000;
+    // Stale: served once more while one refresh runs, then the refreshed values.
+    assert.deepEqual(await store.readEvidence(tenant, [a]), {});
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(await store.readEvidence(tenant, [a, b]), { [a]: { successes: 0, trials: 1 }, [b]: { successes: 1, trials: 1 } });
+
+    await store.resetTenant(tenant);
+    assert.deepEqual(await store.readEvidence(tenant, [a, b]), {}, "a workspace reset empties the cache too");
+  });
+
+  test("maxAge 0 reads Redis every time", async () => {
+    const store = withEvidenceCache(createRedisCounterStore(redis), { maxAgeMs: 0 });
+    const tenant = randomUUID();
+    const key = `${randomUUID()}|*`;
+    assert.deepEqual(await store.readEvidence(tenant, [key]), {});
+    await redis.hincrby(tenantKey(tenant, "ad:*"), `${key.split("|")[0]}:t`, 1);
+    assert.deepEqual(await store.readEvidence(tenant, [key]), { [key]: { successes: 0, trials: 1 } });
+  });
+});
