@@ -1,6 +1,6 @@
 import { gunzipSync } from "node:zlib";
 import type { Sequelize } from "sequelize";
-import { execReturning, selectRows, type Transaction } from "../platform/db.js";
+import { execReturning, preparedRows, selectRows, type Transaction } from "../platform/db.js";
 import type { TraceRecord } from "./trace-record.js";
 
 export interface RecommendationRow {
@@ -96,8 +96,10 @@ export class DecisionStore {
           SELECT $1, v.id, $3, $2, $5, v.rank, v.offer_id, v.creative_id, v.channel_id, v.placement_id, 'impression', 'outbound', v.bucket, rec.created_at
           FROM rec, (VALUES ${tuples.join(", ")}) AS v(id, rank, offer_id, creative_id, channel_id, placement_id, bucket))`
       : "";
-    const [row] = await selectRows<{ created_at: Date }>(
+    // One prepared statement per impression count: the text differs only in its VALUES rows.
+    const [row] = await preparedRows<{ created_at: Date }>(
       this.db,
+      `save-recommendation-${tuples.length}`,
       `WITH rec AS (
          INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING created_at)${impressionsCte}

@@ -10,12 +10,13 @@
  * serializing the explanation on every decision cost more CPU than the decision itself, while
  * traces are read one at a time (docs/adr/0004-traces-as-replay-records.md).
  */
+import { createHash } from "node:crypto";
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { DecisionTraceSchema, type DecisionTrace } from "../../gen/decisioning/v1/decisions_pb.js";
 import {
+  canonicalJson,
   decide,
   evidenceKeys,
-  fingerprint,
   type AdaptiveCount,
   type Decision,
   type DecisionInput,
@@ -81,9 +82,13 @@ export function traceRecord(input: DecisionInput, keys: readonly string[], offer
   };
 }
 
-/** FNV-1a 64 of the canonical recorded inputs and the configuration version: what a replay must match. */
+/**
+ * SHA-256 (hex) of the canonical JSON (RFC 8785 order: keys sorted) of the configuration version
+ * and the recorded inputs: what a replay must match. The service may use node:crypto where the
+ * core may not, and a native hash of a few KB costs a tenth of FNV in JavaScript.
+ */
 export function inputsHash(policyVersionHash: string, inputs: RecordedInputs): string {
-  return fingerprint({ policyVersionHash, inputs });
+  return createHash("sha256").update(canonicalJson({ policyVersionHash, inputs })).digest("hex");
 }
 
 /** The core's input again, its evidence map rebuilt against the snapshot the decision ran with. */

@@ -36,6 +36,29 @@ export async function execReturning<T>(
   return rows as T[];
 }
 
+interface PooledClient {
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+}
+interface PoolAccess {
+  getConnection(options: { type: "read" | "write" }): Promise<PooledClient>;
+  releaseConnection(connection: PooledClient): Promise<void> | void;
+}
+
+/**
+ * A hot-path statement as a named prepared statement on a connection of sequelize's pool:
+ * Postgres parses and plans it once per connection instead of once per call, and sequelize's
+ * per-query bind formatting is skipped. `name` must identify `text` exactly. Outside transactions.
+ */
+export async function preparedRows<T>(db: Sequelize, name: string, text: string, values: unknown[]): Promise<T[]> {
+  const pool = db.connectionManager as unknown as PoolAccess;
+  const connection = await pool.getConnection({ type: "write" });
+  try {
+    return (await connection.query({ name, text, values })).rows as T[];
+  } finally {
+    await pool.releaseConnection(connection);
+  }
+}
+
 /** Postgres error code of a failed query (23505 unique_violation, ...), through sequelize's wrapper. */
 export function pgErrorCode(err: unknown): string | undefined {
   const e = err as { original?: { code?: string }; parent?: { code?: string }; code?: string };
