@@ -18,7 +18,9 @@
  * Knobs (environment): BENCH_LANE_SECONDS (default 10), BENCH_BASELINE_SECONDS (3),
  * BENCH_WARMUP_SECONDS (2), BENCH_CONCURRENCY (closed-loop in-flight requests, 32),
  * BENCH_JSON (a path to write every figure to as JSON), BENCH_SERVICE_NODE_ARGS (extra node
- * options for the service process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it).
+ * options for the service process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it),
+ * BENCH_WORKERS (the service's WORKERS, 1) and BENCH_CONNECTIONS (HTTP/2 connections per gRPC
+ * client, 1; more are needed to spread load over several service processes).
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -66,6 +68,9 @@ const LANE_MS = seconds("BENCH_LANE_SECONDS", 10);
 const BASELINE_MS = seconds("BENCH_BASELINE_SECONDS", 3);
 const WARM_MS = seconds("BENCH_WARMUP_SECONDS", 2);
 const CONCURRENCY = Math.max(1, Number(process.env.BENCH_CONCURRENCY) || 32);
+/** Service processes (the service's WORKERS) and the gRPC connections each gRPC client opens. */
+const WORKERS = Math.max(1, Number(process.env.BENCH_WORKERS) || 1);
+const CONNECTIONS = Math.max(1, Number(process.env.BENCH_CONNECTIONS) || 1);
 const OFFERS = 200;
 const GB_TREES = 100;
 const GB_DEPTH = 4;
@@ -124,8 +129,17 @@ function cleanup(): Promise<void> {
 // A gRPC client for DecisionService/Recommend on @grpc/grpc-js, with the generated descriptors.
 // ---------------------------------------------------------------------------------------------
 
-function grpcRecommender(address: string, apiKey: string) {
-  const client = new grpcJs.Client(address, grpcJs.credentials.createInsecure());
+/**
+ * `connections` HTTP/2 connections, used in turn: a supervised service (WORKERS > 1) spreads load
+ * per connection, as a client pool or a proxy in front of it would. Each client gets its own
+ * subchannel pool, since grpc-js otherwise shares one connection per target.
+ */
+function grpcRecommender(address: string, apiKey: string, connections = CONNECTIONS) {
+  const clients = Array.from(
+    { length: connections },
+    () => new grpcJs.Client(address, grpcJs.credentials.createInsecure(), { "grpc.use_local_subchannel_pool": 1 }),
+  );
+  let turn = 0;
   const metadata = new grpcJs.Metadata();
   metadata.set("x-api-key", apiKey);
   /** One unary method of the service, with the generated descriptors (toBinary/fromBinary). */
@@ -133,7 +147,7 @@ function grpcRecommender(address: string, apiKey: string) {
     <I extends DescMessage, O extends DescMessage>(path: string, input: I, output: O) =>
     (req: MessageShape<I>, timeoutMs = 10_000): Promise<MessageShape<O>> =>
       new Promise((resolve, reject) =>
-        client.makeUnaryRequest(
+        clients[turn++ % clients.length].makeUnaryRequest(
           path,
           (m: MessageShape<I>) => Buffer.from(toBinary(input, m)),
           (b: Buffer) => fromBinary(output, b),
@@ -149,7 +163,7 @@ function grpcRecommender(address: string, apiKey: string) {
     recommend: (req: RecommendRequest, opts: { timeoutMs?: number; headers?: Record<string, string> } = {}): Promise<RecommendResponse> =>
       recommend(req, opts.timeoutMs),
     respond: unary("/decisioning.v1.OutcomeService/Respond", RespondRequestSchema, RespondResponseSchema),
-    close: () => client.close(),
+    close: () => clients.forEach((c) => c.close()),
   };
 }
 
@@ -289,6 +303,7 @@ async function run(): Promise<void> {
   };
   console.log(`bench: ${machine.date}, ${machine.nproc} CPUs (${machine.cpu}), node ${machine.node}, linux ${machine.kernel}`);
   console.log(`bench: lanes ${LANE_MS / 1000} s, baselines ${BASELINE_MS / 1000} s, warm-up ${WARM_MS / 1000} s, closed loop ${CONCURRENCY} in flight`);
+  console.log(`bench: the service runs ${WORKERS} process(es) (WORKERS); gRPC clients open ${CONNECTIONS} connections each`);
   // Other work on the machine skews every figure: say how busy it was before we started anything.
   const idle0 = cpuTimes();
   await sleep(1000);
@@ -310,7 +325,7 @@ async function run(): Promise<void> {
 
   // --- the service and the echo baseline, each a process of its own --------------------------
   const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);
-  const service = await spawnProbed("src/main.ts", { ...env, HOST: "127.0.0.1", PORT: "0", GRPC_PORT: "0", LOG_LEVEL: "info" }, "the service", nodeArgs);
+  const service = await spawnProbed("src/main.ts", { ...env, HOST: "127.0.0.1", PORT: "0", GRPC_PORT: "0", LOG_LEVEL: "info", WORKERS: String(WORKERS) }, "the service", nodeArgs);
   closers.push({ what: "the service", close: () => service.stop() });
   const echo = await spawnProbed("bench/echo-server.ts", {}, "the echo server");
   closers.push({ what: "the echo server", close: () => echo.stop() });

@@ -122,10 +122,12 @@ export interface ProbedProcess {
 }
 
 /**
- * Spawns `node --import tsx --import bench/probe.mjs <script>` and waits for the JSON stdout line
- * that names its gRPC port (the service's start-up log line, or the echo server's).
+ * Spawns `node --import tsx --import bench/probe.mjs <script>` and waits for the JSON stdout lines
+ * that name its gRPC port (the service's start-up log line, or the echo server's): one per service
+ * process when `env.WORKERS` runs several.
  */
 export async function spawnProbed(script: string, env: Record<string, string>, what: string, nodeArgs: string[] = []): Promise<ProbedProcess> {
+  let waitingFor = Math.max(1, Number(env.WORKERS) || 1);
   const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "--import", PROBE, script], {
     cwd: ROOT,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? "/tmp", ...env },
@@ -147,7 +149,7 @@ export async function spawnProbed(script: string, env: Record<string, string>, w
         return;
       }
       if (typeof entry.level === "number" && entry.level >= 40) warnings.push(entry);
-      if (typeof entry.grpcPort === "number" && entry.grpcPort > 0) {
+      if (typeof entry.grpcPort === "number" && entry.grpcPort > 0 && --waitingFor === 0) {
         clearTimeout(timer);
         resolve({ httpPort: entry.httpPort as number | undefined, grpcPort: entry.grpcPort });
       }

@@ -29,6 +29,8 @@ export interface Config {
   decisionQuota: number | null;
   /** Scoring tasks of at least this many tree walks (trees × candidates) go to the worker pool. */
   scoringPoolMinTreeWalks: number;
+  /** Service processes sharing the ports (node:cluster); 1 runs the service in this process. */
+  workers: number;
   /** How old adaptive evidence may be before Recommend refreshes it from Redis; 0 reads it every time. */
   evidenceMaxAgeMs: number;
 }
@@ -106,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: positiveInt(env, "SHUTDOWN_GRACE_MS", 10_000),
     decisionQuota: optional(env, "DECISION_QUOTA") === null ? null : positiveInt(env, "DECISION_QUOTA", 1),
     scoringPoolMinTreeWalks: positiveInt(env, "SCORING_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS),
+    workers: positiveInt(env, "WORKERS", 1),
     evidenceMaxAgeMs: env.EVIDENCE_MAX_AGE_MS === "0" ? 0 : positiveInt(env, "EVIDENCE_MAX_AGE_MS", 1000),
   };
 }

@@ -1,3 +1,4 @@
+import cluster from "node:cluster";
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
@@ -31,6 +32,7 @@ import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
 import { createHttpServer } from "./transport/http-server.js";
 import { createGrpcServer, bindGrpc } from "./transport/grpc.js";
+import { superviseWorkers } from "./supervisor.js";
 
 /** The stateful parts every entry point (server, CLI, tests) needs, built the same way. */
 export interface Foundation {
@@ -213,7 +215,7 @@ export async function startService(config: Config, logger = createLogger(config.
   }, HEALTH_POLL_MS);
   healthPoll.unref();
   const httpPort = (http.address() as AddressInfo).port;
-  logger.info({ httpPort, grpcPort }, "decisioning service listening");
+  logger.info({ httpPort, grpcPort, pid: process.pid }, "decisioning service listening");
 
   let stopping: Promise<void> | null = null;
   return {
@@ -258,9 +260,17 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
+  if (cluster.isPrimary && config.workers > 1) {
+    // Processes can share only what lives outside them: the embedded database and the in-process
+    // stand-ins for Redis (counters, invalidation) belong to one process.
+    if (config.databaseUrl !== null && config.redisUrl !== null) return superviseWorkers(config.workers, logger);
+    logger.warn({ workers: config.workers }, "WORKERS needs DATABASE_URL and REDIS_URL; running one process");
+  }
   const service = await startService(config, logger);
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
-    process.once(signal, () => {
+    // `on`, not `once`: a second signal (a terminal's Ctrl-C reaches a supervisor's processes too)
+    // must not kill a process that is draining.
+    process.on(signal, () => {
       logger.info({ signal }, "draining");
       service.stop().then(
         () => process.exit(0),

@@ -39,10 +39,11 @@ export function compileGradientBoosted(model: GradientBoostedModel): Compiled {
   const trees = model.trees.map((tree, i) => compileTree(tree, `model.trees[${i}]`, errors));
   if (errors.length > 0) return { errors };
   const baseMargin = logistic ? logit(baseScore) : baseScore;
+  const forest = flatten(trees as TreeNode[]);
   return {
     scorer: {
       score(context: ScoringContext): ModelScore {
-        const { margin, bias, contributions } = evaluate(trees as TreeNode[], baseMargin, context, model.featureMap);
+        const { margin, bias, contributions } = evaluate(forest, baseMargin, context, model.featureMap);
         const score = logistic ? sigmoid(margin) : margin;
         return {
           score,
@@ -55,26 +56,98 @@ export function compileGradientBoosted(model: GradientBoostedModel): Compiled {
   };
 }
 
-/** The raw margin of a compiled ensemble with its Saabas decomposition. */
-function evaluate(trees: TreeNode[], baseMargin: number, context: ScoringContext, featureMap?: Record<string, string>) {
-  const values = new Map<string, number | undefined>();
-  const contributions = new Map<string, number>();
-  let margin = baseMargin;
-  let bias = baseMargin;
-  for (const root of trees) {
-    bias += root.expected;
-    let node = root;
-    while (node.split) {
-      const { feature, threshold, yes, no, missing } = node.split;
-      if (!values.has(feature)) values.set(feature, featureValue(context.bag, feature, featureMap));
-      const x = values.get(feature);
-      const next = x === undefined ? missing : x < threshold ? yes : no;
-      contributions.set(feature, (contributions.get(feature) ?? 0) + next.expected - node.expected);
-      node = next;
+/**
+ * The trees flattened into parallel arrays, one slot per node, features by index: a walk is then
+ * array reads instead of object and string-keyed lookups, and each feature is read once per
+ * candidate (100 trees of depth 4 over 200 candidates are 80,000 node visits per decision).
+ */
+interface Forest {
+  features: string[];
+  /** Feature index of a split, -1 for a leaf. */
+  feature: Int32Array;
+  threshold: Float64Array;
+  yes: Int32Array;
+  no: Int32Array;
+  missing: Int32Array;
+  /** Leaf value (leaves only). */
+  leaf: Float64Array;
+  expected: Float64Array;
+  roots: Int32Array;
+  /** Sum of the roots' expectations: the trees' part of the Saabas bias. */
+  rootsExpected: number;
+}
+
+function flatten(trees: TreeNode[]): Forest {
+  const nodes: TreeNode[] = [];
+  const index = new Map<TreeNode, number>();
+  const visit = (node: TreeNode): number => {
+    const known = index.get(node);
+    if (known !== undefined) return known;
+    index.set(node, nodes.length);
+    nodes.push(node);
+    if (node.split) [node.split.yes, node.split.no, node.split.missing].forEach(visit);
+    return index.get(node)!;
+  };
+  const roots = Int32Array.from(trees.map(visit));
+  const features: string[] = [];
+  const featureIndex = new Map<string, number>();
+  const forest: Forest = {
+    features,
+    feature: new Int32Array(nodes.length).fill(-1),
+    threshold: new Float64Array(nodes.length),
+    yes: new Int32Array(nodes.length),
+    no: new Int32Array(nodes.length),
+    missing: new Int32Array(nodes.length),
+    leaf: new Float64Array(nodes.length),
+    expected: Float64Array.from(nodes.map((n) => n.expected)),
+    roots,
+    rootsExpected: trees.reduce((sum, root) => sum + root.expected, 0),
+  };
+  nodes.forEach((node, i) => {
+    if (!node.split) {
+      forest.leaf[i] = node.leaf as number;
+      return;
     }
-    margin += node.leaf as number;
+    const { feature, threshold, yes, no, missing } = node.split;
+    if (!featureIndex.has(feature)) featureIndex.set(feature, features.push(feature) - 1);
+    forest.feature[i] = featureIndex.get(feature)!;
+    forest.threshold[i] = threshold;
+    forest.yes[i] = index.get(yes)!;
+    forest.no[i] = index.get(no)!;
+    forest.missing[i] = index.get(missing)!;
+  });
+  return forest;
+}
+
+/** The raw margin of a compiled ensemble; with `explain`, its Saabas decomposition too. */
+function evaluate(f: Forest, baseMargin: number, context: ScoringContext, featureMap?: Record<string, string>) {
+  // NaN marks a missing feature: it never compares below a threshold, and is tested first.
+  const x = new Float64Array(f.features.length);
+  for (let i = 0; i < x.length; i++) x[i] = featureValue(context.bag, f.features[i], featureMap) ?? NaN;
+  const contributions = context.explain ? new Float64Array(x.length) : null;
+  /** Features in the order the walks first met them: the order explanations tie in. */
+  const met: number[] = [];
+  let margin = baseMargin;
+  for (let t = 0; t < f.roots.length; t++) {
+    let node = f.roots[t];
+    let feature = f.feature[node];
+    while (feature >= 0) {
+      const v = x[feature];
+      const next = v !== v ? f.missing[node] : v < f.threshold[node] ? f.yes[node] : f.no[node];
+      if (contributions) {
+        if (!met.includes(feature)) met.push(feature);
+        contributions[feature] += f.expected[next] - f.expected[node];
+      }
+      node = next;
+      feature = f.feature[node];
+    }
+    margin += f.leaf[node];
   }
-  return { margin, bias, contributions };
+  return {
+    margin,
+    bias: baseMargin + f.rootsExpected,
+    contributions: new Map(contributions ? met.map((i) => [f.features[i], contributions[i]] as const) : []),
+  };
 }
 
 function explanationsOf(bias: number, contributions: Map<string, number>) {
