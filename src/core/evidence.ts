@@ -26,17 +26,28 @@ export function evidenceBucket(model: ModelConfig | undefined, bag: AttributeBag
   return settings ? contextBucket(settings.bucketBy, bag) : ALL_CONTEXTS_BUCKET;
 }
 
+/** Key lists by snapshot, then by flow, model and buckets: a decision builds none of its 200 keys anew. */
+const keyLists = new WeakMap<DecisionSnapshot, Map<string, readonly string[]>>();
+const MAX_KEY_LISTS_PER_SNAPSHOT = 1000;
+
 /** Evidence keys of every active candidate for the primary and shadow models, without repeats. */
-export function evidenceKeys(snapshot: DecisionSnapshot, input: Omit<DecisionInput, "clv" | "seed">): string[] {
+export function evidenceKeys(snapshot: DecisionSnapshot, input: Omit<DecisionInput, "clv" | "seed">): readonly string[] {
   const scope = resolveRequestScope(snapshot, input);
   const { modelKey, shadowModelKeys } = scoringModelKeys(snapshot, scope.flow, input.modelKey);
   const bag = { customer: input.customer, context: input.context };
-  const keys = new Set<string>();
-  for (const key of [modelKey, ...shadowModelKeys]) {
+  const buckets = [modelKey, ...shadowModelKeys].flatMap((key) => {
     const settings = adaptiveSettings(snapshot.models.get(key));
-    if (!settings) continue;
-    const bucket = contextBucket(settings.bucketBy, bag);
-    for (const offer of scope.candidates) if (offer.status === "active") keys.add(adaptiveCountKey(offer.id, bucket));
-  }
-  return [...keys];
+    return settings ? [contextBucket(settings.bucketBy, bag)] : [];
+  });
+  const id = [scope.flow.id, ...buckets].join("\u0000");
+  let lists = keyLists.get(snapshot);
+  if (!lists) keyLists.set(snapshot, (lists = new Map()));
+  const known = lists.get(id);
+  if (known) return known;
+  const keys = new Set<string>();
+  for (const bucket of buckets) for (const offer of scope.candidates) if (offer.status === "active") keys.add(adaptiveCountKey(offer.id, bucket));
+  if (lists.size >= MAX_KEY_LISTS_PER_SNAPSHOT) lists.clear();
+  const list = Object.freeze([...keys]);
+  lists.set(id, list);
+  return list;
 }

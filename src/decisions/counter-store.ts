@@ -47,7 +47,7 @@ export interface CounterStore {
   reserve(tenantId: string, groups: CounterReservation[][]): Promise<boolean[]>;
   /** Gives back what `reserve` took, when the decision could not be stored. */
   release(tenantId: string, reservations: CounterReservation[]): Promise<void>;
-  readEvidence(tenantId: string, keys: string[]): Promise<Record<string, AdaptiveEvidence>>;
+  readEvidence(tenantId: string, keys: readonly string[]): Promise<Record<string, AdaptiveEvidence>>;
   /** One more trial (an impression) for each key. */
   addTrials(tenantId: string, keys: string[]): Promise<void>;
   /** One more success (a positive outcome) for the key. */

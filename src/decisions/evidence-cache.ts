@@ -29,26 +29,37 @@ export function withEvidenceCache(store: CounterStore, options: EvidenceCacheOpt
   if (options.maxAgeMs <= 0) return store;
   const now = options.now ?? Date.now;
   const maxEntries = options.maxEntries ?? 200_000;
-  const entries = new Map<string, Entry>();
-  const refreshing = new Set<string>();
-  const id = (tenantId: string, key: string) => `${tenantId} ${key}`;
+  /** By tenant, then by evidence key: no per-lookup key strings on the hot path. */
+  const tenants = new Map<string, Map<string, Entry>>();
+  let size = 0;
+  const refreshing = new Map<string, Set<string>>();
+  const ofTenant = <T>(map: Map<string, T>, tenantId: string, create: () => T): T => {
+    let value = map.get(tenantId);
+    if (!value) map.set(tenantId, (value = create()));
+    return value;
+  };
 
   const load = async (tenantId: string, keys: string[]): Promise<void> => {
     const readAt = now();
     const values = await store.readEvidence(tenantId, keys);
+    const entries = ofTenant(tenants, tenantId, () => new Map<string, Entry>());
     for (const key of keys) {
-      const k = id(tenantId, key);
-      entries.delete(k); // re-inserted last: Map order is the eviction order
-      entries.set(k, { value: values[key] ?? null, readAt });
+      if (entries.delete(key)) size--; // re-inserted last: Map order is the eviction order
+      entries.set(key, { value: values[key] ?? null, readAt });
+      size++;
     }
-    for (const k of entries.keys()) {
-      if (entries.size <= maxEntries) break;
-      entries.delete(k);
+    for (const [id, other] of tenants) {
+      for (const key of other.keys()) {
+        if (size <= maxEntries) return;
+        other.delete(key);
+        size--;
+      }
+      if (other.size === 0) tenants.delete(id);
     }
   };
 
   const bump = (tenantId: string, key: string, field: keyof AdaptiveEvidence) => {
-    const entry = entries.get(id(tenantId, key));
+    const entry = tenants.get(tenantId)?.get(key);
     if (!entry) return;
     const value = entry.value ?? { successes: 0, trials: 0 };
     entry.value = { ...value, [field]: value[field] + 1 };
@@ -57,25 +68,28 @@ export function withEvidenceCache(store: CounterStore, options: EvidenceCacheOpt
   return {
     ...store,
     async readEvidence(tenantId, keys) {
+      const entries = tenants.get(tenantId);
+      const inFlight = ofTenant(refreshing, tenantId, () => new Set<string>());
       const missing: string[] = [];
       const stale: string[] = [];
       const t = now();
       for (const key of keys) {
-        const entry = entries.get(id(tenantId, key));
+        const entry = entries?.get(key);
         if (!entry) missing.push(key);
-        else if (t - entry.readAt >= options.maxAgeMs && !refreshing.has(id(tenantId, key))) stale.push(key);
+        else if (t - entry.readAt >= options.maxAgeMs && !inFlight.has(key)) stale.push(key);
       }
       if (stale.length) {
-        for (const key of stale) refreshing.add(id(tenantId, key));
+        for (const key of stale) inFlight.add(key);
         // A failed refresh leaves the stale values; the next decision tries again.
         void load(tenantId, stale)
           .catch(() => undefined)
-          .finally(() => stale.forEach((key) => refreshing.delete(id(tenantId, key))));
+          .finally(() => stale.forEach((key) => inFlight.delete(key)));
       }
       if (missing.length) await load(tenantId, missing);
+      const loaded = tenants.get(tenantId);
       const out: Record<string, AdaptiveEvidence> = {};
       for (const key of keys) {
-        const value = entries.get(id(tenantId, key))?.value;
+        const value = loaded?.get(key)?.value;
         if (value) out[key] = value;
       }
       return out;
@@ -90,7 +104,8 @@ export function withEvidenceCache(store: CounterStore, options: EvidenceCacheOpt
     },
     async resetTenant(tenantId) {
       await store.resetTenant(tenantId);
-      for (const k of entries.keys()) if (k.startsWith(`${tenantId} `)) entries.delete(k);
+      size -= tenants.get(tenantId)?.size ?? 0;
+      tenants.delete(tenantId);
     },
   };
 }

@@ -130,7 +130,7 @@ export class RecommendService {
   }
 
   /** Request → core input: names resolved against the snapshot (400 naming the field), counters read. */
-  private async decisionInput(ctx: TenantContext, req: RecommendRequest, compiled: CompiledTenant): Promise<{ input: DecisionInput; evidence: string[] }> {
+  private async decisionInput(ctx: TenantContext, req: RecommendRequest, compiled: CompiledTenant): Promise<{ input: DecisionInput; evidence: readonly string[] }> {
     const violations: FieldViolation[] = [];
     const customerId = req.customerId.trim();
     if (!customerId) violations.push({ field: "customerId", message: "is required" });

@@ -42,6 +42,17 @@ describe("adaptive evidence cache", () => {
     assert.deepEqual(await store.readEvidence(tenant, [a, b]), {}, "a workspace reset empties the cache too");
   });
 
+  test("holds at most maxEntries: an evicted key is read from Redis again", async () => {
+    const store = withEvidenceCache(createRedisCounterStore(redis), { maxAgeMs: 60_000, maxEntries: 1 });
+    const tenant = randomUUID();
+    const [a, b] = [`${randomUUID()}|*`, `${randomUUID()}|*`];
+    assert.deepEqual(await store.readEvidence(tenant, [a]), {});
+    await redis.hincrby(tenantKey(tenant, "ad:*"), `${a.split("|")[0]}:t`, 1);
+    assert.deepEqual(await store.readEvidence(tenant, [a]), {}, "still cached");
+    await store.readEvidence(tenant, [b]);
+    assert.deepEqual(await store.readEvidence(tenant, [a]), { [a]: { successes: 0, trials: 1 } }, "evicted by b, read again");
+  });
+
   test("maxAge 0 reads Redis every time", async () => {
     const store = withEvidenceCache(createRedisCounterStore(redis), { maxAgeMs: 0 });
     const tenant = randomUUID();
