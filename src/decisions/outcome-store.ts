@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { execReturning, selectRows } from "../platform/db.js";
+import { preparedRows } from "../platform/db.js";
 
 /** An outcome as stored in interactions (the first write of its idempotency key). */
 export interface OutcomeRow {
@@ -49,15 +49,21 @@ const OUTCOME_COLUMNS = [
   "outcome", "direction", "context_bucket", "idempotency_key", "status", "payload_hash", "context", "outcome_details",
   "conversion_value", "response_time", "occurred_at",
 ] as const;
+/** Named, not `*`: a prepared statement's result columns must not change under it (a later migration). */
+const RETURNED = [...OUTCOME_COLUMNS, "created_at"].join(", ");
 
-/** Respond's reads and writes: the ladder's lookups and the exactly-once insert. Tenant first. */
+/**
+ * Respond's reads and writes: the ladder's lookups and the exactly-once insert. Tenant first. Each
+ * is a named prepared statement (preparedRows): Respond is a hot path too.
+ */
 export class OutcomeStore {
   constructor(private readonly db: Sequelize) {}
 
   async byKey(tenantId: string, key: string): Promise<OutcomeRow | null> {
-    const [row] = await selectRows<OutcomeRow>(
+    const [row] = await preparedRows<OutcomeRow>(
       this.db,
-      "SELECT * FROM interactions WHERE tenant_id = $1 AND idempotency_key = $2",
+      "outcome-by-key",
+      `SELECT ${RETURNED} FROM interactions WHERE tenant_id = $1 AND idempotency_key = $2`,
       [tenantId, key],
     );
     return row ?? null;
@@ -69,19 +75,21 @@ export class OutcomeStore {
       const v = row[c];
       return c === "context" || c === "outcome_details" ? JSON.stringify(v) : v;
     });
-    const [stored] = await execReturning<OutcomeRow>(
+    const [stored] = await preparedRows<OutcomeRow>(
       this.db,
+      "outcome-insert",
       `INSERT INTO interactions (tenant_id, ${OUTCOME_COLUMNS.join(", ")}, created_at)
        VALUES ($1, ${OUTCOME_COLUMNS.map((_, i) => `$${i + 2}`).join(", ")}, now())
-       ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *`,
+       ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING ${RETURNED}`,
       [tenantId, ...values],
     );
     return stored ?? null;
   }
 
   async recommendation(tenantId: string, id: string): Promise<StoredRecommendation | null> {
-    const [row] = await selectRows<StoredRecommendation>(
+    const [row] = await preparedRows<StoredRecommendation>(
       this.db,
+      "recommendation-by-id",
       "SELECT id, customer_id, interaction_id, offers, created_at FROM recommendations WHERE tenant_id = $1 AND id = $2",
       [tenantId, id],
     );
@@ -90,8 +98,9 @@ export class OutcomeStore {
 
   /** Legacy clients send the interaction id a single-flow recommendation carried. */
   async recommendationByInteraction(tenantId: string, interactionId: string): Promise<StoredRecommendation | null> {
-    const [row] = await selectRows<StoredRecommendation>(
+    const [row] = await preparedRows<StoredRecommendation>(
       this.db,
+      "recommendation-by-interaction",
       "SELECT id, customer_id, interaction_id, offers, created_at FROM recommendations WHERE tenant_id = $1 AND interaction_id = $2",
       [tenantId, interactionId],
     );
@@ -100,8 +109,9 @@ export class OutcomeStore {
 
   /** The customer's most recent recommendation that had an offer at `rank`. */
   async latestWithRank(tenantId: string, customerId: string, rank: number): Promise<StoredRecommendation | null> {
-    const [row] = await selectRows<StoredRecommendation>(
+    const [row] = await preparedRows<StoredRecommendation>(
       this.db,
+      "recommendation-latest-with-rank",
       `SELECT id, customer_id, interaction_id, offers, created_at FROM recommendations
        WHERE tenant_id = $1 AND customer_id = $2 AND offers @> jsonb_build_array(jsonb_build_object('rank', $3::int))
        ORDER BY created_at DESC LIMIT 1`,
@@ -115,8 +125,9 @@ export class OutcomeStore {
    * recommendation or an impression), or null when there was none: the 30-day adaptation test.
    */
   async recentExposure(tenantId: string, customerId: string, offerId: string, since: Date): Promise<{ bucket: string | null } | null> {
-    const [row] = await selectRows<{ bucket: string | null }>(
+    const [row] = await preparedRows<{ bucket: string | null }>(
       this.db,
+      "recent-exposure",
       `SELECT bucket FROM (
          SELECT context_bucket AS bucket, created_at FROM interactions
          WHERE tenant_id = $1 AND customer_id = $2 AND offer_id = $3::uuid AND outcome = 'impression' AND created_at >= $4
