@@ -63,6 +63,8 @@ export interface ContactPolicyOutput {
   rejections: Rejection[];
 }
 
+const NO_RESERVATIONS: Reservation[] = Object.freeze([]) as unknown as Reservation[];
+
 /** Policy ids of the built-in checks in `contactPolicyResults`. */
 export const CONTACT_CHECKS = {
   emergency: "emergency_exclusion",
@@ -80,7 +82,13 @@ interface Verdict {
 
 export function applyContactPolicies(offers: Offer[], config: ContactPolicyConfig, input: ContactPolicyInput): ContactPolicyOutput {
   const output: ContactPolicyOutput = { allowed: [], results: [], rejections: [] };
+  // Most tenants hold few policies: an offer nothing can block costs no generator, no arrays.
+  const perOffer = config.guardrails.length > 0 || input.channel !== null || config.contactPolicies.length > 0 || config.budgets.length > 0 || config.maturityRamp !== null;
   for (const offer of offers) {
+    if (!perOffer && !offer.emergencyExcluded) {
+      output.allowed.push({ offer, reservations: NO_RESERVATIONS });
+      continue;
+    }
     const checks = counterChecks(offer, config, input.customerId, input.channel?.id ?? null, input.nowMs);
     let blockedBy: Verdict | undefined;
     for (const verdict of verdicts(offer, config, input, checks)) {
