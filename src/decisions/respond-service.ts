@@ -24,6 +24,8 @@ import type { CompiledTenant } from "./snapshot-compiler.js";
 export const ADAPTATION_LOOKBACK_DAYS = 30;
 export const BULK_MAX_ITEMS = 500;
 const MAX_TEXT = 255;
+/** Records this process wrote or read, kept to answer replays without a query. */
+const RECENT_RECORDS = 50_000;
 const DIRECTIONS = ["inbound", "outbound"];
 
 type Status = "recorded" | "already_recorded" | "recorded_without_adaptation";
@@ -52,6 +54,14 @@ const text = (v: string) => v.trim();
  * and counts conversions and their spend against budgets.
  */
 export class RespondService {
+  /**
+   * A stored record never changes (one per key, by the unique index), so a replay this process
+   * has seen is answered from memory. Each entry is valid only under the tenant snapshot it was
+   * kept with: a workspace reset (which deletes the records) replaces the snapshot in every
+   * process, and with it every entry of the tenant.
+   */
+  private readonly recent = new Map<string, { row: OutcomeRow; under: CompiledTenant }>();
+
   constructor(
     private readonly snapshots: { get(tenantId: string): Promise<CompiledTenant> },
     private readonly store: OutcomeStore,
@@ -93,9 +103,12 @@ export class RespondService {
     const compiled = await this.snapshots.get(ctx.tenantId);
     const { outcome, category } = this.validate(req, idempotencyKey, compiled);
     const hash = payloadHash(req);
-    // A replay is one indexed read: no attribution, no learning, no counters.
+    // A replay is memory or one indexed read: no attribution, no learning, no counters.
+    const recentKey = `${ctx.tenantId} ${idempotencyKey}`;
+    const known = this.recent.get(recentKey);
+    if (known?.under === compiled) return this.replay(known.row, hash);
     const earlier = await this.store.byKey(ctx.tenantId, idempotencyKey);
-    if (earlier) return this.replay(earlier, hash);
+    if (earlier) return this.replay(this.remember(recentKey, earlier, compiled), hash);
 
     const customerId = text(req.customerId);
     const at = new Date();
@@ -132,13 +145,21 @@ export class RespondService {
       occurred_at: req.timestamp ? timestampDate(req.timestamp) : at,
     });
     // Lost the race to a concurrent call with the same key: that call's record stands.
-    if (!row) return this.replay((await this.store.byKey(ctx.tenantId, idempotencyKey))!, hash);
+    if (!row) return this.replay(this.remember(recentKey, (await this.store.byKey(ctx.tenantId, idempotencyKey))!, compiled), hash);
+    this.remember(recentKey, row, compiled);
     // The record is committed; a retry would only replay it. So a learning failure (Redis down) is
     // logged for the operator rather than answered as an error the client cannot fix by retrying.
     await this.learn(ctx.tenantId, compiled, row, category, status).catch((err) =>
       this.logger.error({ err, recordId: row.id }, "outcome recorded but not learned: counters unavailable"),
     );
     return toRecord(row, status);
+  }
+
+  private remember(key: string, row: OutcomeRow, under: CompiledTenant): OutcomeRow {
+    this.recent.delete(key);
+    this.recent.set(key, { row, under });
+    if (this.recent.size > RECENT_RECORDS) this.recent.delete(this.recent.keys().next().value!);
+    return row;
   }
 
   private replay(earlier: OutcomeRow, hash: string): RespondResponse {

@@ -102,6 +102,26 @@ describe("POST /api/v1/respond", () => {
     assert.match(missing.body.error.message, /^idempotencyKey: is required/);
   });
 
+  test("a replay this process has seen is answered from memory; a workspace reset starts its keys afresh", async () => {
+    const { t, key } = await setup();
+    const rec = (await post("/api/v1/recommend", { customerId: "mem" }, key)).body;
+    const body = { customerId: "mem", outcome: "click", idempotencyKey: "mem-1", recommendationId: rec.recommendationId, rank: 1 };
+    const first = (await post("/api/v1/respond", body, key)).body;
+    assert.equal(first.status, "recorded");
+    // Behind the service's back: a replay that went to the database would now record anew.
+    await sql("DELETE FROM interactions WHERE tenant_id = $1 AND idempotency_key = $2", [t.tenantId, "mem-1"]);
+    const replay = (await post("/api/v1/respond", body, key)).body;
+    assert.deepEqual([replay.status, replay.id], ["already_recorded", first.id]);
+
+    const reset = await rest(svc.baseUrl, "POST", "/api/v1/workspace/reset", { key: t.apiKey, body: { confirm: t.tenantId } });
+    assert.equal(reset.status, 200, JSON.stringify(reset.body));
+    await create("offers", { name: unique("after reset"), status: "active" }, t);
+    const again = (await post("/api/v1/recommend", { customerId: "mem" }, key)).body;
+    const afresh = (await post("/api/v1/respond", { ...body, recommendationId: again.recommendationId }, key)).body;
+    assert.equal(afresh.status, "recorded", "the reset deleted the record, and the process forgot it");
+    assert.notEqual(afresh.id, first.id);
+  });
+
   test("100 concurrent calls with one key on two processes: one row, one record id, counters move once", async () => {
     const { t, offers, key } = await setup();
     await create("budgets", { name: "conversions", scope: "offer", scopeId: offers[0].id, maxConversions: 1000, costPerConversion: 2, maxSpend: 1000 }, t);
