@@ -3,19 +3,8 @@
  * gradient-boosted model in XGBoost's JSON dump format (`dump_model(..., dump_format="json",
  * with_stats=True)`), generated from a fixed seed so every run scores the same trees.
  */
+import { mulberry32 } from "../src/core/random.js";
 import type { XgbNode } from "../src/core/scoring/models.js";
-
-/** mulberry32: a small seeded generator, so the workload is the same on every run. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Numeric features the model splits on, with the range each one is drawn from. */
 export const FEATURES: Record<string, [number, number]> = {
@@ -40,7 +29,7 @@ export interface BenchCustomer {
 
 /** `n` customers with numeric attributes and a request context each. */
 export function customers(n: number, seed = 7): BenchCustomer[] {
-  const rnd = seeded(seed);
+  const rnd = mulberry32(seed);
   const draw = (name: string) => {
     const [lo, hi] = FEATURES[name];
     return Math.round(lo + rnd() * (hi - lo));
@@ -78,7 +67,7 @@ export function offerBody(i: number): Record<string, unknown> {
  * a random feature at a threshold inside its range; leaves are small margins.
  */
 export function xgboostTrees(count: number, depth: number, seed = 42): XgbNode[] {
-  const rnd = seeded(seed);
+  const rnd = mulberry32(seed);
   const names = Object.keys(FEATURES);
   const tree = (): XgbNode => {
     let next = 0;

@@ -52,11 +52,14 @@ const isEmpty = (value: object | undefined) => value === undefined || Object.key
 export function qualify(offers: Offer[], rules: QualificationRule[], bag: AttributeBag, nowMs: number, explain = true): QualificationOutput {
   const output: QualificationOutput = { qualified: [], results: [], rejections: [] };
   for (const offer of offers) {
-    if (!explain && rules.length === 0 && offer.status === "active" && isEmpty(offer.schedule) && isEmpty(offer.eligibility)) {
-      output.qualified.push(offer); // the one-row case of checkOffer, without building the row
+    const gates = rules.length === 0 ? rules : rules.filter((rule) => appliesToOffer(rule.appliesTo, offer));
+    if (offer.status === "active" && isEmpty(offer.schedule) && isEmpty(offer.eligibility) && gates.length === 0) {
+      // One row instead of three: a trace of 200 such offers is otherwise mostly rows that say nothing.
+      if (explain) output.results.push({ offerId: offer.id, passed: true, ruleId: QUALIFICATION_CHECKS.offer, reason: "active, unscheduled, no eligibility or gates" });
+      output.qualified.push(offer);
       continue;
     }
-    const rows = checkOffer(offer, rules, bag, nowMs);
+    const rows = checkOffer(offer, gates, bag, nowMs);
     if (explain) output.results.push(...rows);
     const failed = rows.find((r) => !r.passed);
     if (failed) {
@@ -74,18 +77,10 @@ export function qualify(offers: Offer[], rules: QualificationRule[], bag: Attrib
   return output;
 }
 
-/**
- * Rows for each check up to and including the first failure. An active offer with no schedule,
- * no eligibility and no gate over it gets one row instead of three: a trace of 200 such offers is
- * otherwise mostly rows that say nothing.
- */
-function checkOffer(offer: Offer, rules: QualificationRule[], bag: AttributeBag, nowMs: number): QualificationRow[] {
+/** Rows for each check up to and including the first failure; `gates` are those over this offer. */
+function checkOffer(offer: Offer, gates: QualificationRule[], bag: AttributeBag, nowMs: number): QualificationRow[] {
   if (offer.status !== "active") {
     return [{ offerId: offer.id, passed: false, ruleId: QUALIFICATION_CHECKS.status, reason: `offer status is ${offer.status}` }];
-  }
-  const gates = rules.filter((rule) => appliesToOffer(rule.appliesTo, offer));
-  if (isEmpty(offer.schedule) && isEmpty(offer.eligibility) && gates.length === 0) {
-    return [{ offerId: offer.id, passed: true, ruleId: QUALIFICATION_CHECKS.offer, reason: "active, unscheduled, no eligibility or gates" }];
   }
   const rows: QualificationRow[] = [{ offerId: offer.id, passed: true, ruleId: QUALIFICATION_CHECKS.status, reason: "offer is active" }];
   const outOfSchedule = scheduleViolation(offer.schedule, nowMs);

@@ -127,17 +127,6 @@ export class DecisionStore {
     );
   }
 
-  /** Which of these configuration versions are not stored yet. */
-  async missingPolicies(tenantId: string, hashes: string[]): Promise<string[]> {
-    const stored = await selectRows<{ h: string }>(
-      this.db,
-      "SELECT policy_version_hash AS h FROM decision_policies WHERE tenant_id = $1 AND policy_version_hash = ANY($2::text[])",
-      [tenantId, hashes],
-    );
-    const have = new Set(stored.map((r) => r.h));
-    return hashes.filter((h) => !have.has(h));
-  }
-
   /** Stores a configuration version (gzipped JSON); a version stored by another process stays. */
   async insertPolicy(tenantId: string, hash: string, config: Buffer): Promise<void> {
     await this.db.query(

@@ -87,22 +87,20 @@ export class OutcomeStore {
   }
 
   async recommendation(tenantId: string, id: string): Promise<StoredRecommendation | null> {
-    const [row] = await preparedRows<StoredRecommendation>(
-      this.db,
-      "recommendation-by-id",
-      "SELECT id, customer_id, interaction_id, offers, created_at FROM recommendations WHERE tenant_id = $1 AND id = $2",
-      [tenantId, id],
-    );
-    return row ?? null;
+    return this.recommendationBy(tenantId, "id", id);
   }
 
   /** Legacy clients send the interaction id a single-flow recommendation carried. */
   async recommendationByInteraction(tenantId: string, interactionId: string): Promise<StoredRecommendation | null> {
+    return this.recommendationBy(tenantId, "interaction_id", interactionId);
+  }
+
+  private async recommendationBy(tenantId: string, column: "id" | "interaction_id", value: string): Promise<StoredRecommendation | null> {
     const [row] = await preparedRows<StoredRecommendation>(
       this.db,
-      "recommendation-by-interaction",
-      "SELECT id, customer_id, interaction_id, offers, created_at FROM recommendations WHERE tenant_id = $1 AND interaction_id = $2",
-      [tenantId, interactionId],
+      `recommendation-by-${column}`,
+      `SELECT id, customer_id, interaction_id, offers, created_at FROM recommendations WHERE tenant_id = $1 AND ${column} = $2`,
+      [tenantId, value],
     );
     return row ?? null;
   }

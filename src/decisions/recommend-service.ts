@@ -85,6 +85,7 @@ export class RecommendService {
           details: { quota: this.deps.decisionQuota },
         });
       }
+      const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context });
       const singleSlot = (input.placements ?? []).length <= 1;
       const interactionId = singleSlot && offers.length ? newId() : null;
       const createdAt = await this.deps.store.saveRecommendation(
@@ -103,7 +104,7 @@ export class RecommendService {
             channelId: o.channelId,
             placementId: o.placementId,
             score: o.score,
-            bucket: this.bucketOf(task),
+            bucket,
           })),
           context: input.context,
         },
@@ -116,11 +117,11 @@ export class RecommendService {
               creative_id: o.creativeId,
               channel_id: o.channelId,
               placement_id: o.placementId,
-              context_bucket: this.bucketOf(task),
+              context_bucket: bucket,
             }))
           : [],
       );
-      await this.deps.counters.addTrials(ctx.tenantId, offers.map((o) => adaptiveCountKey(o.offerId, this.bucketOf(task))));
+      await this.deps.counters.addTrials(ctx.tenantId, offers.map((o) => adaptiveCountKey(o.offerId, bucket)));
       if (sampled) this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, traceRecord(input, evidence, offers, refusals), createdAt), snapshot.config);
       return toRecommendResponse({ recommendationId, interactionId, customerId: input.customerId, decision, offers, rejected: [...decision.rejectedOffers, ...refusals], explain: req.explain, createdAt });
     } catch (err) {
@@ -200,10 +201,5 @@ export class RecommendService {
     const dropped = [...held].filter(([id]) => !kept.has(id)).flatMap(([, reservations]) => reservations);
     if (dropped.length) await this.deps.counters.release(tenantId, dropped);
     return { offers, refusals };
-  }
-
-  /** Where the returned offers' adaptive evidence is counted (core evidenceBucket). */
-  private bucketOf(task: ScoreTask): string {
-    return evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context });
   }
 }

@@ -115,15 +115,12 @@ export class TraceWriter {
     }
   }
 
+  /** Each configuration once per compiled snapshot; a version another process stored already stays. */
   private async storePolicies(batch: QueuedTrace[]): Promise<void> {
-    const unchecked = new Map<string, { tenantId: string; hash: string; config: SnapshotConfig }>();
     for (const t of batch) {
-      if (!this.storedPolicies.has(t.policy)) unchecked.set(`${t.tenant_id} ${t.policy_version_hash}`, { tenantId: t.tenant_id, hash: t.policy_version_hash, config: t.policy });
-    }
-    for (const { tenantId, hash, config } of unchecked.values()) {
-      const [missing] = await this.store.missingPolicies(tenantId, [hash]);
-      if (missing) await this.store.insertPolicy(tenantId, hash, await gzipAsync(JSON.stringify(config)));
-      this.storedPolicies.add(config);
+      if (this.storedPolicies.has(t.policy)) continue;
+      await this.store.insertPolicy(t.tenant_id, t.policy_version_hash, await gzipAsync(JSON.stringify(t.policy)));
+      this.storedPolicies.add(t.policy);
     }
   }
 }
