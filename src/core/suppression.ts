@@ -22,6 +22,14 @@ export interface RecentOutcome {
   at: string;
 }
 
+/**
+ * Whether a decision over `config` reads the customer's recent outcomes: only suppression policies
+ * do, so without one the service need not fetch them.
+ */
+export function readsRecentOutcomes(config: { contactPolicies: readonly { type?: string }[] }): boolean {
+  return config.contactPolicies.some((p) => p.type === "suppression");
+}
+
 /** The most recent outcome that suppresses `offer` now, or null. Scope (`appliesTo`) is the caller's check. */
 export function suppressingOutcome(
   policy: SuppressionPolicy,

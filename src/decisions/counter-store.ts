@@ -48,16 +48,20 @@ export interface CounterStore {
   /** Gives back what `reserve` took, when the decision could not be stored. */
   release(tenantId: string, reservations: CounterReservation[]): Promise<void>;
   readEvidence(tenantId: string, keys: readonly string[]): Promise<Record<string, AdaptiveEvidence>>;
-  /** One more trial (an impression) for each key. */
-  addTrials(tenantId: string, keys: string[]): Promise<void>;
   /** One more success (a positive outcome) for the key. */
   addSuccess(tenantId: string, key: string): Promise<void>;
   increment(tenantId: string, increments: CounterIncrement[]): Promise<void>;
   /** Keeps the customer's latest negative outcome per offer. */
   recordNegative(tenantId: string, customerId: string, outcome: NegativeOutcome): Promise<void>;
   negatives(tenantId: string, customerId: string): Promise<NegativeOutcome[]>;
-  /** Counts one decision unless `quota` is spent; returns the new count, or null when spent. */
-  countDecision(tenantId: string, quota: number | null): Promise<number | null>;
+  /**
+   * Counts one decision unless `quota` is spent and, when it counts, one more trial (an impression)
+   * for each of `trialKeys`, atomically and in one round trip. Returns the new count, or null when
+   * the quota was spent (and nothing was counted).
+   */
+  countDecision(tenantId: string, quota: number | null, trialKeys: readonly string[]): Promise<number | null>;
+  /** Takes back what `countDecision` counted, when the decision could not be stored. */
+  uncountDecision(tenantId: string, trialKeys: readonly string[]): Promise<void>;
   decisions(tenantId: string): Promise<number>;
   /** Deletes every counter of the tenant (workspace reset). */
   resetTenant(tenantId: string): Promise<void>;
@@ -99,10 +103,12 @@ end
 return taken
 `;
 
+/** KEYS: the decision counter, then each trial's evidence hash. ARGV: the quota (-1 for none), then each trial's field. */
 const COUNT_DECISION = `
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 local quota = tonumber(ARGV[1])
 if quota >= 0 and current >= quota then return -1 end
+for i = 2, #KEYS do redis.call('HINCRBY', KEYS[i], ARGV[i], 1) end
 return redis.call('INCR', KEYS[1])
 `;
 
@@ -120,7 +126,7 @@ const negativesKey = (customerId: string) => `neg:${encodeURIComponent(customerI
 
 type Scripted = Redis & {
   reserveCounters(numKeys: number, ...args: Array<string | number>): Promise<number[]>;
-  countDecision(key: string, quota: number): Promise<number>;
+  countDecision(numKeys: number, ...args: Array<string | number>): Promise<number>;
 };
 
 /**
@@ -144,7 +150,7 @@ export function createRedisCounterStore(redis: Redis): CounterStore {
 
 function redisCounterStore(redis: Redis): CounterStore {
   redis.defineCommand("reserveCounters", { lua: RESERVE });
-  redis.defineCommand("countDecision", { numberOfKeys: 1, lua: COUNT_DECISION });
+  redis.defineCommand("countDecision", { lua: COUNT_DECISION });
   const r = redis as Scripted;
   const full = (tenantId: string, keys: string[]) => keys.map((k) => tenantKey(tenantId, k));
   return {
@@ -184,15 +190,6 @@ function redisCounterStore(redis: Redis): CounterStore {
       );
       return out;
     },
-    async addTrials(tenantId, keys) {
-      if (!keys.length) return;
-      const pipeline = redis.pipeline();
-      for (const k of keys) {
-        const { hash, offerId } = evidenceSlot(k);
-        pipeline.hincrby(tenantKey(tenantId, hash), `${offerId}:t`, 1);
-      }
-      await pipeline.exec();
-    },
     async addSuccess(tenantId, key) {
       const { hash, offerId } = evidenceSlot(key);
       await redis.hincrby(tenantKey(tenantId, hash), `${offerId}:s`, 1);
@@ -215,9 +212,21 @@ function redisCounterStore(redis: Redis): CounterStore {
       const all = await redis.hgetall(tenantKey(tenantId, negativesKey(customerId)));
       return Object.values(all).map((v) => JSON.parse(v) as NegativeOutcome);
     },
-    async countDecision(tenantId, quota) {
-      const n = await r.countDecision(tenantKey(tenantId, DECISIONS), quota ?? -1);
+    async countDecision(tenantId, quota, trialKeys) {
+      const trials = trialKeys.map(evidenceSlot);
+      const n = await r.countDecision(
+        1 + trials.length,
+        tenantKey(tenantId, DECISIONS),
+        ...trials.map(({ hash }) => tenantKey(tenantId, hash)),
+        quota ?? -1,
+        ...trials.map(({ offerId }) => `${offerId}:t`),
+      );
       return n < 0 ? null : n;
+    },
+    async uncountDecision(tenantId, trialKeys) {
+      const pipeline = redis.pipeline().decr(tenantKey(tenantId, DECISIONS));
+      for (const { hash, offerId } of trialKeys.map(evidenceSlot)) pipeline.hincrby(tenantKey(tenantId, hash), `${offerId}:t`, -1);
+      await pipeline.exec();
     },
     async decisions(tenantId) {
       return Number((await redis.get(tenantKey(tenantId, DECISIONS))) ?? 0);
@@ -257,6 +266,10 @@ export function createMemoryCounterStore(now: () => number = Date.now): CounterS
       expiresAt: live ? current.expiresAt : ttlSeconds ? now() + ttlSeconds * 1000 : null,
     });
   };
+  const addEvidence = (full: string, field: keyof AdaptiveEvidence, by: number) => {
+    const e = evidence.get(full) ?? { successes: 0, trials: 0 };
+    evidence.set(full, { ...e, [field]: e[field] + by });
+  };
   const tenantOf = (tenantId: string) => tenantKey(tenantId, "");
   return {
     async read(tenantId, keys) {
@@ -281,17 +294,8 @@ export function createMemoryCounterStore(now: () => number = Date.now): CounterS
         return e ? [[k, { ...e }]] : [];
       }));
     },
-    async addTrials(tenantId, keys) {
-      for (const k of keys) {
-        const full = tenantKey(tenantId, k);
-        const e = evidence.get(full) ?? { successes: 0, trials: 0 };
-        evidence.set(full, { ...e, trials: e.trials + 1 });
-      }
-    },
     async addSuccess(tenantId, key) {
-      const full = tenantKey(tenantId, key);
-      const e = evidence.get(full) ?? { successes: 0, trials: 0 };
-      evidence.set(full, { ...e, successes: e.successes + 1 });
+      addEvidence(tenantKey(tenantId, key), "successes", 1);
     },
     async increment(tenantId, increments) {
       for (const i of increments) add(tenantKey(tenantId, i.key), i.by, i.ttlSeconds);
@@ -303,11 +307,16 @@ export function createMemoryCounterStore(now: () => number = Date.now): CounterS
     async negatives(tenantId, customerId) {
       return Object.values(negativeOutcomes.get(tenantKey(tenantId, negativesKey(customerId))) ?? {});
     },
-    async countDecision(tenantId, quota) {
+    async countDecision(tenantId, quota, trialKeys) {
       const k = tenantKey(tenantId, DECISIONS);
       if (quota !== null && get(k) >= quota) return null;
+      for (const key of trialKeys) addEvidence(tenantKey(tenantId, key), "trials", 1);
       add(k, 1);
       return get(k);
+    },
+    async uncountDecision(tenantId, trialKeys) {
+      for (const key of trialKeys) addEvidence(tenantKey(tenantId, key), "trials", -1);
+      add(tenantKey(tenantId, DECISIONS), -1);
     },
     async decisions(tenantId) {
       return get(tenantKey(tenantId, DECISIONS));

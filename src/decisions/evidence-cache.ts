@@ -58,11 +58,11 @@ export function withEvidenceCache(store: CounterStore, options: EvidenceCacheOpt
     }
   };
 
-  const bump = (tenantId: string, key: string, field: keyof AdaptiveEvidence) => {
+  const bump = (tenantId: string, key: string, field: keyof AdaptiveEvidence, by = 1) => {
     const entry = tenants.get(tenantId)?.get(key);
     if (!entry) return;
     const value = entry.value ?? { successes: 0, trials: 0 };
-    entry.value = { ...value, [field]: value[field] + 1 };
+    entry.value = { ...value, [field]: value[field] + by };
   };
 
   return {
@@ -94,9 +94,14 @@ export function withEvidenceCache(store: CounterStore, options: EvidenceCacheOpt
       }
       return out;
     },
-    async addTrials(tenantId, keys) {
-      await store.addTrials(tenantId, keys);
-      for (const key of keys) bump(tenantId, key, "trials");
+    async countDecision(tenantId, quota, trialKeys) {
+      const count = await store.countDecision(tenantId, quota, trialKeys);
+      if (count !== null) for (const key of trialKeys) bump(tenantId, key, "trials");
+      return count;
+    },
+    async uncountDecision(tenantId, trialKeys) {
+      await store.uncountDecision(tenantId, trialKeys);
+      for (const key of trialKeys) bump(tenantId, key, "trials", -1);
     },
     async addSuccess(tenantId, key) {
       await store.addSuccess(tenantId, key);

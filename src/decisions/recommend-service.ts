@@ -6,6 +6,7 @@ import {
   evidenceBucket,
   evidenceKeys,
   prepareDecision,
+  readsRecentOutcomes,
   refill,
   scoreCandidates,
   type CandidateScore,
@@ -52,8 +53,9 @@ export interface RecommendDeps {
 /**
  * Recommend (spec 1, 4.4): resolves the request against the tenant's compiled snapshot, reads the
  * counters the decision needs, runs the core, reserves caps and budgets atomically in rank order
- * (one script per round, refilling from the fallbacks when a reservation is refused), counts the decision, stores the
- * recommendation and its impressions, and queues the trace.
+ * (one script per round, refilling from the fallbacks when a reservation is refused), counts the
+ * decision and its impressions' trials (one script), stores the recommendation and its impressions,
+ * and queues the trace.
  */
 export class RecommendService {
   constructor(private readonly deps: RecommendDeps) {}
@@ -76,8 +78,12 @@ export class RecommendService {
         : scoreCandidates(task);
     const decision = completeDecision(prepared, scores);
     const { offers, refusals } = await this.reserve(ctx.tenantId, decision);
+    const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context });
+    // Each returned offer is an impression: one more trial of its evidence, counted with the decision.
+    const trialKeys = offers.map((o) => adaptiveCountKey(o.offerId, bucket));
+    let counted = false;
     try {
-      if (offers.length && (await this.deps.counters.countDecision(ctx.tenantId, this.deps.decisionQuota)) === null) {
+      if (offers.length && !(counted = (await this.deps.counters.countDecision(ctx.tenantId, this.deps.decisionQuota, trialKeys)) !== null)) {
         throw new AppError({
           code: "FAILED_PRECONDITION",
           reason: "DECISION_QUOTA_EXHAUSTED",
@@ -85,7 +91,6 @@ export class RecommendService {
           details: { quota: this.deps.decisionQuota },
         });
       }
-      const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context });
       const singleSlot = (input.placements ?? []).length <= 1;
       const interactionId = singleSlot && offers.length ? newId() : null;
       const createdAt = await this.deps.store.saveRecommendation(
@@ -121,11 +126,13 @@ export class RecommendService {
             }))
           : [],
       );
-      await this.deps.counters.addTrials(ctx.tenantId, offers.map((o) => adaptiveCountKey(o.offerId, bucket)));
       if (sampled) this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, traceRecord(input, evidence, offers, refusals), createdAt), snapshot.config);
       return toRecommendResponse({ recommendationId, interactionId, customerId: input.customerId, decision, offers, rejected: [...decision.rejectedOffers, ...refusals], explain: req.explain, createdAt });
     } catch (err) {
-      await this.deps.counters.release(ctx.tenantId, offers.flatMap((o) => o.reservations)).catch(() => undefined);
+      await Promise.all([
+        this.deps.counters.release(ctx.tenantId, offers.flatMap((o) => o.reservations)),
+        counted ? this.deps.counters.uncountDecision(ctx.tenantId, trialKeys) : undefined,
+      ]).catch(() => undefined);
       throw err;
     }
   }
@@ -169,7 +176,7 @@ export class RecommendService {
     const [counters, adaptiveCounts, recentOutcomes] = await Promise.all([
       this.deps.counters.read(ctx.tenantId, counterKeys(compiled.snapshot, input)),
       this.deps.counters.readEvidence(ctx.tenantId, evidence),
-      this.deps.counters.negatives(ctx.tenantId, customerId),
+      readsRecentOutcomes(compiled.snapshot) ? this.deps.counters.negatives(ctx.tenantId, customerId) : [],
     ]);
     return { input: { ...input, counters, adaptiveCounts, recentOutcomes }, evidence };
   }

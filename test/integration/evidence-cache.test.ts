@@ -2,7 +2,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
 import { createRedis, connectRedis, tenantKey, type Redis } from "../../src/platform/redis.js";
-import { createRedisCounterStore } from "../../src/decisions/counter-store.js";
+import { createMemoryCounterStore, createRedisCounterStore, type CounterStore } from "../../src/decisions/counter-store.js";
 import { withEvidenceCache } from "../../src/decisions/evidence-cache.js";
 import { requireEnv } from "../support/database.js";
 
@@ -27,7 +27,7 @@ describe("adaptive evidence cache", () => {
     await elsewhere(a, "t");
     assert.deepEqual(await store.readEvidence(tenant, [a, b]), {}, "younger than maxAge: served from memory");
 
-    await store.addTrials(tenant, [b]);
+    await store.countDecision(tenant, null, [b]);
     assert.deepEqual(await store.readEvidence(tenant, [a, b]), { [b]: { successes: 0, trials: 1 } }, "own impressions show at once");
     await store.addSuccess(tenant, b);
     assert.deepEqual((await store.readEvidence(tenant, [b]))[b], { successes: 1, trials: 1 });
@@ -60,5 +60,36 @@ describe("adaptive evidence cache", () => {
     assert.deepEqual(await store.readEvidence(tenant, [key]), {});
     await redis.hincrby(tenantKey(tenant, "ad:*"), `${key.split("|")[0]}:t`, 1);
     assert.deepEqual(await store.readEvidence(tenant, [key]), { [key]: { successes: 0, trials: 1 } });
+  });
+});
+
+describe("counting a decision with its impressions' trials", () => {
+  for (const [name, make] of [
+    ["Redis", () => createRedisCounterStore(redis)],
+    ["in-memory (single-node default)", () => createMemoryCounterStore()],
+  ] as Array<[string, () => CounterStore]>) {
+    test(`${name}: trials count only with the decision, never past the quota, and can be taken back`, async () => {
+      const store = make();
+      const tenant = randomUUID();
+      const [a, b] = [`${randomUUID()}|bucket-1`, `${randomUUID()}|bucket-2`];
+      assert.equal(await store.countDecision(tenant, 2, [a, b]), 1);
+      assert.equal(await store.countDecision(tenant, 2, [a]), 2);
+      assert.deepEqual(await store.readEvidence(tenant, [a, b]), { [a]: { successes: 0, trials: 2 }, [b]: { successes: 0, trials: 1 } });
+      assert.equal(await store.countDecision(tenant, 2, [a, b]), null, "quota spent");
+      assert.deepEqual(await store.readEvidence(tenant, [a, b]), { [a]: { successes: 0, trials: 2 }, [b]: { successes: 0, trials: 1 } }, "a refused count adds no trials");
+      await store.uncountDecision(tenant, [b]);
+      assert.equal(await store.decisions(tenant), 1);
+      assert.deepEqual(await store.readEvidence(tenant, [a, b]), { [a]: { successes: 0, trials: 2 }, [b]: { successes: 0, trials: 0 } });
+    });
+  }
+
+  test("under parallel requests the quota admits exactly its limit and trials match the decisions counted", async () => {
+    const store = createRedisCounterStore(redis);
+    const tenant = randomUUID();
+    const key = `${randomUUID()}|*`;
+    const counts = await Promise.all(Array.from({ length: 40 }, () => store.countDecision(tenant, 25, [key])));
+    assert.equal(counts.filter((c) => c !== null).length, 25);
+    assert.deepEqual(new Set(counts.filter((c) => c !== null)), new Set(Array.from({ length: 25 }, (_, i) => i + 1)));
+    assert.deepEqual((await store.readEvidence(tenant, [key]))[key], { successes: 0, trials: 25 });
   });
 });
