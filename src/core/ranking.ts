@@ -95,14 +95,14 @@ export function resolveRankingWeights(profiles: readonly RankingProfile[], profi
 }
 
 export function rankScore(weights: RankingWeights, offer: Offer, score: CandidateScore, clv: ClvInput | null): number {
-  const terms: Array<[number, number]> = [
-    [weights.score, score.score],
-    [weights.priority, offer.priority / 100],
-    [weights.businessValue, offer.businessValue / 100],
-    [weights.propensity, score.propensity],
-  ];
-  const total = terms.reduce((sum, [w]) => sum + w, 0);
-  const base = total > 0 ? terms.reduce((sum, [w, v]) => sum + w * v, 0) / total : score.score;
+  // Written out term by term rather than over an array of pairs: it runs for every candidate.
+  const total = weights.score + weights.priority + weights.businessValue + weights.propensity;
+  const weighted =
+    weights.score * score.score +
+    weights.priority * (offer.priority / 100) +
+    weights.businessValue * (offer.businessValue / 100) +
+    weights.propensity * score.propensity;
+  const base = total > 0 ? weighted / total : score.score;
   return clvTilt(base, offerImpact(offer), weights.clv, clv);
 }
 
@@ -130,7 +130,11 @@ export function orderCandidates(inputs: readonly RankInput[], weights: RankingWe
       b.priority - a.priority ||
       (a.candidate.offerId < b.candidate.offerId ? -1 : a.candidate.offerId > b.candidate.offerId ? 1 : 0),
   );
-  return rows.map((row, position) => ({ ...row.candidate, position }));
+  // The candidates are this call's own objects: number them in place rather than copy each one.
+  return rows.map(({ candidate }, position) => {
+    candidate.position = position;
+    return candidate;
+  });
 }
 
 /** Fills the plan's slots from the ordered pool, leaving out `excluded` offers (refused reservations). */

@@ -88,7 +88,23 @@ export function traceRecord(input: DecisionInput, keys: readonly string[], offer
  * core may not, and a native hash of a few KB costs a tenth of FNV in JavaScript.
  */
 export function inputsHash(policyVersionHash: string, inputs: RecordedInputs): string {
-  return createHash("sha256").update(canonicalJson({ policyVersionHash, inputs })).digest("hex");
+  return hashCanonicalInputs(policyVersionHash, canonicalJson(inputs));
+}
+
+/** canonicalJson({inputs, policyVersionHash}) spelled out, so the inputs are written once. */
+const hashCanonicalInputs = (policyVersionHash: string, inputsJson: string) =>
+  createHash("sha256").update(`{"inputs":${inputsJson},"policyVersionHash":${JSON.stringify(policyVersionHash)}}`).digest("hex");
+
+/**
+ * The stored JSON of a record and its inputsHash, with the inputs (most of a record) written once
+ * for both; the stored JSON parses back to the same record.
+ */
+export function serializeRecord(policyVersionHash: string, record: TraceRecord): { json: string; inputsHash: string } {
+  const inputsJson = canonicalJson(record.inputs);
+  return {
+    json: `{"inputs":${inputsJson},"selectedOffers":${JSON.stringify(record.selectedOffers)},"refusals":${JSON.stringify(record.refusals)}}`,
+    inputsHash: hashCanonicalInputs(policyVersionHash, inputsJson),
+  };
 }
 
 /** The core's input again, its evidence map rebuilt against the snapshot the decision ran with. */

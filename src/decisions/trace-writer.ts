@@ -3,7 +3,7 @@ import { gzip, gzipSync } from "node:zlib";
 import type { SnapshotConfig } from "../core/index.js";
 import type { Logger } from "../platform/logger.js";
 import type { DecisionStore, SerializedTrace, TraceRow } from "./decision-store.js";
-import { inputsHash } from "./trace-record.js";
+import { serializeRecord } from "./trace-record.js";
 
 const gzipAsync = promisify(gzip);
 
@@ -59,8 +59,8 @@ export class TraceWriter {
     setImmediate(() => {
       this.pending--;
       try {
-        const trace = gzipSync(JSON.stringify(row.trace), { level: 1 });
-        this.push({ ...row, inputs_hash: inputsHash(row.policy_version_hash, row.trace.inputs), trace, policy });
+        const { json, inputsHash } = serializeRecord(row.policy_version_hash, row.trace);
+        this.push({ ...row, inputs_hash: inputsHash, trace: gzipSync(json, { level: 1 }), policy });
       } catch (err) {
         this.dropped++;
         this.logger.error({ err, recommendationId: row.recommendation_id }, "decision trace could not be serialized");

@@ -35,4 +35,17 @@ describe("canonical JSON and fingerprints", () => {
     assert.notEqual(fingerprint({ x: 1, y: 2 }), fingerprint({ x: 1, y: 3 }));
     assert.match(fingerprint({}), /^[0-9a-f]{16}$/);
   });
+
+  test("keys sort by code unit at every depth, integer-like keys included", () => {
+    // Objects enumerate "10" before "9" and both before "a"; code-unit order puts "10" < "9" < "a".
+    assert.equal(canonicalJson({ a: 1, 9: 2, 10: 3, "-1": 4 }), '{"-1":4,"10":3,"9":2,"a":1}');
+    assert.equal(canonicalJson([{ z: { y: 1, x: [null, undefined, Infinity] }, b: true }]), '[{"b":true,"z":{"x":[null,null,null],"y":1}}]');
+    assert.equal(canonicalJson({ nested: { 2: "two", 1: "one", b: { d: 1, c: 2 } } }), '{"nested":{"1":"one","2":"two","b":{"c":2,"d":1}}}');
+    assert.equal(canonicalJson(undefined), "null");
+    assert.equal(canonicalJson("é\n"), JSON.stringify("é\n"));
+    const a = { customer: { age: 3, income: 2 }, evidence: [[1, 2], null, [0, 5]], counters: {} };
+    const b = { evidence: [[1, 2], null, [0, 5]], counters: {}, customer: { income: 2, age: 3 } };
+    assert.equal(canonicalJson(a), canonicalJson(b));
+    assert.equal(canonicalJson(a), '{"counters":{},"customer":{"age":3,"income":2},"evidence":[[1,2],null,[0,5]]}');
+  });
 });

@@ -2,8 +2,9 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { decide, evidenceKeys, prepareSnapshot, type DecisionInput, type SnapshotConfig } from "../../src/core/index.js";
-import { inputsHash, renderTrace, replayInput, traceRecord, type TraceRecord } from "../../src/decisions/trace-record.js";
+import { createHash } from "node:crypto";
+import { canonicalJson, decide, evidenceKeys, prepareSnapshot, type DecisionInput, type SnapshotConfig } from "../../src/core/index.js";
+import { inputsHash, renderTrace, replayInput, serializeRecord, traceRecord, type TraceRecord } from "../../src/decisions/trace-record.js";
 
 /**
  * A trace is stored as its replay record and explained by re-running the decision (ADR 4): for
@@ -67,6 +68,18 @@ describe("trace records (ADR 4)", () => {
     assert.notEqual(inputsHash(snapshot.policyVersionHash, { ...record.inputs, counters: { x: 1 } }), base);
     assert.notEqual(inputsHash(snapshot.policyVersionHash, { ...record.inputs, evidence: record.inputs.evidence.map(() => [1, 2] as [number, number]) }), base);
     assert.notEqual(inputsHash("0000000000000000", record.inputs), base);
+    const defined = createHash("sha256").update(canonicalJson({ policyVersionHash: snapshot.policyVersionHash, inputs: record.inputs })).digest("hex");
+    assert.equal(base, defined, "SHA-256 of the canonical JSON of {policyVersionHash, inputs}");
+  });
+
+  test("the stored JSON parses back to the record and carries the same inputsHash", () => {
+    for (const { golden } of cases) {
+      const snapshot = prepareSnapshot(golden.snapshot);
+      const { record } = recorded(snapshot, golden.input);
+      const { json, inputsHash: hash } = serializeRecord(snapshot.policyVersionHash, record);
+      assert.deepEqual(JSON.parse(json), record);
+      assert.equal(hash, inputsHash(snapshot.policyVersionHash, record.inputs));
+    }
   });
 
   test("refusals are kept: they join the replay's rejections and the stored offers stand", () => {

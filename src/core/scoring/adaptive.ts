@@ -33,6 +33,25 @@ export function adaptiveCountKey(offerId: string, bucket: string): string {
   return `${offerId}|${bucket}`;
 }
 
+/**
+ * adaptiveCountKey, kept per offer object and bucket: a fresh key string per candidate had to be
+ * built and hashed before every lookup, the largest single cost of adaptive scoring. Bounded per
+ * offer, so a high-cardinality `bucketBy` cannot grow it without limit.
+ */
+const countKeys = new WeakMap<ScoringContext["offer"], Map<string, string>>();
+const MAX_BUCKET_KEYS_PER_OFFER = 256;
+
+function countKey(offer: ScoringContext["offer"], bucket: string): string {
+  let byBucket = countKeys.get(offer);
+  if (!byBucket) countKeys.set(offer, (byBucket = new Map()));
+  let key = byBucket.get(bucket);
+  if (key === undefined) {
+    if (byBucket.size >= MAX_BUCKET_KEYS_PER_OFFER) byBucket.clear();
+    byBucket.set(bucket, (key = adaptiveCountKey(offer.id, bucket)));
+  }
+  return key;
+}
+
 export interface Posterior {
   alpha: number;
   beta: number;
@@ -44,7 +63,7 @@ export interface Posterior {
 export function posteriorFor(settings: AdaptiveSettings, context: ScoringContext): Posterior {
   const alpha0 = settings.alpha0 ?? DEFAULT_ADAPTIVE.alpha0;
   const beta0 = settings.beta0 ?? DEFAULT_ADAPTIVE.beta0;
-  const key = adaptiveCountKey(context.offer.id, contextBucket(settings.bucketBy, context.bag));
+  const key = countKey(context.offer, contextBucket(settings.bucketBy, context.bag));
   const { successes, trials } = checkedCount(context.adaptiveCounts[key], key);
   return {
     alpha: alpha0 + successes,

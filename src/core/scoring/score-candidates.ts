@@ -69,13 +69,14 @@ export function scoreCandidates(task: ScoreTask): CandidateScore[] {
       explain: task.explain,
     };
     const result = runModel(primary, context);
-    const score: CandidateScore = {
-      offerId: offer.id,
-      modelId: primary.id,
-      modelKey: primary.key,
-      modelType: primary.type,
-      ...("failure" in result
+    // Members written out, not spread from the result: spreading into a literal cost more than the model.
+    const score: CandidateScore =
+      "failure" in result
         ? {
+            offerId: offer.id,
+            modelId: primary.id,
+            modelKey: primary.key,
+            modelType: primary.type,
             score: FALLBACK_SCORE,
             propensity: FALLBACK_SCORE,
             propensitySource: primary.type === "adaptive" || primary.type === "formula" ? "cold_start" : "model",
@@ -83,8 +84,16 @@ export function scoreCandidates(task: ScoreTask): CandidateScore[] {
             degraded: true,
             reason: result.failure,
           }
-        : result),
-    };
+        : {
+            offerId: offer.id,
+            modelId: primary.id,
+            modelKey: primary.key,
+            modelType: primary.type,
+            score: result.score,
+            propensity: result.propensity,
+            propensitySource: result.propensitySource,
+            explanations: result.explanations,
+          };
     for (const shadow of shadows) {
       const shadowResult = runModel(shadow, { ...context, explain: false });
       if ("failure" in shadowResult) (score.shadowErrors ??= {})[shadow.key] = shadowResult.failure;
