@@ -228,5 +228,17 @@ export async function warmUp(call: Call, ms: number, concurrency = 8): Promise<v
   await closedLoop(call, { concurrency, durationMs: ms });
 }
 
+/** Calls 0..n-1 once each, `concurrency` at a time, without recording; returns how many were answered. */
+export async function callEachOnce(call: Call, n: number, concurrency: number): Promise<number> {
+  let next = 0;
+  let ok = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) await call(next++).then(() => ok++, () => undefined);
+    }),
+  );
+  return ok;
+}
+
 /** Failures of a lane: errors, skipped sends and requests left unanswered. */
 export const failures = (r: LaneResult) => r.errors + r.skipped + r.timedOut;

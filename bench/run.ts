@@ -43,7 +43,7 @@ import {
   type RecommendResponse,
 } from "../gen/decisioning/v1/decisions_pb.js";
 import { DEFAULT_POOL_MIN_TREE_WALKS } from "../src/config.js";
-import { closedLoop, failures, openLoop, warmUp, type Call, type LaneResult } from "./load.js";
+import { callEachOnce, closedLoop, failures, openLoop, warmUp, type Call, type LaneResult } from "./load.js";
 import { openBaselines } from "./baselines.js";
 import { measureCrossover, type CrossoverResult } from "./crossover.js";
 import {
@@ -165,18 +165,6 @@ function grpcRecommender(address: string, apiKey: string, connections = CONNECTI
     respond: unary("/decisioning.v1.OutcomeService/Respond", RespondRequestSchema, RespondResponseSchema),
     close: () => clients.forEach((c) => c.close()),
   };
-}
-
-/** Calls 0..n-1, `concurrency` at a time, unmeasured; returns how many were answered. */
-async function closedLoopOver(call: Call, n: number, concurrency: number): Promise<number> {
-  let next = 0;
-  let ok = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < n) await call(next++).then(() => ok++, () => undefined);
-    }),
-  );
-  return ok;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -429,7 +417,7 @@ async function run(): Promise<void> {
   // Every customer once before measuring: the service caches customer attributes per customer, and
   // a time-based warm-up reaches only part of the 2,000, so the first lane would pay cold lookups
   // that no later lane pays.
-  const primed = await closedLoopOver(grpcCall, CUSTOMERS, 16);
+  const primed = await callEachOnce(grpcCall, CUSTOMERS, 16);
   console.log(`bench: every customer seen once before the first Recommend lane (${primed} requests)`);
   const recClosed = await lane("Recommend gRPC adaptive", grpcCall, { concurrency: CONCURRENCY }, { server: service });
   const connClosed = await lane("Recommend Connect JSON adaptive", caller(connect, adaptiveRequests), { concurrency: CONCURRENCY }, { server: service });

@@ -1,7 +1,8 @@
 /**
  * One byte-exact JSON text per value, so equal inputs hash equally whatever order their keys were
  * built in: object keys sorted by code unit, `undefined` members dropped (as JSON.stringify does),
- * non-finite numbers written as null, no whitespace.
+ * non-finite numbers written as null, values with `toJSON` (dates) written as what it returns, as
+ * JSON.stringify does, no whitespace.
  *
  * Native JSON.stringify does the writing, over the value with every object's members put in
  * sorted order (a copy only where they were not): a trace hashes a few hundred values per

@@ -83,7 +83,8 @@ export class RecommendService {
     const trialKeys = offers.map((o) => adaptiveCountKey(o.offerId, bucket));
     let counted = false;
     try {
-      if (offers.length && !(counted = (await this.deps.counters.countDecision(ctx.tenantId, this.deps.decisionQuota, trialKeys)) !== null)) {
+      if (offers.length) counted = (await this.deps.counters.countDecision(ctx.tenantId, this.deps.decisionQuota, trialKeys)) !== null;
+      if (offers.length && !counted) {
         throw new AppError({
           code: "FAILED_PRECONDITION",
           reason: "DECISION_QUOTA_EXHAUSTED",

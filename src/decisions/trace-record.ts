@@ -100,9 +100,11 @@ const hashCanonicalInputs = (policyVersionHash: string, inputsJson: string) =>
  * for both; the stored JSON parses back to the same record.
  */
 export function serializeRecord(policyVersionHash: string, record: TraceRecord): { json: string; inputsHash: string } {
-  const inputsJson = canonicalJson(record.inputs);
+  const { inputs, ...rest } = record;
+  const inputsJson = canonicalJson(inputs);
   return {
-    json: `{"inputs":${inputsJson},"selectedOffers":${JSON.stringify(record.selectedOffers)},"refusals":${JSON.stringify(record.refusals)}}`,
+    // `rest` always has members (the offers and refusals), so its text after "{" continues the object.
+    json: `{"inputs":${inputsJson},${JSON.stringify(rest).slice(1)}`,
     inputsHash: hashCanonicalInputs(policyVersionHash, inputsJson),
   };
 }

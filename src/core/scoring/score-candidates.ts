@@ -69,31 +69,27 @@ export function scoreCandidates(task: ScoreTask): CandidateScore[] {
       explain: task.explain,
     };
     const result = runModel(primary, context);
+    const failed = "failure" in result;
+    const scored: ModelScore = failed
+      ? {
+          score: FALLBACK_SCORE,
+          propensity: FALLBACK_SCORE,
+          propensitySource: primary.type === "adaptive" || primary.type === "formula" ? "cold_start" : "model",
+          explanations: [],
+        }
+      : result;
     // Members written out, not spread from the result: spreading into a literal cost more than the model.
-    const score: CandidateScore =
-      "failure" in result
-        ? {
-            offerId: offer.id,
-            modelId: primary.id,
-            modelKey: primary.key,
-            modelType: primary.type,
-            score: FALLBACK_SCORE,
-            propensity: FALLBACK_SCORE,
-            propensitySource: primary.type === "adaptive" || primary.type === "formula" ? "cold_start" : "model",
-            explanations: [],
-            degraded: true,
-            reason: result.failure,
-          }
-        : {
-            offerId: offer.id,
-            modelId: primary.id,
-            modelKey: primary.key,
-            modelType: primary.type,
-            score: result.score,
-            propensity: result.propensity,
-            propensitySource: result.propensitySource,
-            explanations: result.explanations,
-          };
+    const score: CandidateScore = {
+      offerId: offer.id,
+      modelId: primary.id,
+      modelKey: primary.key,
+      modelType: primary.type,
+      score: scored.score,
+      propensity: scored.propensity,
+      propensitySource: scored.propensitySource,
+      explanations: scored.explanations,
+    };
+    if (failed) Object.assign(score, { degraded: true, reason: result.failure });
     for (const shadow of shadows) {
       const shadowResult = runModel(shadow, { ...context, explain: false });
       if ("failure" in shadowResult) (score.shadowErrors ??= {})[shadow.key] = shadowResult.failure;
