@@ -49,6 +49,7 @@ import { measureCrossover, type CrossoverResult } from "./crossover.js";
 import {
   BENCH_SECRETS,
   ROOT,
+  SERVICE_NODE_OPTIONS,
   createDatabase,
   deleteRedisPrefix,
   expectExits,
@@ -324,7 +325,7 @@ async function run(): Promise<void> {
   console.log(`bench: database ${db.name}, tenant ${tenant.tenantId} with rate limits ${JSON.stringify(limits)}`);
 
   // --- the service and the echo baseline, each a process of its own --------------------------
-  const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);
+  const nodeArgs = [...SERVICE_NODE_OPTIONS, ...(process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(/\s+/).filter(Boolean)];
   const service = await spawnProbed("src/main.ts", { ...env, HOST: "127.0.0.1", PORT: "0", GRPC_PORT: "0", LOG_LEVEL: "info", WORKERS: String(WORKERS) }, "the service", nodeArgs);
   closers.push({ what: "the service", close: () => service.stop() });
   const echo = await spawnProbed("bench/echo-server.ts", {}, "the echo server");

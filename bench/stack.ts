@@ -4,6 +4,7 @@
  * the echo baseline server, and the bootstrap CLI. Everything listens on loopback only.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { once } from "node:events";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
@@ -14,6 +15,14 @@ import { Redis } from "ioredis";
 
 export const ROOT = join(import.meta.dirname, "..");
 const PROBE = pathToFileURL(join(ROOT, "bench/probe.mjs")).href;
+
+/**
+ * The node options `npm start` gives the service (package.json's start script), so the benchmark
+ * measures the service as it is run, not as a bare `node` would run it.
+ */
+export const SERVICE_NODE_OPTIONS: string[] = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.start as string)
+  .split(/\s+/)
+  .filter((arg) => arg.startsWith("--"));
 
 /** What bench/probe.mjs reports from inside a server process for one measurement window. */
 export interface ProbeReport {
