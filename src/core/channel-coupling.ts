@@ -69,9 +69,13 @@ export function coupleCreatives(
   nowMs: number,
 ): CouplingOutput {
   const output: CouplingOutput = { coupled: [], rejections: [] };
+  // Offers without creatives (most, in many catalogs) fit the same slots the same way: one list for all.
+  let withoutCreatives: SlotOptions | undefined;
   for (const offer of offers) {
-    const live = (creativesByOffer.get(offer.id) ?? []).filter((c) => isLive(c, nowMs));
-    const options = slots.map((slot) => chooseCreative(live, slot));
+    const creatives = creativesByOffer.get(offer.id);
+    const options = creatives
+      ? slotOptions(creatives.filter((c) => isLive(c, nowMs)), slots)
+      : (withoutCreatives ??= slotOptions(NO_CREATIVES, slots));
     if (options.some((o) => o !== null)) {
       output.coupled.push({ offer, options });
     } else {
@@ -80,6 +84,10 @@ export function coupleCreatives(
   }
   return output;
 }
+
+const NO_CREATIVES: readonly Creative[] = Object.freeze([]);
+
+const slotOptions = (live: readonly Creative[], slots: readonly Slot[]): SlotOptions => slots.map((slot) => chooseCreative(live, slot));
 
 function chooseCreative(live: readonly Creative[], slot: Slot): CreativeChoice | null {
   if (slot.placementId === null && slot.channelId === null && live.length === 0) {

@@ -64,6 +64,7 @@ export interface ContactPolicyOutput {
 }
 
 const NO_RESERVATIONS: Reservation[] = Object.freeze([]) as unknown as Reservation[];
+const NO_CHECKS: readonly CounterCheck[] = Object.freeze([]);
 
 /** Policy ids of the built-in checks in `contactPolicyResults`. */
 export const CONTACT_CHECKS = {
@@ -123,7 +124,9 @@ export function counterChecks(
   customerId: string,
   channelId: string | null,
   nowMs: number,
-): CounterCheck[] {
+): readonly CounterCheck[] {
+  // Most tenants hold no caps or budgets: every offer then shares one empty list, not five arrays.
+  if (config.contactPolicies.length === 0 && config.budgets.length === 0) return NO_CHECKS;
   const caps = config.contactPolicies
     .filter((p): p is FrequencyCapPolicy => p.type !== "suppression")
     .map((p) => frequencyCapCheck(p, offer, customerId, channelId, nowMs))
@@ -132,7 +135,7 @@ export function counterChecks(
 }
 
 /** The checks' verdicts in stage order, lazily, so evaluation stops at the first block. */
-function* verdicts(offer: Offer, config: ContactPolicyConfig, input: ContactPolicyInput, checks: CounterCheck[]): Generator<Verdict> {
+function* verdicts(offer: Offer, config: ContactPolicyConfig, input: ContactPolicyInput, checks: readonly CounterCheck[]): Generator<Verdict> {
   if (offer.emergencyExcluded) {
     yield { stage: "contact_policy", policyId: CONTACT_CHECKS.emergency, blocked: true, reason: "offer is emergency-excluded" };
   }
@@ -198,7 +201,7 @@ function* verdicts(offer: Offer, config: ContactPolicyConfig, input: ContactPoli
  * Checks that consume something, one per key: two caps on the same scope and window share a
  * counter, and the stricter limit wins so the key is incremented once.
  */
-function reservationsOf(checks: CounterCheck[]): Reservation[] {
+function reservationsOf(checks: readonly CounterCheck[]): Reservation[] {
   const byKey = new Map<string, Reservation>();
   for (const check of checks) {
     if (check.increment === 0) continue;

@@ -172,9 +172,11 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
 
 /** Ranks with the scores of `prepared.scoreTask` (one per candidate, in any order). */
 export function completeDecision(prepared: PreparedDecision, scores: readonly CandidateScore[]): Decision {
-  const byOffer = new Map(scores.map((s) => [s.offerId, s]));
-  const inputs = prepared.candidates.map((c) => {
-    const score = byOffer.get(c.offer.id);
+  // Scorers answer in candidate order; a map is built only for scores that come back otherwise.
+  let byOffer: Map<string, CandidateScore> | undefined;
+  const inputs = prepared.candidates.map((c, i) => {
+    const score =
+      scores[i]?.offerId === c.offer.id ? scores[i] : (byOffer ??= new Map(scores.map((s) => [s.offerId, s]))).get(c.offer.id);
     if (!score) throw new Error(`no score for candidate ${c.offer.id}`);
     // Members named, not spread (`{ ...c, score }`): the spread copies left ranking reading slow
     // objects, and the core took twice as long.

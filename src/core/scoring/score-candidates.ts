@@ -59,15 +59,14 @@ interface ResolvedModel {
 export function scoreCandidates(task: ScoreTask): CandidateScore[] {
   const primary = resolveModel(task, task.modelKey);
   const shadows = task.shadowModelKeys.filter((key) => key !== task.modelKey).map((key) => resolveModel(task, key));
+  // One context per task, pointed at each candidate in turn: scorers read it synchronously and keep
+  // none of it, and a context and a bag per candidate were most of what scoring allocated.
+  const bag = { customer: task.customer, context: task.context, offer: {} as Attributes };
+  const context: ScoringContext = { offer: task.candidates[0], bag, adaptiveCounts: task.adaptiveCounts, clv: task.clv, seed: task.seed, explain: task.explain };
+  const shadowContext: ScoringContext = { ...context, explain: false };
   return task.candidates.map((offer) => {
-    const context: ScoringContext = {
-      offer,
-      bag: { customer: task.customer, context: task.context, offer: offer as unknown as Attributes },
-      adaptiveCounts: task.adaptiveCounts,
-      clv: task.clv,
-      seed: task.seed,
-      explain: task.explain,
-    };
+    context.offer = shadowContext.offer = offer;
+    bag.offer = offer as unknown as Attributes;
     const result = runModel(primary, context);
     const failed = "failure" in result;
     const scored: ModelScore = failed
@@ -91,7 +90,7 @@ export function scoreCandidates(task: ScoreTask): CandidateScore[] {
     };
     if (failed) Object.assign(score, { degraded: true, reason: result.failure });
     for (const shadow of shadows) {
-      const shadowResult = runModel(shadow, { ...context, explain: false });
+      const shadowResult = runModel(shadow, shadowContext);
       if ("failure" in shadowResult) (score.shadowErrors ??= {})[shadow.key] = shadowResult.failure;
       else (score.shadowScores ??= {})[shadow.key] = shadowResult.score;
     }
