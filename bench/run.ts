@@ -644,7 +644,7 @@ function printCrossover(c: CrossoverResult): void {
       .join(", ")}`,
   );
   console.log(
-    `Crossover: from ${c.crossoverWalks ?? "none measured"} tree walks the pool costs the event loop less at every measured point; per candidate count ${JSON.stringify(c.crossoverByCandidates)}; the service's default threshold is ${c.defaultThreshold}.`,
+    `Crossover: ${c.crossoverWalks === null ? "the pool saved the event loop at none of the measured points" : `from ${c.crossoverWalks} tree walks the pool costs the event loop less at every measured point`}; per candidate count ${JSON.stringify(c.crossoverByCandidates)}; the service's default threshold is ${c.defaultThreshold}.`,
   );
 }
 
