@@ -17,6 +17,7 @@ import {
   type RecommendRequest,
   type RecommendResponse,
 } from "../gen/decisioning/v1/decisions_pb.js";
+import { GRPC_SERVER_OPTIONS } from "../src/transport/grpc-options.js";
 
 const offers = [1, 2, 3].map((rank) => ({
   rank,
@@ -28,7 +29,7 @@ const offers = [1, 2, 3].map((rank) => ({
 }));
 const createdAt = timestampFromDate(new Date());
 
-const server = new grpc.Server();
+const server = new grpc.Server(GRPC_SERVER_OPTIONS);
 server.addService(
   {
     recommend: {

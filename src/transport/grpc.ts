@@ -7,6 +7,7 @@ import { file_grpc_health_v1_health } from "../../gen/grpc/health/v1/health_pb.j
 import type { CallInfo } from "../platform/context.js";
 import { GRPC_CODES, errorHeaders, rateLimitHeaders, toAppError } from "./error-mapping.js";
 import { payloadTooLarge, requestIdOf, type Gateway } from "./gateway.js";
+import { GRPC_SERVER_OPTIONS } from "./grpc-options.js";
 import { readBinary } from "./message-codec.js";
 
 function callInfo(call: grpc.ServerUnaryCall<unknown, unknown>): CallInfo {
@@ -45,7 +46,7 @@ function reflectionPackage(gateway: Gateway): ConstructorParameters<typeof Refle
 export function createGrpcServer(gateway: Gateway): { server: grpc.Server; health: HealthImplementation } {
   const methods = gateway.registrations.flatMap((r) => r.service.methods);
   const maxBody = Math.max(...methods.map((m) => gateway.policy(m).maxBodyBytes));
-  const server = new grpc.Server({ "grpc.max_receive_message_length": maxBody });
+  const server = new grpc.Server({ ...GRPC_SERVER_OPTIONS, "grpc.max_receive_message_length": maxBody });
   for (const { service } of gateway.registrations) {
     const definition: Record<string, grpc.MethodDefinition<Buffer, unknown>> = {};
     const impl: grpc.UntypedServiceImplementation = {};
