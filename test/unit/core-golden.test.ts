@@ -10,6 +10,7 @@ import {
   prepareDecision,
   prepareSnapshot,
   refill,
+  scoreCandidates,
   type CandidateScore,
   type Decision,
   type DecisionInput,
@@ -166,6 +167,14 @@ describe("decision envelope", () => {
       [4, "o-savings"],
     ]);
     assert.deepEqual(refill(decision, new Set(["o-loan-a"])).map((o) => o.offerId), ["o-mandatory", "o-platinum", "o-loan-b", "o-savings"]);
+  });
+
+  test("scores may come back in any order; a candidate without a score is an error", () => {
+    const prepared = prepareDecision(snapshot, golden.input);
+    const scores = scoreCandidates(prepared.scoreTask);
+    assert.ok(scores.length > 2);
+    assert.deepEqual(completeDecision(prepared, [...scores].reverse()), completeDecision(prepared, scores));
+    assert.throws(() => completeDecision(prepared, scores.slice(1)), new RegExp(`no score for candidate ${scores[0].offerId}`));
   });
 
   test("an experiment's model override replaces the score node's model", () => {
