@@ -21,24 +21,33 @@ const BARE_PATH_ROOTS = ["customer", "context"] as const;
 
 /** The value at `path`, or undefined when any segment is absent. */
 export function resolveAttribute(bag: AttributeBag, path: string): unknown {
+  return resolveSegments(bag, path.split("."));
+}
+
+/** resolveAttribute with the path split once, for a path read many times (model features). */
+export function attributeReader(path: string): (bag: AttributeBag) => unknown {
   const segments = path.split(".");
+  return (bag) => resolveSegments(bag, segments);
+}
+
+function resolveSegments(bag: AttributeBag, segments: readonly string[]): unknown {
   const head = segments[0];
   if (head === "customer" || head === "context" || head === "offer") {
     const root = bag[head];
-    if (root !== undefined) return readPath(root, segments.slice(1));
+    if (root !== undefined) return readPath(root, segments, 1);
   }
   for (const root of BARE_PATH_ROOTS) {
-    const value = readPath(bag[root], segments);
+    const value = readPath(bag[root], segments, 0);
     if (value !== undefined) return value;
   }
   return undefined;
 }
 
-function readPath(root: unknown, segments: string[]): unknown {
+function readPath(root: unknown, segments: readonly string[], from: number): unknown {
   let current: unknown = root;
-  for (const segment of segments) {
+  for (let i = from; i < segments.length; i++) {
     if (current === null || typeof current !== "object") return undefined;
-    current = (current as Record<string, unknown>)[segment];
+    current = (current as Record<string, unknown>)[segments[i]];
   }
   return current;
 }

@@ -344,6 +344,24 @@ describe("XGBoost dump evaluator", () => {
     close(score(renamed, { age: 40, income: 40000 }).score, sigmoid(-0.2), "probability");
   });
 
+  test("offer features are read per candidate, request features per task", () => {
+    // Tree: offer.priority < 50 → (age < 30 → 1.0 else 0.5); else → (age < 30 → -1.0 else -0.5).
+    const byAge = (id: number, low: number, high: number): XgbNode => ({
+      nodeid: id, split: "customer.age", split_condition: 30, yes: id + 10, no: id + 20, missing: id + 20,
+      children: [{ nodeid: id + 10, leaf: low }, { nodeid: id + 20, leaf: high }],
+    });
+    const model: GradientBoostedModel = {
+      id: "gb-offer", key: "gb-offer", type: "gradient_boosted", objective: "reg:squarederror", baseScore: 0,
+      trees: [{ nodeid: 0, split: "offer.priority", split_condition: 50, yes: 1, no: 2, missing: 2, children: [byAge(1, 1, 0.5), byAge(2, -1, -0.5)] }],
+    };
+    const offers: ScoringOffer[] = [10, 90, 20, 80].map((priority, i) => ({ id: `o${i}`, priority, businessValue: 0 }));
+    const scores = (customer: Record<string, unknown>) => scoreCandidates(task(model, { customer, explain: false }, offers)).map((r) => r.score);
+    // Two tasks in a row on the same compiled model: the second customer's age must be read afresh.
+    assert.deepEqual(scores({ age: 25 }), [1, -1, 1, -1]);
+    assert.deepEqual(scores({ age: 45 }), [0.5, -0.5, 0.5, -0.5]);
+    assert.deepEqual(scores({}), [0.5, -0.5, 0.5, -0.5], "a feature missing in the next task is missing, not the last value");
+  });
+
   test("without covers, expectations weigh children equally", () => {
     const strip = (n: XgbNode): XgbNode => ({ ...n, cover: undefined, children: n.children?.map(strip) });
     const result = score({ ...GB, trees: [strip(GB_TREES[1])] }, {}, { channel: "email" });

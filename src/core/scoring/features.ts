@@ -4,17 +4,36 @@
  * `path=value` is a one-hot indicator: 1 when the attribute equals `value` (compared as text), else
  * 0, so `context.channel=email` works without the caller encoding categories.
  */
-import { isMissing, resolveAttribute, type AttributeBag } from "../attributes.js";
+import { attributeReader, isMissing, type AttributeBag } from "../attributes.js";
 
-/** The feature's number, or undefined when it is missing or not numeric (trees then go `missing`). */
-export function featureValue(bag: AttributeBag, name: string, featureMap?: Record<string, string>): number | undefined {
+/** A feature compiled once per model: its path parsed, and whether it reads the offer. */
+export interface FeatureReader {
+  /** Whether the value can differ between the candidates of one request (an `offer.` path). */
+  readsOffer: boolean;
+  /** The feature's number, or undefined when it is missing or not numeric (trees then go `missing`). */
+  read(bag: AttributeBag): number | undefined;
+}
+
+export function featureReader(name: string, featureMap?: Record<string, string>): FeatureReader {
   const path = featureMap && Object.hasOwn(featureMap, name) ? featureMap[name] : name;
+  const readsOffer = path.startsWith("offer.");
   const eq = path.indexOf("=");
   if (eq > 0) {
-    const actual = resolveAttribute(bag, path.slice(0, eq));
-    return !isMissing(actual) && String(actual) === path.slice(eq + 1) ? 1 : 0;
+    const attribute = attributeReader(path.slice(0, eq));
+    const expected = path.slice(eq + 1);
+    return {
+      readsOffer,
+      read(bag) {
+        const actual = attribute(bag);
+        return !isMissing(actual) && String(actual) === expected ? 1 : 0;
+      },
+    };
   }
-  const value = resolveAttribute(bag, path);
+  const attribute = attributeReader(path);
+  return { readsOffer, read: (bag) => numeric(attribute(bag)) };
+}
+
+function numeric(value: unknown): number | undefined {
   if (typeof value === "number") return Number.isFinite(value) ? value : undefined;
   if (typeof value === "boolean") return value ? 1 : 0;
   if (typeof value === "string" && value.trim() !== "") {

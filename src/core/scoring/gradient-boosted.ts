@@ -13,7 +13,8 @@
  * root's expectation) add up exactly to the margin. They are cheap, not Shapley-exact; the exact
  * SHAP endpoint of spec 4.11 is separate.
  */
-import { featureValue } from "./features.js";
+import type { Attributes } from "../attributes.js";
+import { featureReader, type FeatureReader } from "./features.js";
 import { logit, sigmoid } from "./link.js";
 import type { GradientBoostedModel, XgbNode } from "./models.js";
 import { numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
@@ -40,19 +41,49 @@ export function compileGradientBoosted(model: GradientBoostedModel): Compiled {
   if (errors.length > 0) return { errors };
   const baseMargin = logistic ? logit(baseScore) : baseScore;
   const forest = flatten(trees as TreeNode[]);
+  const readFeatures = featureVector(forest.features.map((name) => featureReader(name, model.featureMap)));
   return {
     scorer: {
       score(context: ScoringContext): ModelScore {
-        const { margin, bias, contributions } = evaluate(forest, baseMargin, context, model.featureMap);
+        const x = readFeatures(context);
+        if (!context.explain) {
+          const margin = walk(forest, baseMargin, x, null);
+          const score = logistic ? sigmoid(margin) : margin;
+          return { score, propensity: score, propensitySource: "model", explanations: [] };
+        }
+        const explained = { contributions: new Float64Array(x.length), met: [] as number[] };
+        const margin = walk(forest, baseMargin, x, explained);
         const score = logistic ? sigmoid(margin) : margin;
         return {
           score,
           propensity: score,
           propensitySource: "model",
-          explanations: context.explain ? explanationsOf(bias, contributions) : [],
+          explanations: explanationsOf(baseMargin + forest.rootsExpected, explained.met.map((i) => [forest.features[i], explained.contributions[i]])),
         };
       },
     },
+  };
+}
+
+/**
+ * The model's feature values for a candidate, in one buffer the scorer reuses (scoring is
+ * synchronous). The candidates of one scoring context share the customer and the request context,
+ * so only `offer.` features are read again from one candidate to the next; NaN marks a missing
+ * feature (it never compares below a threshold, and is tested first).
+ */
+function featureVector(features: FeatureReader[]): (context: ScoringContext) => Float64Array {
+  const x = new Float64Array(features.length);
+  let filledFor: ScoringContext | null = null;
+  let customer: Attributes | null = null;
+  let requestContext: Attributes | null = null;
+  return (context) => {
+    const { bag } = context;
+    const all = context !== filledFor || bag.customer !== customer || bag.context !== requestContext;
+    for (let i = 0; i < features.length; i++) if (all || features[i].readsOffer) x[i] = features[i].read(bag) ?? NaN;
+    filledFor = context;
+    customer = bag.customer;
+    requestContext = bag.context;
+    return x;
   };
 }
 
@@ -119,14 +150,11 @@ function flatten(trees: TreeNode[]): Forest {
   return forest;
 }
 
-/** The raw margin of a compiled ensemble; with `explain`, its Saabas decomposition too. */
-function evaluate(f: Forest, baseMargin: number, context: ScoringContext, featureMap?: Record<string, string>) {
-  // NaN marks a missing feature: it never compares below a threshold, and is tested first.
-  const x = new Float64Array(f.features.length);
-  for (let i = 0; i < x.length; i++) x[i] = featureValue(context.bag, f.features[i], featureMap) ?? NaN;
-  const contributions = context.explain ? new Float64Array(x.length) : null;
-  /** Features in the order the walks first met them: the order explanations tie in. */
-  const met: number[] = [];
+/**
+ * The raw margin of a compiled ensemble over feature values `x`; with `explained`, its Saabas
+ * decomposition too, features in the order the walks first met them (the order explanations tie in).
+ */
+function walk(f: Forest, baseMargin: number, x: Float64Array, explained: { contributions: Float64Array; met: number[] } | null): number {
   let margin = baseMargin;
   for (let t = 0; t < f.roots.length; t++) {
     let node = f.roots[t];
@@ -134,24 +162,20 @@ function evaluate(f: Forest, baseMargin: number, context: ScoringContext, featur
     while (feature >= 0) {
       const v = x[feature];
       const next = v !== v ? f.missing[node] : v < f.threshold[node] ? f.yes[node] : f.no[node];
-      if (contributions) {
-        if (!met.includes(feature)) met.push(feature);
-        contributions[feature] += f.expected[next] - f.expected[node];
+      if (explained) {
+        if (!explained.met.includes(feature)) explained.met.push(feature);
+        explained.contributions[feature] += f.expected[next] - f.expected[node];
       }
       node = next;
       feature = f.feature[node];
     }
     margin += f.leaf[node];
   }
-  return {
-    margin,
-    bias: baseMargin + f.rootsExpected,
-    contributions: new Map(contributions ? met.map((i) => [f.features[i], contributions[i]] as const) : []),
-  };
+  return margin;
 }
 
-function explanationsOf(bias: number, contributions: Map<string, number>) {
-  const features = [...contributions].map(([field, contribution]) => ({ field, contribution }));
+function explanationsOf(bias: number, contributions: Array<[string, number]>) {
+  const features = contributions.map(([field, contribution]) => ({ field, contribution }));
   features.sort((a, b) => Math.abs(b.contribution) - Math.abs(a.contribution));
   return [{ field: "(bias)", contribution: bias }, ...features];
 }

@@ -4,7 +4,7 @@
  * Explanations are the intercept and each coefficient × value, in margin (log-odds) space; they
  * sum to logit(p).
  */
-import { featureValue } from "./features.js";
+import { featureReader } from "./features.js";
 import { sigmoid } from "./link.js";
 import type { LogisticRegressionModel } from "./models.js";
 import { numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
@@ -18,13 +18,13 @@ export function compileLogisticRegression(model: LogisticRegressionModel): Compi
     for (const [name, weight] of Object.entries(coefficients)) errors.push(...numberProblem(weight, `model.coefficients.${name}`));
   }
   if (errors.length > 0) return { errors };
-  const terms = Object.entries(model.coefficients);
+  const terms = Object.entries(model.coefficients).map(([field, weight]) => ({ field, weight, feature: featureReader(field, model.featureMap) }));
   return {
     scorer: {
       score(context: ScoringContext): ModelScore {
-        const contributions = terms.map(([field, weight]) => ({
+        const contributions = terms.map(({ field, weight, feature }) => ({
           field,
-          contribution: weight * (featureValue(context.bag, field, model.featureMap) ?? 0),
+          contribution: weight * (feature.read(context.bag) ?? 0),
         }));
         const margin = contributions.reduce((sum, c) => sum + c.contribution, model.intercept);
         const score = sigmoid(margin);
