@@ -110,6 +110,9 @@ describe("algorithm models", () => {
     });
     assert.equal(trees.status, 400, "a split without its children is refused");
     assert.equal((await call("POST", "/api/v1/algorithm-models", { name: "x", key: "x", type: "neural" })).status, 400);
+    const offerBucket = await call("POST", "/api/v1/algorithm-models", { name: "By category", key: "by-category", type: "adaptive", config: { bucketBy: ["offer.categoryId"] } });
+    assert.equal(offerBucket.status, 400, "evidence is per offer already: an offer field is no bucket");
+    assert.match(offerBucket.body.detail, /^config\.bucketBy\[0\]: /);
     const dup = await call("POST", "/api/v1/algorithm-models", { name: "Churn LR 2", key: "churn-lr", type: "adaptive" });
     assert.equal(dup.status, 409);
 

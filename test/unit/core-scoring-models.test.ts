@@ -78,6 +78,25 @@ describe("Beta-Bernoulli posterior mean", () => {
     assert.equal(contextBucket([], { customer: {}, context: {} }), "*");
   });
 
+  test("every candidate is scored in the request's bucket", () => {
+    const model = { ...ADAPTIVE, bucketBy: ["context.channel"] };
+    const counts = { "o1|email": { successes: 9, trials: 10 }, "o2|email": { successes: 1, trials: 10 }, "o2|web": { successes: 10, trials: 10 } };
+    const offers: ScoringOffer[] = [{ id: "o1", priority: 1, businessValue: 1 }, { id: "o2", priority: 1, businessValue: 1 }];
+    const scored = (channel: string) => scoreCandidates(task(model, { context: { channel }, adaptiveCounts: counts }, offers)).map((r) => r.score);
+    const [email1, email2] = scored("email");
+    close(email1, 10 / 12);
+    close(email2, 2 / 12);
+    const [web1, web2] = scored("web");
+    close(web1, 1 / 2, "no web evidence for o1: the prior");
+    close(web2, 11 / 12);
+  });
+
+  test("a bucket cannot be an offer field: evidence is kept per offer already", () => {
+    assert.deepEqual(validateModel({ ...ADAPTIVE, bucketBy: ["context.channel", "offer.categoryId"] }), [
+      "model.bucketBy[1]: must name a customer or request-context attribute, not an offer field (evidence is kept per offer already)",
+    ]);
+  });
+
   test("inconsistent counts degrade instead of scoring nonsense", () => {
     const result = scoreOne(ADAPTIVE, { adaptiveCounts: { "o1|*": { successes: 5, trials: 3 } } });
     assert.equal(result.degraded, true);

@@ -52,6 +52,22 @@ function countKey(offer: ScoringContext["offer"], bucket: string): string {
   return key;
 }
 
+/**
+ * The request's bucket for `bucketBy`, once per scoring context: it reads the customer and the
+ * request context only, as the service does when it reads and counts evidence, so it is the same
+ * for every candidate (a context's customer and request context do not change while it scores).
+ */
+const requestBuckets = new WeakMap<ScoringContext, Map<readonly string[], string>>();
+
+function requestBucket(bucketBy: readonly string[] | undefined, context: ScoringContext): string {
+  if (!bucketBy || bucketBy.length === 0) return ALL_CONTEXTS_BUCKET;
+  let byPaths = requestBuckets.get(context);
+  if (!byPaths) requestBuckets.set(context, (byPaths = new Map()));
+  let bucket = byPaths.get(bucketBy);
+  if (bucket === undefined) byPaths.set(bucketBy, (bucket = contextBucket(bucketBy, { customer: context.bag.customer, context: context.bag.context })));
+  return bucket;
+}
+
 export interface Posterior {
   alpha: number;
   beta: number;
@@ -63,7 +79,7 @@ export interface Posterior {
 export function posteriorFor(settings: AdaptiveSettings, context: ScoringContext): Posterior {
   const alpha0 = settings.alpha0 ?? DEFAULT_ADAPTIVE.alpha0;
   const beta0 = settings.beta0 ?? DEFAULT_ADAPTIVE.beta0;
-  const key = countKey(context.offer, contextBucket(settings.bucketBy, context.bag));
+  const key = countKey(context.offer, requestBucket(settings.bucketBy, context));
   const { successes, trials } = checkedCount(context.adaptiveCounts[key], key);
   return {
     alpha: alpha0 + successes,
@@ -97,6 +113,12 @@ export function validateAdaptiveSettings(settings: AdaptiveSettings, path: strin
     ...(settings.bucketBy === undefined || (Array.isArray(settings.bucketBy) && settings.bucketBy.every((p) => typeof p === "string"))
       ? []
       : [`${path}.bucketBy: must be an array of attribute paths`]),
+    // Evidence is kept per offer already; a bucket is what the request adds (customer, context).
+    ...(Array.isArray(settings.bucketBy) ? settings.bucketBy : []).flatMap((p, i) =>
+      typeof p === "string" && (p === "offer" || p.startsWith("offer."))
+        ? [`${path}.bucketBy[${i}]: must name a customer or request-context attribute, not an offer field (evidence is kept per offer already)`]
+        : [],
+    ),
   ];
 }
 
