@@ -246,6 +246,14 @@ describe("logistic regression", () => {
     });
   }
 
+  test("candidates differ by their offer features; the next task reads its own customer", () => {
+    const offers: ScoringOffer[] = [0, 100].map((priority, i) => ({ id: `o${i}`, priority, businessValue: 0 }));
+    const margins = (customer: Record<string, unknown>) =>
+      scoreCandidates(task(LR, { customer, context: {}, explain: false }, offers)).map((r) => Math.log(r.score / (1 - r.score)));
+    margins({ age: 50 }).forEach((m, i) => close(m, [0, 1][i], `age 50, offer ${i}`));
+    margins({}).forEach((m, i) => close(m, [-1, 0][i], `no age, offer ${i}`));
+  });
+
   test("explanations are the intercept and coefficient × value", () => {
     const result = scoreOne(LR, { customer: { age: 50 }, context: { channel: "email" } });
     assert.deepEqual(result.explanations, [

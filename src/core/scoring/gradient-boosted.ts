@@ -13,8 +13,7 @@
  * root's expectation) add up exactly to the margin. They are cheap, not Shapley-exact; the exact
  * SHAP endpoint of spec 4.11 is separate.
  */
-import type { Attributes } from "../attributes.js";
-import { featureReader, type FeatureReader } from "./features.js";
+import { featureReader, featureVector } from "./features.js";
 import { logit, sigmoid } from "./link.js";
 import type { GradientBoostedModel, XgbNode } from "./models.js";
 import { numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
@@ -62,28 +61,6 @@ export function compileGradientBoosted(model: GradientBoostedModel): Compiled {
         };
       },
     },
-  };
-}
-
-/**
- * The model's feature values for a candidate, in one buffer the scorer reuses (scoring is
- * synchronous). The candidates of one scoring context share the customer and the request context,
- * so only `offer.` features are read again from one candidate to the next; NaN marks a missing
- * feature (it never compares below a threshold, and is tested first).
- */
-function featureVector(features: FeatureReader[]): (context: ScoringContext) => Float64Array {
-  const x = new Float64Array(features.length);
-  let filledFor: ScoringContext | null = null;
-  let customer: Attributes | null = null;
-  let requestContext: Attributes | null = null;
-  return (context) => {
-    const { bag } = context;
-    const all = context !== filledFor || bag.customer !== customer || bag.context !== requestContext;
-    for (let i = 0; i < features.length; i++) if (all || features[i].readsOffer) x[i] = features[i].read(bag) ?? NaN;
-    filledFor = context;
-    customer = bag.customer;
-    requestContext = bag.context;
-    return x;
   };
 }
 

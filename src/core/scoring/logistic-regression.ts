@@ -4,7 +4,7 @@
  * Explanations are the intercept and each coefficient × value, in margin (log-odds) space; they
  * sum to logit(p).
  */
-import { featureReader } from "./features.js";
+import { featureReader, featureVector } from "./features.js";
 import { sigmoid } from "./link.js";
 import type { LogisticRegressionModel } from "./models.js";
 import { numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
@@ -18,21 +18,23 @@ export function compileLogisticRegression(model: LogisticRegressionModel): Compi
     for (const [name, weight] of Object.entries(coefficients)) errors.push(...numberProblem(weight, `model.coefficients.${name}`));
   }
   if (errors.length > 0) return { errors };
-  const terms = Object.entries(model.coefficients).map(([field, weight]) => ({ field, weight, feature: featureReader(field, model.featureMap) }));
+  const fields = Object.keys(model.coefficients);
+  const weights = fields.map((field) => model.coefficients[field]);
+  const readFeatures = featureVector(fields.map((field) => featureReader(field, model.featureMap)));
   return {
     scorer: {
       score(context: ScoringContext): ModelScore {
-        const contributions = terms.map(({ field, weight, feature }) => ({
-          field,
-          contribution: weight * (feature.read(context.bag) ?? 0),
-        }));
-        const margin = contributions.reduce((sum, c) => sum + c.contribution, model.intercept);
+        const x = readFeatures(context);
+        const contributions = weights.map((weight, i) => weight * (x[i] !== x[i] ? 0 : x[i]));
+        const margin = contributions.reduce((sum, c) => sum + c, model.intercept);
         const score = sigmoid(margin);
         return {
           score,
           propensity: score,
           propensitySource: "model",
-          explanations: context.explain ? [{ field: "(intercept)", contribution: model.intercept }, ...contributions] : [],
+          explanations: context.explain
+            ? [{ field: "(intercept)", contribution: model.intercept }, ...fields.map((field, i) => ({ field, contribution: contributions[i] }))]
+            : [],
         };
       },
     },
