@@ -12,7 +12,7 @@
  *
  * Explanations are the weighted terms (they sum to `base`) and `clv`, the tilt's addition.
  */
-import { isMissing, resolveAttribute } from "../attributes.js";
+import { attributeReader, isMissing } from "../attributes.js";
 import { posteriorFor, validateAdaptiveSettings } from "./adaptive.js";
 import { betaMean } from "./beta.js";
 import { clvTilt, DEFAULT_REVENUE_SCALE, offerImpact } from "./impact.js";
@@ -43,11 +43,12 @@ export function compileFormula(model: FormulaModel): Compiled {
   if (errors.length === 0 && !(totalWeight > 0)) errors.push("model.weights: at least one weight must be positive");
   if (errors.length > 0) return { errors };
   const revenueScale = model.revenueScale ?? DEFAULT_REVENUE_SCALE;
-  const relevancePath = model.relevanceAttribute ?? DEFAULT_RELEVANCE_ATTRIBUTE;
+  const relevanceWanted = attributeReader(model.relevanceAttribute ?? DEFAULT_RELEVANCE_ATTRIBUTE);
+  const propensitySettings = model.propensity ?? {};
   return {
     scorer: {
       score(context: ScoringContext): ModelScore {
-        const posterior = posteriorFor(model.propensity ?? {}, context);
+        const posterior = posteriorFor(propensitySettings, context);
         const propensity = betaMean(posterior.alpha, posterior.beta);
         const impact = offerImpact(context.offer, revenueScale);
         const terms: FormulaWeights = {
@@ -55,7 +56,7 @@ export function compileFormula(model: FormulaModel): Compiled {
           businessValue: context.offer.businessValue / 100,
           propensity,
           impact: impact - 1,
-          relevance: productRelevance(context.offer.productType, resolveAttribute(context.bag, relevancePath)),
+          relevance: productRelevance(context.offer.productType, relevanceWanted(context.bag)),
         };
         const contributions = (Object.keys(terms) as Array<keyof FormulaWeights>).map((field) => ({
           field,
