@@ -51,6 +51,8 @@ const isEmpty = (value: object | undefined) => value === undefined || Object.key
 /** `explain` keeps every check's row in `results`; without it only rejections are recorded. */
 export function qualify(offers: Offer[], rules: QualificationRule[], bag: AttributeBag, nowMs: number, explain = true): QualificationOutput {
   const output: QualificationOutput = { qualified: [], results: [], rejections: [] };
+  // A gate reads the customer and the request, never the offer: one outcome per gate per decision.
+  const gateOutcomes = new Map<QualificationRule, ConditionOutcome>();
   for (const offer of offers) {
     const gates = rules.length === 0 ? rules : rules.filter((rule) => appliesToOffer(rule.appliesTo, offer));
     if (offer.status === "active" && isEmpty(offer.schedule) && isEmpty(offer.eligibility) && gates.length === 0) {
@@ -59,7 +61,7 @@ export function qualify(offers: Offer[], rules: QualificationRule[], bag: Attrib
       output.qualified.push(offer);
       continue;
     }
-    const rows = checkOffer(offer, gates, bag, nowMs);
+    const rows = checkOffer(offer, gates, bag, nowMs, gateOutcomes);
     if (explain) output.results.push(...rows);
     const failed = rows.find((r) => !r.passed);
     if (failed) {
@@ -78,7 +80,13 @@ export function qualify(offers: Offer[], rules: QualificationRule[], bag: Attrib
 }
 
 /** Rows for each check up to and including the first failure; `gates` are those over this offer. */
-function checkOffer(offer: Offer, gates: QualificationRule[], bag: AttributeBag, nowMs: number): QualificationRow[] {
+function checkOffer(
+  offer: Offer,
+  gates: QualificationRule[],
+  bag: AttributeBag,
+  nowMs: number,
+  gateOutcomes: Map<QualificationRule, ConditionOutcome>,
+): QualificationRow[] {
   if (offer.status !== "active") {
     return [{ offerId: offer.id, passed: false, ruleId: QUALIFICATION_CHECKS.status, reason: `offer status is ${offer.status}` }];
   }
@@ -91,12 +99,16 @@ function checkOffer(offer: Offer, gates: QualificationRule[], bag: AttributeBag,
     reason: outOfSchedule ?? "within schedule",
   });
   if (outOfSchedule !== null) return rows;
-  const checks: Array<{ id: string; label: string; condition: Condition; onMissing: OnMissing }> = [
+  const checks: Array<{ id: string; label: string; condition: Condition; onMissing: OnMissing; gate?: QualificationRule }> = [
     { id: QUALIFICATION_CHECKS.eligibility, label: "offer eligibility", condition: offer.eligibility ?? {}, onMissing: "skip" },
-    ...gates.map((rule) => ({ id: rule.id, label: `rule ${rule.name ?? rule.id}`, condition: rule.condition, onMissing: rule.onMissing ?? "skip" })),
+    ...gates.map((rule) => ({ id: rule.id, label: `rule ${rule.name ?? rule.id}`, condition: rule.condition, onMissing: rule.onMissing ?? "skip", gate: rule })),
   ];
   for (const check of checks) {
-    const outcome = evaluateCondition(check.condition, bag, check.onMissing, nowMs);
+    let outcome = check.gate && gateOutcomes.get(check.gate);
+    if (!outcome) {
+      outcome = evaluateCondition(check.condition, bag, check.onMissing, nowMs);
+      if (check.gate) gateOutcomes.set(check.gate, outcome);
+    }
     const row = { offerId: offer.id, ruleId: check.id, reason: describe(check.label, outcome), ...outcome };
     rows.push(row);
     if (!row.passed) break;

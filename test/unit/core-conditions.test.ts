@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { evaluateCondition, matchCondition, validateCondition, type Condition } from "../../src/core/index.js";
+import { evaluateCondition, matchCondition, qualify, validateCondition, type Condition, type Offer } from "../../src/core/index.js";
 
 const NOW = Date.parse("2024-06-01T12:00:00Z");
 const bag = {
@@ -167,5 +167,22 @@ describe("validateCondition", () => {
     const errors = validateCondition(deep);
     assert.equal(errors.length, 1);
     assert.match(errors[0], /nested deeper than 32 levels$/);
+  });
+});
+
+describe("decisioning gates over many offers", () => {
+  const offers = ["a", "b", "c"].map((id) => ({ id, name: id, status: "active", priority: 0, businessValue: 0 }) as Offer);
+  const gate = { id: "adult", condition: { attribute: "customer.age", op: "gte", value: 18 } as Condition };
+
+  test("each offer gets its own row for a gate; each request is judged on its own customer", () => {
+    const adult = qualify(offers, [gate], { customer: { age: 30 }, context: {} }, 0);
+    assert.deepEqual(adult.qualified.map((o) => o.id), ["a", "b", "c"]);
+    assert.deepEqual(adult.results.filter((r) => r.ruleId === "adult").map((r) => [r.offerId, r.passed]), [["a", true], ["b", true], ["c", true]]);
+    const minor = qualify(offers, [gate], { customer: { age: 12 }, context: {} }, 0);
+    assert.deepEqual(minor.qualified, []);
+    assert.deepEqual(minor.rejections.map((r) => [r.offerId, r.reason]), offers.map((o) => [o.id, "rule adult not met"]));
+    const unknown = qualify(offers, [gate], { customer: {}, context: {} }, 0);
+    assert.deepEqual(unknown.qualified.map((o) => o.id), ["a", "b", "c"], "onMissing defaults to skip");
+    assert.ok(unknown.results.filter((r) => r.ruleId === "adult").every((r) => r.skipped === true && r.attribute === "customer.age"));
   });
 });
