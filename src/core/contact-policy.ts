@@ -39,6 +39,8 @@ export interface ContactPolicyInput {
   channel: Channel | null;
   nowMs: number;
   counters: Readonly<Record<string, number>>;
+  /** Each offer's counterChecks, when the caller built them already (counter-keys.ts). */
+  checks?: ReadonlyMap<Offer, readonly CounterCheck[]>;
   recentOutcomes: readonly RecentOutcome[];
   /** Keep every verdict as a `results` row (for an explanation); otherwise only the rejections. */
   explain: boolean;
@@ -85,20 +87,15 @@ export function applyContactPolicies(offers: Offer[], config: ContactPolicyConfi
   const output: ContactPolicyOutput = { allowed: [], results: [], rejections: [] };
   // Most tenants hold few policies: an offer nothing can block costs no generator, no arrays.
   const perOffer = config.guardrails.length > 0 || input.channel !== null || config.contactPolicies.length > 0 || config.budgets.length > 0 || config.maturityRamp !== null;
+  // Consent is the customer's, for the request's channel: the same for every offer.
+  const consentRefused = input.channel ? consentRefusal(input.bag.customer, input.channel) : null;
   for (const offer of offers) {
     if (!perOffer && !offer.emergencyExcluded) {
       output.allowed.push({ offer, reservations: NO_RESERVATIONS });
       continue;
     }
-    const checks = counterChecks(offer, config, input.customerId, input.channel?.id ?? null, input.nowMs);
-    let blockedBy: Verdict | undefined;
-    for (const verdict of verdicts(offer, config, input, checks)) {
-      if (input.explain) output.results.push({ offerId: offer.id, blocked: verdict.blocked, policyId: verdict.policyId, reason: verdict.reason });
-      if (verdict.blocked) {
-        blockedBy = verdict;
-        break;
-      }
-    }
+    const checks = input.checks?.get(offer) ?? counterChecks(offer, config, input.customerId, input.channel?.id ?? null, input.nowMs);
+    const blockedBy = blockingVerdict(offer, config, input, checks, consentRefused, input.explain ? output.results : null);
     if (blockedBy) {
       output.rejections.push({
         offerId: offer.id,
@@ -134,31 +131,45 @@ export function counterChecks(
   return [...caps, ...config.budgets.flatMap((b) => budgetChecks(b, offer, channelId, nowMs))];
 }
 
-/** The checks' verdicts in stage order, lazily, so evaluation stops at the first block. */
-function* verdicts(offer: Offer, config: ContactPolicyConfig, input: ContactPolicyInput, checks: readonly CounterCheck[]): Generator<Verdict> {
+/**
+ * The first verdict that blocks `offer`, the checks running in stage order and stopping there.
+ * With `rows` (an explained decision) every verdict reached leaves a row; a verdict that does not
+ * block says why only then, since nothing else reads it.
+ */
+function blockingVerdict(
+  offer: Offer,
+  config: ContactPolicyConfig,
+  input: ContactPolicyInput,
+  checks: readonly CounterCheck[],
+  consentRefused: string | null,
+  rows: ContactPolicyRow[] | null,
+): Verdict | undefined {
   if (offer.emergencyExcluded) {
-    yield { stage: "contact_policy", policyId: CONTACT_CHECKS.emergency, blocked: true, reason: "offer is emergency-excluded" };
+    return noted(rows, offer, { stage: "contact_policy", policyId: CONTACT_CHECKS.emergency, blocked: true, reason: "offer is emergency-excluded" });
   }
   for (const rule of config.guardrails) {
-    const verdict = guardrailVerdict(rule, offer, input.bag, input.nowMs);
-    if (verdict) yield { stage: "guardrail", policyId: rule.id, blocked: verdict.excluded, reason: verdict.reason };
+    const outcome = guardrailVerdict(rule, offer, input.bag, input.nowMs);
+    if (!outcome) continue;
+    const verdict: Verdict = { stage: "guardrail", policyId: rule.id, blocked: outcome.excluded, reason: outcome.reason };
+    if (noted(rows, offer, verdict).blocked) return verdict;
   }
   if (input.channel) {
-    const refusal = consentRefusal(input.bag.customer, input.channel);
-    yield refusal === null
-      ? { stage: "consent", policyId: CONTACT_CHECKS.consent, blocked: false, reason: `no consent refusal for channel ${input.channel.id}` }
-      : {
-          stage: "consent",
-          policyId: CONTACT_CHECKS.consent,
-          blocked: true,
-          reason: `customer refused consent for channel ${refusal}`,
-          detail: { channelId: input.channel.id, consentKey: refusal },
-        };
+    const verdict: Verdict =
+      consentRefused === null
+        ? { stage: "consent", policyId: CONTACT_CHECKS.consent, blocked: false, reason: rows ? `no consent refusal for channel ${input.channel.id}` : "" }
+        : {
+            stage: "consent",
+            policyId: CONTACT_CHECKS.consent,
+            blocked: true,
+            reason: `customer refused consent for channel ${consentRefused}`,
+            detail: { channelId: input.channel.id, consentKey: consentRefused },
+          };
+    if (noted(rows, offer, verdict).blocked) return verdict;
   }
   for (const policy of config.contactPolicies) {
     if (policy.type !== "suppression" || !appliesToOffer(policy.appliesTo, offer)) continue;
     const outcome = suppressingOutcome(policy, offer, input.recentOutcomes, input.nowMs);
-    yield outcome
+    const verdict: Verdict = outcome
       ? {
           stage: "suppression",
           policyId: policy.id,
@@ -167,12 +178,15 @@ function* verdicts(offer: Offer, config: ContactPolicyConfig, input: ContactPoli
           detail: { outcome: outcome.outcome, at: outcome.at },
         }
       : { stage: "suppression", policyId: policy.id, blocked: false, reason: "no suppressing outcome in window" };
+    if (noted(rows, offer, verdict).blocked) return verdict;
   }
   for (const check of checks) {
+    const admitted = admits(check, input.counters);
+    if (admitted && !rows) continue;
     const current = input.counters[check.key] ?? 0;
     const stage: RejectionStage = check.kind === "frequency_cap" ? "frequency_cap" : "contact_policy";
     const what = check.kind === "frequency_cap" ? `frequency cap ${check.policyId}` : `budget ${check.policyId} ${check.kind.replace("budget_", "")}`;
-    yield admits(check, input.counters)
+    const verdict: Verdict = admitted
       ? { stage, policyId: check.policyId, blocked: false, reason: `${what} ${current}/${check.limit}` }
       : {
           stage,
@@ -181,20 +195,29 @@ function* verdicts(offer: Offer, config: ContactPolicyConfig, input: ContactPoli
           reason: `${what} exhausted: ${current}/${check.limit}`,
           detail: { key: check.key, current, limit: check.limit },
         };
+    if (noted(rows, offer, verdict).blocked) return verdict;
   }
   if (config.maturityRamp) {
     const ramp = rampVerdict(config.maturityRamp, offer, input.customerId, input.nowMs);
     if (ramp.fraction < 1) {
       const share = `${(ramp.fraction * 100).toFixed(1)}%`;
-      yield {
+      const verdict: Verdict = {
         stage: "maturity_ramp",
         policyId: CONTACT_CHECKS.maturityRamp,
         blocked: !ramp.admitted,
         reason: ramp.admitted ? `new offer ramping, customer within first ${share}` : `new offer ramping, shown to ${share} of customers`,
         detail: { fraction: ramp.fraction, position: ramp.position },
       };
+      if (noted(rows, offer, verdict).blocked) return verdict;
     }
   }
+  return undefined;
+}
+
+/** `verdict`, after leaving its row when the decision is explained. */
+function noted(rows: ContactPolicyRow[] | null, offer: Offer, verdict: Verdict): Verdict {
+  rows?.push({ offerId: offer.id, blocked: verdict.blocked, policyId: verdict.policyId, reason: verdict.reason });
+  return verdict;
 }
 
 /**

@@ -1,18 +1,29 @@
 /**
  * The counters a decision will read, for the service to fetch (one MGET under the tenant prefix)
- * before calling `decide`. Keys of active candidate offers only: the others never reach the
- * contact-policy stage. Absent keys read as 0.
+ * before calling `decide`, and each candidate's checks, which the service passes back in
+ * `DecisionInput.counterChecks` so they are built once per decision, not twice. Keys of active
+ * candidate offers only: the others never reach the contact-policy stage. Absent keys read as 0.
  */
+import type { Offer } from "./catalog.js";
 import { counterChecks } from "./contact-policy.js";
+import type { CounterCheck } from "./counters.js";
 import { resolveRequestScope, type RequestScopeInput } from "./request-scope.js";
 import type { DecisionSnapshot } from "./snapshot.js";
 
-export function counterKeys(snapshot: DecisionSnapshot, request: RequestScopeInput): string[] {
+export interface CounterPlan {
+  keys: string[];
+  checks: ReadonlyMap<Offer, readonly CounterCheck[]>;
+}
+
+export function counterPlan(snapshot: DecisionSnapshot, request: RequestScopeInput): CounterPlan {
   const scope = resolveRequestScope(snapshot, request);
   const keys = new Set<string>();
+  const checks = new Map<Offer, readonly CounterCheck[]>();
   for (const offer of scope.candidates) {
     if (offer.status !== "active") continue;
-    for (const check of counterChecks(offer, snapshot, request.customerId, scope.channel?.id ?? null, scope.nowMs)) keys.add(check.key);
+    const offerChecks = counterChecks(offer, snapshot, request.customerId, scope.channel?.id ?? null, scope.nowMs);
+    checks.set(offer, offerChecks);
+    for (const check of offerChecks) keys.add(check.key);
   }
-  return [...keys];
+  return { keys: [...keys], checks };
 }

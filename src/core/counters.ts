@@ -106,7 +106,10 @@ function windowSuffix(windowSeconds: number, nowMs: number): string {
   return `:${windowSeconds}s:${windowIndex(windowSeconds, nowMs)}`;
 }
 
+/** Characters encodeURIComponent leaves as they are: an id made only of them needs no copy. */
+const URI_SAFE = /^[\w.~-]*$/;
+
 /** Ids are URI-encoded so a `:` or `{` inside an id can neither split a key nor move its hash slot. */
 function segment(id: string): string {
-  return encodeURIComponent(id);
+  return URI_SAFE.test(id) ? id : encodeURIComponent(id);
 }

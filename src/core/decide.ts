@@ -12,7 +12,7 @@ import type { AttributeBag, Attributes } from "./attributes.js";
 import type { Offer } from "./catalog.js";
 import { coupleCreatives, type SlotOptions } from "./channel-coupling.js";
 import { applyContactPolicies, type ContactPolicyRow } from "./contact-policy.js";
-import type { Reservation } from "./counters.js";
+import type { CounterCheck, Reservation } from "./counters.js";
 import { flowRankNode, flowScoreNode, type DecisionFlow } from "./flow.js";
 import { qualify, type QualificationRow } from "./qualification.js";
 import {
@@ -41,8 +41,13 @@ export interface DecisionInput extends RequestScopeInput {
   count?: number;
   /** Overrides the score node's model, e.g. the experiment variant the service assigned. */
   modelKey?: string;
-  /** Counter values read for counterKeys(snapshot, input); absent keys are 0. */
+  /** Counter values read for counterPlan(snapshot, input).keys; absent keys are 0. */
   counters?: Record<string, number>;
+  /**
+   * counterPlan(snapshot, input).checks, when the caller has them: the same checks, not built a
+   * second time. Absent, the core builds them. Not part of a recorded input (a replay builds them).
+   */
+  counterChecks?: ReadonlyMap<Offer, readonly CounterCheck[]>;
   /** Keyed by adaptiveCountKey(offerId, bucket). */
   adaptiveCounts?: Record<string, AdaptiveCount>;
   recentOutcomes?: RecentOutcome[];
@@ -126,6 +131,7 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
     channel: scope.channel,
     nowMs: scope.nowMs,
     counters: input.counters ?? {},
+    checks: input.counterChecks,
     recentOutcomes: input.recentOutcomes ?? [],
     explain,
   });

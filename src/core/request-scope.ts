@@ -1,6 +1,6 @@
 /**
  * What a request selects before any stage runs: the flow, its candidate offers, the slots to fill
- * and the channel contact policies apply to. Shared by `prepareDecision` and `counterKeys`, so the
+ * and the channel contact policies apply to. Shared by `prepareDecision` and `counterPlan`, so the
  * service reads exactly the counters the decision will check.
  */
 import type { Channel, Offer } from "./catalog.js";

@@ -2,7 +2,7 @@ import {
   adaptiveCountKey,
   chooseScoringPath,
   completeDecision,
-  counterKeys,
+  counterPlan,
   evidenceBucket,
   evidenceKeys,
   prepareDecision,
@@ -174,12 +174,13 @@ export class RecommendService {
       seed: newId(),
     };
     const evidence = evidenceKeys(compiled.snapshot, input);
+    const plan = counterPlan(compiled.snapshot, input);
     const [counters, adaptiveCounts, recentOutcomes] = await Promise.all([
-      this.deps.counters.read(ctx.tenantId, counterKeys(compiled.snapshot, input)),
+      this.deps.counters.read(ctx.tenantId, plan.keys),
       this.deps.counters.readEvidence(ctx.tenantId, evidence),
       readsRecentOutcomes(compiled.snapshot) ? this.deps.counters.negatives(ctx.tenantId, customerId) : [],
     ]);
-    return { input: { ...input, counters, adaptiveCounts, recentOutcomes }, evidence };
+    return { input: { ...input, counters, counterChecks: plan.checks, adaptiveCounts, recentOutcomes }, evidence };
   }
 
   /**

@@ -4,7 +4,8 @@ import {
   admits,
   applyContactPolicies,
   budgetCounterKey,
-  counterKeys,
+  counterPlan,
+  decide,
   frequencyCounterKey,
   periodWindow,
   prepareSnapshot,
@@ -70,7 +71,7 @@ describe("counter keys", () => {
     assert.equal(admits(readOnly, { k: 3 }), false);
   });
 
-  test("counterKeys lists what the decision will check, for active candidates only", () => {
+  test("counterPlan lists what the decision will check, for active candidates only", () => {
     const config: SnapshotConfig = {
       offers: [
         offer("o1", { categoryId: "cat" }),
@@ -89,7 +90,8 @@ describe("counter keys", () => {
     const snapshot = prepareSnapshot(config);
     const day = Math.floor(NOW / 1000 / 86400);
     const week = Math.floor(NOW / 1000 / 604800);
-    assert.deepEqual(counterKeys(snapshot, { customerId: "c1", now: NOW_ISO }), [
+    const plan = counterPlan(snapshot, { customerId: "c1", now: NOW_ISO });
+    assert.deepEqual(plan.keys, [
       `fc:c1:offer:o1:86400s:${day}`,
       `fc:c1:category:cat:604800s:${week}`,
       "bg:global:spend",
@@ -97,9 +99,12 @@ describe("counter keys", () => {
       "bg:offer%3Ao2:impressions:day:2024-06-01",
     ]);
     assert.ok(
-      counterKeys(snapshot, { customerId: "c1", channel: "ch-email", now: NOW_ISO }).includes(`fc:c1:channel:ch-email:86400s:${day}`),
+      counterPlan(snapshot, { customerId: "c1", channel: "ch-email", now: NOW_ISO }).keys.includes(`fc:c1:channel:ch-email:86400s:${day}`),
       "channel caps apply once the channel is known",
     );
+    assert.deepEqual([...plan.checks.keys()].map((o) => o.id), ["o1", "o2"], "checks of the active candidates, by offer");
+    const input = { customerId: "c1", now: NOW_ISO, customer: {}, context: {}, clv: null, seed: "s", counters: { [`fc:c1:offer:o1:86400s:${day}`]: 2 } };
+    assert.deepEqual(decide(snapshot, { ...input, counterChecks: plan.checks }), decide(snapshot, input), "the plan's checks decide as the core's own");
   });
 });
 
