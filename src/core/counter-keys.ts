@@ -22,6 +22,7 @@ export function counterPlan(snapshot: DecisionSnapshot, request: RequestScopeInp
   for (const offer of scope.candidates) {
     if (offer.status !== "active") continue;
     const offerChecks = counterChecks(offer, snapshot, request.customerId, scope.channel?.id ?? null, scope.nowMs);
+    if (offerChecks.length === 0) continue; // built again at no cost: most tenants' offers have none
     checks.set(offer, offerChecks);
     for (const check of offerChecks) keys.add(check.key);
   }
