@@ -85,7 +85,7 @@ interface Verdict {
 
 export function applyContactPolicies(offers: Offer[], config: ContactPolicyConfig, input: ContactPolicyInput): ContactPolicyOutput {
   const output: ContactPolicyOutput = { allowed: [], results: [], rejections: [] };
-  // Most tenants hold few policies: an offer nothing can block costs no generator, no arrays.
+  // Most tenants hold few policies: an offer nothing can block costs no checks, no arrays.
   const perOffer = config.guardrails.length > 0 || input.channel !== null || config.contactPolicies.length > 0 || config.budgets.length > 0 || config.maturityRamp !== null;
   // Consent is the customer's, for the request's channel: the same for every offer.
   const consentRefused = input.channel ? consentRefusal(input.bag.customer, input.channel) : null;
