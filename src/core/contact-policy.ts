@@ -40,7 +40,7 @@ export interface ContactPolicyInput {
   nowMs: number;
   counters: Readonly<Record<string, number>>;
   /** Each offer's counterChecks, when the caller built them already (counter-keys.ts). */
-  checks?: ReadonlyMap<Offer, readonly CounterCheck[]>;
+  counterChecks?: ReadonlyMap<Offer, readonly CounterCheck[]>;
   recentOutcomes: readonly RecentOutcome[];
   /** Keep every verdict as a `results` row (for an explanation); otherwise only the rejections. */
   explain: boolean;
@@ -94,7 +94,7 @@ export function applyContactPolicies(offers: Offer[], config: ContactPolicyConfi
       output.allowed.push({ offer, reservations: NO_RESERVATIONS });
       continue;
     }
-    const checks = input.checks?.get(offer) ?? counterChecks(offer, config, input.customerId, input.channel?.id ?? null, input.nowMs);
+    const checks = input.counterChecks?.get(offer) ?? counterChecks(offer, config, input.customerId, input.channel?.id ?? null, input.nowMs);
     const blockedBy = blockingVerdict(offer, config, input, checks, consentRefused, input.explain ? output.results : null);
     if (blockedBy) {
       output.rejections.push({

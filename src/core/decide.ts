@@ -131,7 +131,7 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
     channel: scope.channel,
     nowMs: scope.nowMs,
     counters: input.counters ?? {},
-    checks: input.counterChecks,
+    counterChecks: input.counterChecks,
     recentOutcomes: input.recentOutcomes ?? [],
     explain,
   });

@@ -53,9 +53,9 @@ function countKey(offer: ScoringContext["offer"], bucket: string): string {
 }
 
 /**
- * The request's bucket for `bucketBy`, once per scoring context: it reads the customer and the
- * request context only, as the service does when it reads and counts evidence, so it is the same
- * for every candidate (a context's customer and request context do not change while it scores).
+ * The request's bucket for `bucketBy`, once per scoring context (ScoringContext): it reads the
+ * customer and the request context only, as the service does when it reads and counts evidence,
+ * so it is the same for every candidate.
  */
 const requestBuckets = new WeakMap<ScoringContext, Map<readonly string[], string>>();
 

@@ -4,7 +4,7 @@
  * `path=value` is a one-hot indicator: 1 when the attribute equals `value` (compared as text), else
  * 0, so `context.channel=email` works without the caller encoding categories.
  */
-import { attributeReader, isMissing, type AttributeBag, type Attributes } from "../attributes.js";
+import { attributeReader, isMissing, type AttributeBag } from "../attributes.js";
 import type { ScoringContext } from "./scorer.js";
 
 /** A feature compiled once per model: its path parsed, and whether it reads the offer. */
@@ -46,22 +46,17 @@ function numeric(value: unknown): number | undefined {
 
 /**
  * A model's feature values for a candidate, in one buffer the scorer reuses (scoring is
- * synchronous). The candidates of one scoring context share the customer and the request context,
- * so only `offer.` features are read again from one candidate to the next. NaN marks a missing
+ * synchronous). A scoring context keeps its customer and request context (ScoringContext), so
+ * only `offer.` features are read again from one candidate to the next. NaN marks a missing
  * feature (a tree sends it down its `missing` branch; a linear model counts it as 0).
  */
 export function featureVector(features: FeatureReader[]): (context: ScoringContext) => Float64Array {
   const x = new Float64Array(features.length);
   let filledFor: ScoringContext | null = null;
-  let customer: Attributes | null = null;
-  let requestContext: Attributes | null = null;
   return (context) => {
-    const { bag } = context;
-    const all = context !== filledFor || bag.customer !== customer || bag.context !== requestContext;
-    for (let i = 0; i < features.length; i++) if (all || features[i].readsOffer) x[i] = features[i].read(bag) ?? NaN;
+    const all = context !== filledFor;
+    for (let i = 0; i < features.length; i++) if (all || features[i].readsOffer) x[i] = features[i].read(context.bag) ?? NaN;
     filledFor = context;
-    customer = bag.customer;
-    requestContext = bag.context;
     return x;
   };
 }

@@ -25,7 +25,7 @@ export function compileLogisticRegression(model: LogisticRegressionModel): Compi
     scorer: {
       score(context: ScoringContext): ModelScore {
         const x = readFeatures(context);
-        const contributions = weights.map((weight, i) => weight * (x[i] !== x[i] ? 0 : x[i]));
+        const contributions = weights.map((weight, i) => weight * (Number.isNaN(x[i]) ? 0 : x[i]));
         const margin = contributions.reduce((sum, c) => sum + c, model.intercept);
         const score = sigmoid(margin);
         return {

@@ -33,6 +33,11 @@ export interface Explanation {
   contribution: number;
 }
 
+/**
+ * One scoring task's view of a candidate. scoreCandidates points one context at each candidate in
+ * turn: `offer` and `bag.offer` change, while the customer and the request context stay fixed for
+ * the context's life, so a scorer may compute request-level values once per context object.
+ */
 export interface ScoringContext {
   offer: ScoringOffer;
   /** customer, context and offer roots. */
