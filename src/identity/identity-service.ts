@@ -109,7 +109,7 @@ export class IdentityService {
     if (req.reason.length > MAX_REASON) throw invalidField("reason", `must be at most ${MAX_REASON} characters`);
     const row = isUuid(req.id) ? await this.store.revokeApiKey(ctx.tenantId, req.id, req.reason || null) : null;
     if (!row) throw notFound("API key", req.id);
-    await this.bus.publish(IDENTITY_CHANNEL, `key:${row.key_hash}`);
+    await this.bus.publish(IDENTITY_CHANNEL, `key:${row.key_hash}`, { confirmed: true });
     return create(EmptySchema);
   }
 
@@ -146,7 +146,7 @@ export class IdentityService {
     if (!req.id) throw invalidField("id", "is required");
     const row = isUuid(req.id) ? await this.store.revokeOAuthClient(ctx.tenantId, req.id) : null;
     if (!row) throw notFound("OAuth client", req.id);
-    await this.bus.publish(IDENTITY_CHANNEL, `client:${row.client_id}`);
+    await this.bus.publish(IDENTITY_CHANNEL, `client:${row.client_id}`, { confirmed: true });
     return create(EmptySchema);
   }
 
@@ -238,7 +238,7 @@ export class IdentityService {
   async updateUser(tenantId: string, userId: string, change: { role?: RoleName; disabled?: boolean }): Promise<UserRow> {
     const row = isUuid(tenantId) && isUuid(userId) ? await this.store.updateUser(tenantId, userId, change) : null;
     if (!row) throw notFound("user", userId);
-    await this.bus.publish(IDENTITY_CHANNEL, `user:${tenantId}:${userId}`);
+    await this.bus.publish(IDENTITY_CHANNEL, `user:${tenantId}:${userId}`, { confirmed: true });
     return row;
   }
 }

@@ -1,4 +1,5 @@
 import { EventEmitter } from "node:events";
+import { randomUUID } from "node:crypto";
 import type { Redis } from "./redis.js";
 import type { Logger } from "./logger.js";
 
@@ -8,7 +9,12 @@ import type { Logger } from "./logger.js";
  * so handlers must be idempotent.
  */
 export interface Bus {
-  publish(channel: string, message: string): Promise<void>;
+  /**
+   * With `confirmed`, resolves only once every subscribed process has run its handlers (or after
+   * a timeout, {@link CONFIRM_TIMEOUT_MS} by default, for a process that hangs), so a change that must bite "at once"
+   * (a revocation) has reached every process before the caller answers.
+   */
+  publish(channel: string, message: string, options?: { confirmed?: boolean }): Promise<void>;
   subscribe(channel: string, handler: (message: string) => void): Promise<void>;
   close(): Promise<void>;
 }
@@ -29,11 +35,31 @@ export function createLocalBus(): Bus {
   };
 }
 
-/** Channels carry the deployment's key prefix, since ioredis does not prefix channel names. */
-export async function createRedisBus(redis: Redis, prefix: string, logger: Logger): Promise<Bus> {
+/** How long a confirmed publish waits for processes that received the message but do not answer. */
+export const CONFIRM_TIMEOUT_MS = 2_000;
+
+/** Separates the reply channel, the message number and the payload of a confirmed message. */
+const CONFIRM_MARK = "\u0001";
+
+interface PendingConfirm {
+  received: number;
+  /** Receivers counted by PUBLISH; unknown until its reply, which may come after the first acks. */
+  expected: number | null;
+  done: () => void;
+}
+
+/**
+ * Channels carry the deployment's key prefix, since ioredis does not prefix channel names.
+ * A confirmed message travels as MARK replyChannel MARK number MARK payload; every receiver
+ * publishes the number back on the sender's reply channel after running its handlers.
+ */
+export async function createRedisBus(redis: Redis, prefix: string, logger: Logger, confirmTimeoutMs = CONFIRM_TIMEOUT_MS): Promise<Bus> {
   const sub = redis.duplicate({ enableOfflineQueue: true, keyPrefix: "" });
   const handlers = new Map<string, Array<(message: string) => void>>();
-  const deliver = (channel: string, message: string) => {
+  const replyChannel = `${prefix}bus.confirm.${randomUUID()}`;
+  const pending = new Map<string, PendingConfirm>();
+  let sequence = 0;
+  const run = (channel: string, message: string) => {
     for (const h of handlers.get(channel) ?? []) {
       try {
         h(message);
@@ -42,19 +68,63 @@ export async function createRedisBus(redis: Redis, prefix: string, logger: Logge
       }
     }
   };
+  const settle = (confirm: PendingConfirm) => {
+    if (confirm.expected !== null && confirm.received >= confirm.expected) confirm.done();
+  };
+  const deliver = (channel: string, message: string) => {
+    if (channel === replyChannel) {
+      const confirm = pending.get(message);
+      if (confirm) {
+        confirm.received++;
+        settle(confirm);
+      }
+      return;
+    }
+    if (!message.startsWith(CONFIRM_MARK)) return run(channel, message);
+    const [, replyTo, id, payload] = message.split(CONFIRM_MARK);
+    run(channel, payload);
+    redis.publish(replyTo, id).catch((err: Error) => logger.warn({ err: err.message, channel }, "bus confirmation failed"));
+  };
   sub.on("message", deliver);
   sub.on("error", (err) => logger.warn({ err: err.message }, "redis subscriber error"));
+  await sub.subscribe(replyChannel);
+  const warnUnpublished = (err: Error, channel: string) =>
+    logger.warn({ err: err.message, channel }, "redis publish failed; other processes will see the change when their caches expire");
   return {
     /**
      * Delivered here first, so this process sees its own change at once even when Redis is down;
      * the change has already been committed, so a failed publish is logged, not thrown: other
      * processes then see it when their cached copy expires (at most 30 seconds for credentials).
      */
-    async publish(channel, message) {
-      deliver(prefix + channel, message);
-      await redis.publish(prefix + channel, message).catch((err: Error) => {
-        logger.warn({ err: err.message, channel }, "redis publish failed; other processes will see the change when their caches expire");
+    async publish(channel, message, options) {
+      run(prefix + channel, message);
+      if (!options?.confirmed) {
+        await redis.publish(prefix + channel, message).catch((err: Error) => warnUnpublished(err, channel));
+        return;
+      }
+      const id = String(++sequence);
+      let timer: NodeJS.Timeout | undefined;
+      const confirmed = new Promise<void>((resolve) => {
+        const confirm: PendingConfirm = { received: 0, expected: null, done: resolve };
+        pending.set(id, confirm);
+        timer = setTimeout(() => {
+          logger.warn({ channel, received: confirm.received, expected: confirm.expected }, "bus confirmation timed out; a process that did not answer sees the change when its cache expires");
+          resolve();
+        }, confirmTimeoutMs);
+        redis.publish(prefix + channel, ["", replyChannel, id, message].join(CONFIRM_MARK)).then(
+          (receivers) => {
+            confirm.expected = receivers;
+            settle(confirm);
+          },
+          (err: Error) => {
+            warnUnpublished(err, channel);
+            resolve();
+          },
+        );
       });
+      await confirmed;
+      clearTimeout(timer);
+      pending.delete(id);
     },
     async subscribe(channel, handler) {
       const full = prefix + channel;
