@@ -5,12 +5,15 @@ export type { Redis };
 /**
  * A dead Redis must fail fast, not hang the request path: no offline queue, bounded command time,
  * one retry per request. ioredis keeps reconnecting in the background.
+ *
+ * No auto-pipelining: ioredis runs one auto-pipeline at a time per connection, so under load every
+ * command waited for the previous batch's round trip, and the waiting requests' objects outlived
+ * scavenges (docs/performance.md). Commands still share the connection without waiting for each other.
  */
 export function createRedis(url: string, keyPrefix: string): Redis {
   return new Redis(url, {
     keyPrefix,
     enableOfflineQueue: false,
-    enableAutoPipelining: true,
     commandTimeout: 1_000,
     connectTimeout: 2_000,
     maxRetriesPerRequest: 1,
