@@ -10,9 +10,9 @@ import type { Logger } from "./logger.js";
  */
 export interface Bus {
   /**
-   * With `confirmed`, resolves only once every subscribed process has run its handlers (or after
-   * a timeout, {@link CONFIRM_TIMEOUT_MS} by default, for a process that hangs), so a change that must bite "at once"
-   * (a revocation) has reached every process before the caller answers.
+   * With `confirmed`, resolves only once every subscribed process has run its handlers (or after a
+   * timeout, {@link CONFIRM_TIMEOUT_MS} by default, for a process that hangs), so that a change that
+   * must bite at once (a revocation) has reached every process before the caller answers.
    */
   publish(channel: string, message: string, options?: { confirmed?: boolean }): Promise<void>;
   subscribe(channel: string, handler: (message: string) => void): Promise<void>;
@@ -81,8 +81,10 @@ export async function createRedisBus(redis: Redis, prefix: string, logger: Logge
       return;
     }
     if (!message.startsWith(CONFIRM_MARK)) return run(channel, message);
-    const [, replyTo, id, payload] = message.split(CONFIRM_MARK);
-    run(channel, payload);
+    const idAt = message.indexOf(CONFIRM_MARK, 1) + 1;
+    const payloadAt = message.indexOf(CONFIRM_MARK, idAt) + 1;
+    const [replyTo, id] = [message.slice(1, idAt - 1), message.slice(idAt, payloadAt - 1)];
+    run(channel, message.slice(payloadAt));
     redis.publish(replyTo, id).catch((err: Error) => logger.warn({ err: err.message, channel }, "bus confirmation failed"));
   };
   sub.on("message", deliver);
