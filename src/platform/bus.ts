@@ -43,8 +43,8 @@ const CONFIRM_MARK = "\u0001";
 
 interface PendingConfirm {
   received: number;
-  /** Receivers counted by PUBLISH; unknown until its reply, which may come after the first acks. */
-  expected: number | null;
+  /** Receivers counted by PUBLISH; Infinity until its reply, which may come after the first acks. */
+  expected: number;
   done: () => void;
 }
 
@@ -69,7 +69,7 @@ export async function createRedisBus(redis: Redis, prefix: string, logger: Logge
     }
   };
   const settle = (confirm: PendingConfirm) => {
-    if (confirm.expected !== null && confirm.received >= confirm.expected) confirm.done();
+    if (confirm.received >= confirm.expected) confirm.done();
   };
   const deliver = (channel: string, message: string) => {
     if (channel === replyChannel) {
@@ -83,9 +83,8 @@ export async function createRedisBus(redis: Redis, prefix: string, logger: Logge
     if (!message.startsWith(CONFIRM_MARK)) return run(channel, message);
     const idAt = message.indexOf(CONFIRM_MARK, 1) + 1;
     const payloadAt = message.indexOf(CONFIRM_MARK, idAt) + 1;
-    const [replyTo, id] = [message.slice(1, idAt - 1), message.slice(idAt, payloadAt - 1)];
     run(channel, message.slice(payloadAt));
-    redis.publish(replyTo, id).catch((err: Error) => logger.warn({ err: err.message, channel }, "bus confirmation failed"));
+    redis.publish(message.slice(1, idAt - 1), message.slice(idAt, payloadAt - 1)).catch((err: Error) => logger.warn({ err: err.message, channel }, "bus confirmation failed"));
   };
   sub.on("message", deliver);
   sub.on("error", (err) => logger.warn({ err: err.message }, "redis subscriber error"));
@@ -105,25 +104,23 @@ export async function createRedisBus(redis: Redis, prefix: string, logger: Logge
         return;
       }
       const id = String(++sequence);
-      let timer: NodeJS.Timeout | undefined;
-      const confirmed = new Promise<void>((resolve) => {
-        const confirm: PendingConfirm = { received: 0, expected: null, done: resolve };
-        pending.set(id, confirm);
-        timer = setTimeout(() => {
-          logger.warn({ channel, received: confirm.received, expected: confirm.expected }, "bus confirmation timed out; a process that did not answer sees the change when its cache expires");
-          resolve();
-        }, confirmTimeoutMs);
-        redis.publish(prefix + channel, ["", replyChannel, id, message].join(CONFIRM_MARK)).then(
-          (receivers) => {
-            confirm.expected = receivers;
-            settle(confirm);
-          },
-          (err: Error) => {
-            warnUnpublished(err, channel);
-            resolve();
-          },
-        );
-      });
+      const confirm: PendingConfirm = { received: 0, expected: Infinity, done: () => {} };
+      const confirmed = new Promise<void>((resolve) => (confirm.done = resolve));
+      pending.set(id, confirm);
+      const timer = setTimeout(() => {
+        logger.warn({ channel, received: confirm.received, expected: confirm.expected }, "bus confirmation timed out; a process that did not answer sees the change when its cache expires");
+        confirm.done();
+      }, confirmTimeoutMs);
+      redis.publish(prefix + channel, ["", replyChannel, id, message].join(CONFIRM_MARK)).then(
+        (receivers) => {
+          confirm.expected = receivers;
+          settle(confirm);
+        },
+        (err: Error) => {
+          warnUnpublished(err, channel);
+          confirm.done();
+        },
+      );
       await confirmed;
       clearTimeout(timer);
       pending.delete(id);
