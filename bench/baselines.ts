@@ -6,14 +6,14 @@
  *   the service's size (createSequelize: max 10).
  * - `write`: what Recommend writes before answering, through the service's own
  *   DecisionStore.saveRecommendation (the recommendation row and three impression rows).
- * - `redis`: the contact-policy round trip, the counter store's `read` (one MGET of four keys)
+ * - `redis`: the contact-policy round trip, the reservation store's `read` (one MGET of four keys)
  *   followed by its `reserve` (one EVALSHA of the reservation script: one group of two keys).
  */
 import { randomUUID } from "node:crypto";
 import type { Sequelize } from "sequelize";
 import { createSequelize } from "../src/platform/db.js";
 import { createRedis, connectRedis, type Redis } from "../src/platform/redis.js";
-import { createRedisCounterStore } from "../src/decisions/counter-store.js";
+import { createRedisReservationStore } from "../src/decisions/reservation-store.js";
 import { DecisionStore } from "../src/decisions/decision-store.js";
 import type { Call } from "./load.js";
 
@@ -28,7 +28,7 @@ export async function openBaselines(o: { databaseUrl: string; redisUrl: string; 
   const db: Sequelize = createSequelize(o.databaseUrl);
   const redis: Redis = createRedis(o.redisUrl, o.redisKeyPrefix);
   await connectRedis(redis);
-  const counters = createRedisCounterStore(redis);
+  const counters = createRedisReservationStore(redis);
   const store = new DecisionStore(db);
   const offer = (i: number) => o.offerIds[i % o.offerIds.length];
 

@@ -25,7 +25,7 @@ import { AuditService } from "./audit/audit-service.js";
 import { CatalogStore, DecisionConfigStore } from "./catalog/catalog-store.js";
 import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
-import { createMemoryCounterStore, createRedisCounterStore } from "./decisions/counter-store.js";
+import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
 import { Gateway } from "./transport/gateway.js";
@@ -135,7 +135,7 @@ export function createServices(f: Foundation): Services {
     db: f.db,
     bus: f.bus,
     logger: f.logger,
-    counters: f.redis ? withEvidenceCache(createRedisCounterStore(f.redis), { maxAgeMs: f.config.evidenceMaxAgeMs }) : createMemoryCounterStore(),
+    counters: f.redis ? withEvidenceCache(createRedisCounters(f.redis), { maxAgeMs: f.config.evidenceMaxAgeMs }) : createMemoryCounters(),
     audit: auditLog,
     decisionConfig: catalog.decisionConfig,
     seedTenant: catalog.seedTenant,

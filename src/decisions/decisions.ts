@@ -9,7 +9,7 @@ import type { Logger } from "../platform/logger.js";
 import { InvalidatedCache } from "../platform/invalidated-cache.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import type { DecisionConfigRows } from "../catalog/catalog-store.js";
-import type { CounterStore } from "./counter-store.js";
+import type { Counters } from "./counters.js";
 import { DecisionStore } from "./decision-store.js";
 import { RecommendService, type ScoringPool } from "./recommend-service.js";
 import { RespondService } from "./respond-service.js";
@@ -28,7 +28,7 @@ export interface DecisionsOptions {
   db: Sequelize;
   bus: Bus;
   logger: Logger;
-  counters: CounterStore;
+  counters: Counters;
   audit: AuditLog;
   /** The catalog's read model. */
   decisionConfig: (tenantId: string) => Promise<DecisionConfigRows>;

@@ -1,4 +1,5 @@
-import type { AdaptiveEvidence, CounterStore } from "./counter-store.js";
+import type { Counters } from "./counters.js";
+import type { AdaptiveEvidence } from "./evidence-store.js";
 
 export interface EvidenceCacheOptions {
   /** Evidence younger than this is served without asking Redis; older evidence is refreshed. */
@@ -25,8 +26,9 @@ interface Entry {
  *
  * Caps and budgets are not cached: they are reserved atomically in Redis on every decision.
  */
-export function withEvidenceCache(store: CounterStore, options: EvidenceCacheOptions): CounterStore {
-  if (options.maxAgeMs <= 0) return store;
+export function withEvidenceCache(counters: Counters, options: EvidenceCacheOptions): Counters {
+  if (options.maxAgeMs <= 0) return counters;
+  const { evidence, decisionCounter, wipe } = counters;
   const now = options.now ?? Date.now;
   const maxEntries = options.maxEntries ?? 200_000;
   /** By tenant, then by evidence key: no per-lookup key strings on the hot path. */
@@ -41,7 +43,7 @@ export function withEvidenceCache(store: CounterStore, options: EvidenceCacheOpt
 
   const load = async (tenantId: string, keys: string[]): Promise<void> => {
     const readAt = now();
-    const values = await store.readEvidence(tenantId, keys);
+    const values = await evidence.readEvidence(tenantId, keys);
     const entries = ofTenant(tenants, tenantId, () => new Map<string, Entry>());
     for (const key of keys) {
       if (entries.delete(key)) size--; // re-inserted last: Map order is the eviction order
@@ -66,51 +68,58 @@ export function withEvidenceCache(store: CounterStore, options: EvidenceCacheOpt
   };
 
   return {
-    ...store,
-    async readEvidence(tenantId, keys) {
-      const entries = tenants.get(tenantId);
-      const inFlight = ofTenant(refreshing, tenantId, () => new Set<string>());
-      const missing: string[] = [];
-      const stale: string[] = [];
-      const t = now();
-      for (const key of keys) {
-        const entry = entries?.get(key);
-        if (!entry) missing.push(key);
-        else if (t - entry.readAt >= options.maxAgeMs && !inFlight.has(key)) stale.push(key);
-      }
-      if (stale.length) {
-        for (const key of stale) inFlight.add(key);
-        // A failed refresh leaves the stale values; the next decision tries again.
-        void load(tenantId, stale)
-          .catch(() => undefined)
-          .finally(() => stale.forEach((key) => inFlight.delete(key)));
-      }
-      if (missing.length) await load(tenantId, missing);
-      const loaded = tenants.get(tenantId);
-      const out: Record<string, AdaptiveEvidence> = {};
-      for (const key of keys) {
-        const value = loaded?.get(key)?.value;
-        if (value) out[key] = value;
-      }
-      return out;
+    ...counters,
+    evidence: {
+      async readEvidence(tenantId, keys) {
+        const entries = tenants.get(tenantId);
+        const inFlight = ofTenant(refreshing, tenantId, () => new Set<string>());
+        const missing: string[] = [];
+        const stale: string[] = [];
+        const t = now();
+        for (const key of keys) {
+          const entry = entries?.get(key);
+          if (!entry) missing.push(key);
+          else if (t - entry.readAt >= options.maxAgeMs && !inFlight.has(key)) stale.push(key);
+        }
+        if (stale.length) {
+          for (const key of stale) inFlight.add(key);
+          // A failed refresh leaves the stale values; the next decision tries again.
+          void load(tenantId, stale)
+            .catch(() => undefined)
+            .finally(() => stale.forEach((key) => inFlight.delete(key)));
+        }
+        if (missing.length) await load(tenantId, missing);
+        const loaded = tenants.get(tenantId);
+        const out: Record<string, AdaptiveEvidence> = {};
+        for (const key of keys) {
+          const value = loaded?.get(key)?.value;
+          if (value) out[key] = value;
+        }
+        return out;
+      },
+      async addSuccess(tenantId, key) {
+        await evidence.addSuccess(tenantId, key);
+        bump(tenantId, key, "successes");
+      },
     },
-    async countDecision(tenantId, quota, trialKeys) {
-      const count = await store.countDecision(tenantId, quota, trialKeys);
-      if (count !== null) for (const key of trialKeys) bump(tenantId, key, "trials");
-      return count;
+    decisionCounter: {
+      ...decisionCounter,
+      async countDecision(tenantId, quota, trialKeys) {
+        const count = await decisionCounter.countDecision(tenantId, quota, trialKeys);
+        if (count !== null) for (const key of trialKeys) bump(tenantId, key, "trials");
+        return count;
+      },
+      async uncountDecision(tenantId, trialKeys) {
+        await decisionCounter.uncountDecision(tenantId, trialKeys);
+        for (const key of trialKeys) bump(tenantId, key, "trials", -1);
+      },
     },
-    async uncountDecision(tenantId, trialKeys) {
-      await store.uncountDecision(tenantId, trialKeys);
-      for (const key of trialKeys) bump(tenantId, key, "trials", -1);
-    },
-    async addSuccess(tenantId, key) {
-      await store.addSuccess(tenantId, key);
-      bump(tenantId, key, "successes");
-    },
-    async resetTenant(tenantId) {
-      await store.resetTenant(tenantId);
-      size -= tenants.get(tenantId)?.size ?? 0;
-      tenants.delete(tenantId);
+    wipe: {
+      async resetTenant(tenantId) {
+        await wipe.resetTenant(tenantId);
+        size -= tenants.get(tenantId)?.size ?? 0;
+        tenants.delete(tenantId);
+      },
     },
   };
 }

@@ -20,7 +20,7 @@ import type { RecommendRequest, RecommendResponse } from "../../gen/decisioning/
 import type { TenantContext } from "../platform/context.js";
 import { AppError, invalidFields, type FieldViolation } from "../platform/errors.js";
 import { newId } from "../platform/ids.js";
-import type { CounterStore } from "./counter-store.js";
+import type { Counters } from "./counters.js";
 import type { DecisionStore } from "./decision-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 import type { TraceWriter } from "./trace-writer.js";
@@ -39,7 +39,8 @@ export interface ScoringPool {
 export interface RecommendDeps {
   snapshots: { get(tenantId: string): Promise<CompiledTenant> };
   customers: { attributes(tenantId: string, customerId: string): Promise<Record<string, unknown>> };
-  counters: CounterStore;
+  /** Everything but the wipe, which is the workspace reset's. */
+  counters: Omit<Counters, "wipe">;
   store: DecisionStore;
   traces: TraceWriter;
   pool: ScoringPool | null;
@@ -83,7 +84,7 @@ export class RecommendService {
     const trialKeys = offers.map((o) => adaptiveCountKey(o.offerId, bucket));
     let counted = false;
     try {
-      if (offers.length) counted = (await this.deps.counters.countDecision(ctx.tenantId, this.deps.decisionQuota, trialKeys)) !== null;
+      if (offers.length) counted = (await this.deps.counters.decisionCounter.countDecision(ctx.tenantId, this.deps.decisionQuota, trialKeys)) !== null;
       if (offers.length && !counted) {
         throw new AppError({
           code: "FAILED_PRECONDITION",
@@ -131,8 +132,8 @@ export class RecommendService {
       return toRecommendResponse({ recommendationId, interactionId, customerId: input.customerId, decision, offers, rejected: [...decision.rejectedOffers, ...refusals], explain: req.explain, createdAt });
     } catch (err) {
       await Promise.all([
-        this.deps.counters.release(ctx.tenantId, offers.flatMap((o) => o.reservations)),
-        counted ? this.deps.counters.uncountDecision(ctx.tenantId, trialKeys) : undefined,
+        this.deps.counters.reservations.release(ctx.tenantId, offers.flatMap((o) => o.reservations)),
+        counted ? this.deps.counters.decisionCounter.uncountDecision(ctx.tenantId, trialKeys) : undefined,
       ]).catch(() => undefined);
       throw err;
     }
@@ -176,9 +177,9 @@ export class RecommendService {
     const evidence = evidenceKeys(compiled.snapshot, input);
     const plan = counterPlan(compiled.snapshot, input);
     const [counters, adaptiveCounts, recentOutcomes] = await Promise.all([
-      this.deps.counters.read(ctx.tenantId, plan.keys),
-      this.deps.counters.readEvidence(ctx.tenantId, evidence),
-      readsRecentOutcomes(compiled.snapshot) ? this.deps.counters.negatives(ctx.tenantId, customerId) : [],
+      this.deps.counters.reservations.read(ctx.tenantId, plan.keys),
+      this.deps.counters.evidence.readEvidence(ctx.tenantId, evidence),
+      readsRecentOutcomes(compiled.snapshot) ? this.deps.counters.negatives.forCustomer(ctx.tenantId, customerId) : [],
     ]);
     return { input: { ...input, counters, counterChecks: plan.checks, adaptiveCounts, recentOutcomes }, evidence };
   }
@@ -195,7 +196,7 @@ export class RecommendService {
     let offers = decision.offers;
     for (;;) {
       const pending = offers.filter((o) => !held.has(o.offerId));
-      const taken = await this.deps.counters.reserve(tenantId, pending.map((o) => o.reservations));
+      const taken = await this.deps.counters.reservations.reserve(tenantId, pending.map((o) => o.reservations));
       pending.forEach((offer, i) => {
         if (taken[i]) return held.set(offer.offerId, offer.reservations);
         refused.add(offer.offerId);
@@ -208,7 +209,7 @@ export class RecommendService {
     // An offer taken in a round whose refusals reshuffled the selection below it gives its units back.
     const kept = new Set(offers.map((o) => o.offerId));
     const dropped = [...held].filter(([id]) => !kept.has(id)).flatMap(([, reservations]) => reservations);
-    if (dropped.length) await this.deps.counters.release(tenantId, dropped);
+    if (dropped.length) await this.deps.counters.reservations.release(tenantId, dropped);
     return { offers, refusals };
   }
 }

@@ -16,7 +16,8 @@ import type { CallInfo, TenantContext } from "../platform/context.js";
 import { AppError, badRequest, invalidFields, isAppError, type FieldViolation } from "../platform/errors.js";
 import { isUuid, newId } from "../platform/ids.js";
 import type { Logger } from "../platform/logger.js";
-import type { CounterIncrement, CounterStore } from "./counter-store.js";
+import type { Counters } from "./counters.js";
+import type { CounterIncrement } from "./reservation-store.js";
 import type { OutcomeRow, OutcomeStore, StoredOffer, StoredRecommendation } from "./outcome-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 
@@ -65,7 +66,7 @@ export class RespondService {
   constructor(
     private readonly snapshots: { get(tenantId: string): Promise<CompiledTenant> },
     private readonly store: OutcomeStore,
-    private readonly counters: CounterStore,
+    private readonly counters: Pick<Counters, "reservations" | "evidence" | "negatives">,
     private readonly logger: Logger,
   ) {}
 
@@ -242,10 +243,10 @@ export class RespondService {
    */
   private async learn(tenantId: string, compiled: CompiledTenant, row: OutcomeRow, category: string, status: Status): Promise<void> {
     if (category === "positive" && status === "recorded") {
-      await this.counters.addSuccess(tenantId, adaptiveCountKey(row.offer_id, row.context_bucket));
+      await this.counters.evidence.addSuccess(tenantId, adaptiveCountKey(row.offer_id, row.context_bucket));
     }
     if (category === "negative") {
-      await this.counters.recordNegative(tenantId, row.customer_id, { offerId: row.offer_id, outcome: row.outcome, at: row.occurred_at.toISOString() });
+      await this.counters.negatives.record(tenantId, row.customer_id, { offerId: row.offer_id, outcome: row.outcome, at: row.occurred_at.toISOString() });
     }
     const offer = compiled.snapshot.offers.find((o) => o.id === row.offer_id);
     if (!offer || !isConversion(row, category)) return;
@@ -257,7 +258,7 @@ export class RespondService {
         if (check.kind === "budget_spend" && budget.costPerConversion) increments.push({ key: check.key, by: toMicros(budget.costPerConversion), ttlSeconds: check.ttlSeconds });
       }
     }
-    await this.counters.increment(tenantId, increments);
+    await this.counters.reservations.increment(tenantId, increments);
   }
 }
 

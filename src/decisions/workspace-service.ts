@@ -27,7 +27,7 @@ import { isUuid } from "../platform/ids.js";
 import { limitOffsetRequest } from "../platform/pagination.js";
 import type { InvalidatedCache } from "../platform/invalidated-cache.js";
 import type { AuditLog } from "../audit/audit-log.js";
-import type { CounterStore } from "./counter-store.js";
+import type { Counters } from "./counters.js";
 import type { CustomerRow, DecisionStore, SettingsRow } from "./decision-store.js";
 import { toTraceSummary } from "./decision-mapper.js";
 import type { TraceReader } from "./trace-reader.js";
@@ -65,7 +65,7 @@ function customerIdOf(raw: string): string {
 export class WorkspaceService {
   constructor(
     private readonly store: DecisionStore,
-    private readonly counters: CounterStore,
+    private readonly counters: Pick<Counters, "decisionCounter" | "wipe">,
     private readonly snapshots: InvalidatedCache<unknown>,
     private readonly customers: InvalidatedCache<Record<string, unknown>>,
     private readonly audit: AuditLog,
@@ -98,7 +98,7 @@ export class WorkspaceService {
   }
 
   async getWorkspaceUsage(ctx: TenantContext): Promise<WorkspaceUsage> {
-    return create(WorkspaceUsageSchema, { decisionsUsed: await this.counters.decisions(ctx.tenantId), decisionQuota: this.decisionQuota ?? undefined });
+    return create(WorkspaceUsageSchema, { decisionsUsed: await this.counters.decisionCounter.decisions(ctx.tenantId), decisionQuota: this.decisionQuota ?? undefined });
   }
 
   /**
@@ -121,7 +121,7 @@ export class WorkspaceService {
       });
       await this.seedTenant(t, ctx);
     });
-    await this.counters.resetTenant(ctx.tenantId);
+    await this.counters.wipe.resetTenant(ctx.tenantId);
     await this.snapshots.invalidate(ctx.tenantId);
     return this.getWorkspaceUsage(ctx);
   }
