@@ -9,11 +9,14 @@ import type { Logger } from "../platform/logger.js";
 import { InvalidatedCache } from "../platform/invalidated-cache.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import type { DecisionConfigRows } from "../catalog/catalog-store.js";
+import { AttributionLadder } from "./attribution.js";
 import type { Counters } from "./counters.js";
 import { DecisionStore } from "./decision-store.js";
+import { OutcomeLearning } from "./outcome-learning.js";
+import { OutcomeReplay } from "./outcome-replay.js";
+import { OutcomeStore } from "./outcome-store.js";
 import { RecommendService, type ScoringPool } from "./recommend-service.js";
 import { RespondService } from "./respond-service.js";
-import { OutcomeStore } from "./outcome-store.js";
 import { compileTenant, type CompiledTenant } from "./snapshot-compiler.js";
 import { TraceReader } from "./trace-reader.js";
 import { TraceWriter } from "./trace-writer.js";
@@ -60,7 +63,15 @@ export function createDecisions(o: DecisionsOptions) {
     minTreeWalksForPool: o.minTreeWalksForPool,
     decisionQuota: o.decisionQuota,
   });
-  const respond = new RespondService(snapshots, new OutcomeStore(o.db), o.counters, o.logger);
+  const outcomes = new OutcomeStore(o.db);
+  const respond = new RespondService({
+    snapshots,
+    store: outcomes,
+    replay: new OutcomeReplay(outcomes, o.logger),
+    attribution: new AttributionLadder(outcomes),
+    learning: new OutcomeLearning(o.counters),
+    logger: o.logger,
+  });
   const workspace = new WorkspaceService(store, o.counters, snapshots, customers, o.audit, o.seedTenant, o.decisionQuota, new TraceReader(store, o.logger));
   const services: ServiceRegistration[] = [
     {

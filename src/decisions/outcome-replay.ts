@@ -1,0 +1,74 @@
+import { createHash } from "node:crypto";
+import { toJson } from "@bufbuild/protobuf";
+import canonicalize from "canonicalize";
+import { RespondRequestSchema, type RespondRequest, type RespondResponse } from "../../gen/decisioning/v1/decisions_pb.js";
+import type { Logger } from "../platform/logger.js";
+import { toOutcomeRecord } from "./outcome-mapper.js";
+import type { OutcomeRow, OutcomeStore } from "./outcome-store.js";
+import type { CompiledTenant } from "./snapshot-compiler.js";
+
+/** Records this process wrote or read, kept to answer replays without a query. */
+const RECENT_RECORDS = 50_000;
+
+/**
+ * Respond's idempotency: a key already recorded answers its first record as `already_recorded`,
+ * without attribution, learning or counters. A replay is memory or one indexed read.
+ */
+export class OutcomeReplay {
+  /**
+   * A stored record never changes (one per key, by the unique index), so a replay this process
+   * has seen is answered from memory. Each entry is valid only under the tenant snapshot it was
+   * kept with: a workspace reset (which deletes the records) replaces the snapshot in every
+   * process, and with it every entry of the tenant.
+   */
+  private readonly recent = new Map<string, { row: OutcomeRow; under: CompiledTenant }>();
+
+  constructor(
+    private readonly store: Pick<OutcomeStore, "byKey">,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The answer to a replay of `idempotencyKey`, or null when the key was never recorded. */
+  async find(tenantId: string, idempotencyKey: string, hash: string, under: CompiledTenant): Promise<RespondResponse | null> {
+    const known = this.recent.get(recentKey(tenantId, idempotencyKey));
+    if (known?.under === under) return this.replay(known.row, hash);
+    const earlier = await this.store.byKey(tenantId, idempotencyKey);
+    return earlier ? this.replay(this.remember(tenantId, idempotencyKey, earlier, under), hash) : null;
+  }
+
+  /** Lost the race to a concurrent call with the same key: that call's record stands. */
+  async replayWinner(tenantId: string, idempotencyKey: string, hash: string, under: CompiledTenant): Promise<RespondResponse> {
+    return this.replay(this.remember(tenantId, idempotencyKey, (await this.store.byKey(tenantId, idempotencyKey))!, under), hash);
+  }
+
+  /** Keeps a record this process wrote or read, for the replays that follow. */
+  remember(tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant): OutcomeRow {
+    const key = recentKey(tenantId, idempotencyKey);
+    this.recent.delete(key);
+    this.recent.set(key, { row, under });
+    if (this.recent.size > RECENT_RECORDS) this.recent.delete(this.recent.keys().next().value!);
+    return row;
+  }
+
+  private replay(earlier: OutcomeRow, hash: string): RespondResponse {
+    if (earlier.payload_hash !== hash) {
+      this.logger.warn({ idempotencyKey: earlier.idempotency_key, recordId: earlier.id }, "idempotency key replayed with a different payload; the original record stands");
+    }
+    return toOutcomeRecord(earlier, "already_recorded");
+  }
+}
+
+const recentKey = (tenantId: string, idempotencyKey: string) => `${tenantId} ${idempotencyKey}`;
+
+/** The request as its sender wrote it (unset fields omitted), for spotting a replay that differs. */
+export function payloadHash(req: RespondRequest): string {
+  return createHash("sha256").update(canonicalize(toJson(RespondRequestSchema, req))!).digest("hex");
+}
+
+/**
+ * Bulk items without a key get one derived from their own fields only (never from what the server
+ * fills in, such as a defaulted timestamp), so a retried batch replays instead of duplicating.
+ */
+export function defaultIdempotencyKey(item: RespondRequest): string {
+  return `bulk:${payloadHash(item)}`;
+}
