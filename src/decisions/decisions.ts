@@ -1,5 +1,5 @@
-import type { Handler, ServiceRegistration } from "../platform/service-registration.js";
-import { CustomerService, WorkspaceService as WorkspaceServiceDesc } from "../../gen/decisioning/v1/configuration_pb.js";
+import type { ServiceRegistration } from "../platform/service-registration.js";
+import { CustomerService as CustomerServiceDesc, WorkspaceService as WorkspaceServiceDesc } from "../../gen/decisioning/v1/configuration_pb.js";
 import { DecisionService, DecisionTraceService, OutcomeService } from "../../gen/decisioning/v1/decisions_pb.js";
 import type { Sequelize } from "sequelize";
 import type { Bus } from "../platform/bus.js";
@@ -11,6 +11,7 @@ import type { AuditLog } from "../audit/audit-log.js";
 import type { DecisionConfigRows } from "../catalog/catalog-store.js";
 import { AttributionLadder } from "./attribution.js";
 import type { Counters } from "./counters.js";
+import { CustomerService } from "./customer-service.js";
 import { DecisionStore } from "./decision-store.js";
 import { OutcomeLearning } from "./outcome-learning.js";
 import { OutcomeReplay } from "./outcome-replay.js";
@@ -18,7 +19,9 @@ import { OutcomeStore } from "./outcome-store.js";
 import { RecommendService, type ScoringPool } from "./recommend-service.js";
 import { RespondService } from "./respond-service.js";
 import { compileTenant, type CompiledTenant } from "./snapshot-compiler.js";
+import { TenantSettingsService } from "./tenant-settings-service.js";
 import { TraceReader } from "./trace-reader.js";
+import { TraceService } from "./trace-service.js";
 import { TraceWriter } from "./trace-writer.js";
 import { WorkspaceService } from "./workspace-service.js";
 
@@ -72,7 +75,10 @@ export function createDecisions(o: DecisionsOptions) {
     learning: new OutcomeLearning(o.counters),
     logger: o.logger,
   });
-  const workspace = new WorkspaceService(store, o.counters, snapshots, customers, o.audit, o.seedTenant, o.decisionQuota, new TraceReader(store, o.logger));
+  const traceService = new TraceService(store, new TraceReader(store, o.logger));
+  const customerService = new CustomerService(store, customers);
+  const tenantSettings = new TenantSettingsService(store, snapshots);
+  const workspace = new WorkspaceService(store, o.counters, snapshots, o.audit, o.seedTenant, o.decisionQuota);
   const services: ServiceRegistration[] = [
     {
       service: DecisionService,
@@ -88,17 +94,25 @@ export function createDecisions(o: DecisionsOptions) {
     },
     {
       service: DecisionTraceService,
-      impl: { listDecisionTraces: (ctx, req) => workspace.listDecisionTraces(ctx, req), getDecisionTrace: (ctx, req) => workspace.getDecisionTrace(ctx, req) },
+      impl: { listDecisionTraces: (ctx, req) => traceService.listDecisionTraces(ctx, req), getDecisionTrace: (ctx, req) => traceService.getDecisionTrace(ctx, req) },
     },
     {
-      service: CustomerService,
-      impl: { putCustomer: (ctx, req) => workspace.putCustomer(ctx, req), getCustomer: (ctx, req) => workspace.getCustomer(ctx, req) },
+      service: CustomerServiceDesc,
+      impl: { putCustomer: (ctx, req) => customerService.putCustomer(ctx, req), getCustomer: (ctx, req) => customerService.getCustomer(ctx, req) },
     },
-    { service: WorkspaceServiceDesc, impl: workspace as unknown as Record<string, Handler> },
+    {
+      // The proto's WorkspaceService serves the tenant settings beside usage and reset.
+      service: WorkspaceServiceDesc,
+      impl: {
+        getTenantSettings: (ctx) => tenantSettings.getTenantSettings(ctx),
+        updateTenantSettings: (ctx, req) => tenantSettings.updateTenantSettings(ctx, req),
+        getWorkspaceUsage: (ctx) => workspace.getWorkspaceUsage(ctx),
+        resetWorkspace: (ctx, req) => workspace.resetWorkspace(ctx, req),
+      },
+    },
   ];
   return {
     services,
-    workspace,
     traces,
     /** Subscribes the caches to cross-process invalidation. */
     listen: () => Promise.all([snapshots.listen(), customers.listen()]),

@@ -1,0 +1,46 @@
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { CustomerSchema, type Customer, type GetCustomerRequest, type PutCustomerRequest } from "../../gen/decisioning/v1/configuration_pb.js";
+import type { TenantContext } from "../platform/context.js";
+import { invalidField, notFound } from "../platform/errors.js";
+import type { InvalidatedCache } from "../platform/invalidated-cache.js";
+import type { CustomerRow, DecisionStore } from "./decision-store.js";
+
+const MAX_CUSTOMER_ID = 255;
+
+function toCustomer(tenantId: string, row: CustomerRow): Customer {
+  return create(CustomerSchema, {
+    customerId: row.customer_id,
+    tenantId,
+    attributes: row.attributes as JsonObject,
+    createdAt: timestampFromDate(row.created_at),
+    updatedAt: timestampFromDate(row.updated_at),
+  });
+}
+
+function customerIdOf(raw: string): string {
+  const id = raw.trim();
+  if (!id || id.length > MAX_CUSTOMER_ID) throw invalidField("customerId", `must be 1 to ${MAX_CUSTOMER_ID} characters`);
+  return id;
+}
+
+/** Stored customer attributes, which Recommend merges under the request's; a write invalidates every process's cache. */
+export class CustomerService {
+  constructor(
+    private readonly store: DecisionStore,
+    private readonly customers: InvalidatedCache<Record<string, unknown>>,
+  ) {}
+
+  async putCustomer(ctx: TenantContext, req: PutCustomerRequest): Promise<Customer> {
+    const customerId = customerIdOf(req.customerId);
+    const row = await this.store.putCustomer(ctx.tenantId, customerId, req.attributes ?? {});
+    await this.customers.invalidate(`${ctx.tenantId}|${customerId}`);
+    return toCustomer(ctx.tenantId, row);
+  }
+
+  async getCustomer(ctx: TenantContext, req: GetCustomerRequest): Promise<Customer> {
+    const row = await this.store.customer(ctx.tenantId, customerIdOf(req.customerId));
+    if (!row) throw notFound("customer", req.customerId);
+    return toCustomer(ctx.tenantId, row);
+  }
+}

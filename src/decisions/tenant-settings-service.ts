@@ -1,0 +1,53 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { TenantSettingsSchema, type TenantSettings, type TenantSettingsWrite } from "../../gen/decisioning/v1/configuration_pb.js";
+import type { TenantContext } from "../platform/context.js";
+import { invalidFields, type FieldViolation } from "../platform/errors.js";
+import type { InvalidatedCache } from "../platform/invalidated-cache.js";
+import type { DecisionStore, SettingsRow } from "./decision-store.js";
+
+const MAX_RAMP_DAYS = 365;
+
+function toSettings(row: SettingsRow): TenantSettings {
+  return create(TenantSettingsSchema, {
+    decisionTraceEnabled: row.decision_trace_enabled,
+    decisionTraceSampleRate: row.decision_trace_sample_rate,
+    maturityRampDays: row.maturity_ramp_days,
+    maturityRampStartFraction: row.maturity_ramp_start_fraction,
+    updatedAt: row.updated_at ? timestampFromDate(row.updated_at) : undefined,
+  });
+}
+
+/**
+ * Tenant settings (spec 2.16): tracing and the maturity ramp. They are part of the compiled
+ * snapshot, so a change invalidates it in every process.
+ */
+export class TenantSettingsService {
+  constructor(
+    private readonly store: DecisionStore,
+    private readonly snapshots: InvalidatedCache<unknown>,
+  ) {}
+
+  async getTenantSettings(ctx: TenantContext): Promise<TenantSettings> {
+    return toSettings(await this.store.settings(ctx.tenantId));
+  }
+
+  async updateTenantSettings(ctx: TenantContext, req: TenantSettingsWrite): Promise<TenantSettings> {
+    const violations: FieldViolation[] = [];
+    const rate = req.decisionTraceSampleRate;
+    if (rate !== undefined && !(rate >= 0 && rate <= 1)) violations.push({ field: "decisionTraceSampleRate", message: "must be between 0 and 1" });
+    const days = req.maturityRampDays;
+    if (days !== undefined && !(days >= 0 && days <= MAX_RAMP_DAYS)) violations.push({ field: "maturityRampDays", message: `must be between 0 and ${MAX_RAMP_DAYS}` });
+    const fraction = req.maturityRampStartFraction;
+    if (fraction !== undefined && !(fraction >= 0 && fraction <= 1)) violations.push({ field: "maturityRampStartFraction", message: "must be between 0 and 1" });
+    if (violations.length) throw invalidFields(violations);
+    const row = await this.store.saveSettings(ctx.tenantId, {
+      ...(req.decisionTraceEnabled !== undefined && { decision_trace_enabled: req.decisionTraceEnabled }),
+      ...(rate !== undefined && { decision_trace_sample_rate: rate }),
+      ...(days !== undefined && { maturity_ramp_days: days }),
+      ...(fraction !== undefined && { maturity_ramp_start_fraction: fraction }),
+    });
+    await this.snapshots.invalidate(ctx.tenantId);
+    return toSettings(row);
+  }
+}
