@@ -1,72 +1,115 @@
 import type { RespondRequest } from "../../gen/decisioning/v1/decisions_pb.js";
 import { AppError, badRequest } from "../platform/errors.js";
 import { isUuid } from "../platform/ids.js";
-import type { OutcomeStore, StoredOffer, StoredRecommendation } from "./outcome-store.js";
+import type { OutcomeStore, StoredImpression, StoredRecommendation } from "./outcome-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 
-/** Where an outcome landed: the offer and, when the ladder found it, the recommendation. */
+/** The customer seeing the offer: when, and in which context bucket it was scored. */
+export interface Exposure {
+  at: Date;
+  bucket: string | null;
+}
+
+/** Where an outcome landed: the offer and, when the ladder found one, the row it was shown in. */
 export interface Attribution {
   offerId: string;
   creativeId: string | null;
   channelId: string | null;
   placementId: string | null;
-  recommendation: StoredRecommendation | null;
+  recommendationId: string | null;
+  interactionId: string | null;
   rank: number | null;
+  /** The recommendation or impression row the ladder attributed to, as an exposure of the offer. */
+  exposure: Exposure | null;
 }
 
-/** Finds the offer an outcome is about (spec 4.4), from the request and the stored recommendations. */
+type LadderStore = Pick<OutcomeStore, "recommendation" | "recommendationByInteraction" | "latestWithRank" | "latestImpressionWithRank">;
+
+/** Finds the offer an outcome is about (spec 4.4), from the request, stored recommendations and impression rows. */
 export class AttributionLadder {
-  constructor(private readonly store: Pick<OutcomeStore, "recommendation" | "recommendationByInteraction" | "latestWithRank">) {}
+  constructor(private readonly store: LadderStore) {}
 
   /**
    * The ladder of spec 4.4, first match wins: (1) the stored recommendation plus rank; (2) a legacy
    * interaction id inside a stored recommendation plus rank; (3) the customer's most recent
-   * recommendation with that rank. A creativeId resolves offer, channel and placement directly.
+   * recommendation or impression row with that rank. A creativeId resolves offer, channel and
+   * placement directly.
    */
   async attribute(tenantId: string, customerId: string, req: RespondRequest, compiled: CompiledTenant): Promise<Attribution> {
-    if (req.creativeId) {
-      const creative = compiled.creatives.get(req.creativeId);
-      if (!creative) throw badRequest("VALIDATION_FAILED", `creativeId: unknown creative ${req.creativeId}`);
-      const rec = req.recommendationId && isUuid(req.recommendationId) ? await this.store.recommendation(tenantId, req.recommendationId) : null;
-      const inRec = rec?.customer_id === customerId ? rec.offers.find((o) => o.creativeId === creative.id) : undefined;
-      return {
-        offerId: req.offerId || creative.offerId,
-        creativeId: creative.id,
-        channelId: req.channelId || creative.channelId || null,
-        placementId: req.placementId || creative.placementId || null,
-        recommendation: inRec ? rec : null,
-        rank: inRec?.rank ?? req.rank ?? null,
-      };
-    }
+    if (req.creativeId) return this.byCreative(tenantId, customerId, req, compiled);
     const rank = req.rank!;
-    const candidates: Array<() => Promise<StoredRecommendation | null>> = [
-      async () => (isUuid(req.recommendationId) ? this.store.recommendation(tenantId, req.recommendationId) : null),
-      async () => {
-        const legacy = req.interactionId || req.recommendationId;
-        return isUuid(legacy) ? this.store.recommendationByInteraction(tenantId, legacy) : null;
-      },
-      () => this.store.latestWithRank(tenantId, customerId, rank),
-    ];
-    for (const find of candidates) {
-      const rec = await find();
-      const offer = rec && rec.customer_id === customerId ? rec.offers.find((o) => o.rank === rank) : undefined;
-      if (rec && offer) return fromStored(rec, offer, req);
-    }
+    const legacy = req.interactionId || req.recommendationId;
+    const found =
+      (isUuid(req.recommendationId) && atRank(await this.store.recommendation(tenantId, req.recommendationId), customerId, rank, req)) ||
+      (isUuid(legacy) && atRank(await this.store.recommendationByInteraction(tenantId, legacy), customerId, rank, req)) ||
+      (await this.latestAtRank(tenantId, customerId, rank, compiled, req));
+    if (found) return found;
     throw new AppError({
       code: "INVALID_ARGUMENT",
       reason: "NO_RECOMMENDATION",
       message: `No recommendation found for customer=${customerId} rank=${rank}`,
     });
   }
+
+  /**
+   * Rung 3: the newer of the customer's latest recommendation with an offer at `rank` and latest
+   * impression row at `rank`. An impression recorded through Respond (a delivery confirmed by the
+   * channel, say) can name a different offer than the recommendation before it, and is the later
+   * word on what the customer saw. On a tie (Recommend's own impression rows) the recommendation wins.
+   */
+  private async latestAtRank(tenantId: string, customerId: string, rank: number, compiled: CompiledTenant, req: RespondRequest): Promise<Attribution | null> {
+    const [rec, impression] = await Promise.all([
+      this.store.latestWithRank(tenantId, customerId, rank),
+      this.store.latestImpressionWithRank(tenantId, customerId, rank, compiled.impressionOutcomes),
+    ]);
+    if (impression && (!rec || impression.created_at > rec.created_at)) return fromImpression(impression, req);
+    return atRank(rec, customerId, rank, req);
+  }
+
+  private async byCreative(tenantId: string, customerId: string, req: RespondRequest, compiled: CompiledTenant): Promise<Attribution> {
+    const creative = compiled.creatives.get(req.creativeId);
+    if (!creative) throw badRequest("VALIDATION_FAILED", `creativeId: unknown creative ${req.creativeId}`);
+    const rec = req.recommendationId && isUuid(req.recommendationId) ? await this.store.recommendation(tenantId, req.recommendationId) : null;
+    const inRec = rec?.customer_id === customerId ? rec.offers.find((o) => o.creativeId === creative.id) : undefined;
+    const offerId = req.offerId || creative.offerId;
+    return {
+      offerId,
+      creativeId: creative.id,
+      channelId: req.channelId || creative.channelId || null,
+      placementId: req.placementId || creative.placementId || null,
+      recommendationId: inRec ? rec!.id : null,
+      interactionId: inRec ? rec!.interaction_id : null,
+      rank: inRec?.rank ?? req.rank ?? null,
+      exposure: inRec?.offerId === offerId ? { at: rec!.created_at, bucket: inRec.bucket ?? null } : null,
+    };
+  }
 }
 
-function fromStored(rec: StoredRecommendation, offer: StoredOffer, req: RespondRequest): Attribution {
+/** The offer at `rank` of a recommendation of this customer, or null. */
+function atRank(rec: StoredRecommendation | null, customerId: string, rank: number, req: RespondRequest): Attribution | null {
+  const offer = rec?.customer_id === customerId ? rec.offers.find((o) => o.rank === rank) : undefined;
+  if (!rec || !offer) return null;
   return {
     offerId: offer.offerId,
     creativeId: offer.creativeId,
     channelId: req.channelId || offer.channelId,
     placementId: req.placementId || offer.placementId,
-    recommendation: rec,
+    recommendationId: rec.id,
+    interactionId: rec.interaction_id,
     rank: offer.rank,
+    exposure: { at: rec.created_at, bucket: offer.bucket ?? null },
+  };
+}
+
+function fromImpression(row: StoredImpression, req: RespondRequest): Attribution {
+  return {
+    offerId: row.offer_id,
+    creativeId: row.creative_id,
+    channelId: req.channelId || row.channel_id,
+    placementId: req.placementId || row.placement_id,
+    recommendationId: row.recommendation_id,
+    interactionId: row.interaction_id,
+    rank: row.rank,
+    exposure: { at: row.created_at, bucket: row.context_bucket },
   };
 }

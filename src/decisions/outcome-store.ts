@@ -36,6 +36,19 @@ export interface StoredOffer {
   bucket?: string;
 }
 
+/** An impression row (Recommend's own, or one recorded through Respond) of a customer at a rank. */
+export interface StoredImpression {
+  recommendation_id: string | null;
+  interaction_id: string | null;
+  rank: number;
+  offer_id: string;
+  creative_id: string | null;
+  channel_id: string | null;
+  placement_id: string | null;
+  context_bucket: string;
+  created_at: Date;
+}
+
 export interface StoredRecommendation {
   id: string;
   customer_id: string;
@@ -119,21 +132,38 @@ export class OutcomeStore {
   }
 
   /**
-   * The context bucket of the customer's latest exposure to the offer since `since` (a
-   * recommendation or an impression), or null when there was none: the 30-day adaptation test.
+   * The customer's most recent impression row at `rank`, whichever impression-category outcome
+   * (`impressionOutcomes`) it was recorded as. Served by interactions_customer_rank (0008).
    */
-  async recentExposure(tenantId: string, customerId: string, offerId: string, since: Date): Promise<{ bucket: string | null } | null> {
+  async latestImpressionWithRank(tenantId: string, customerId: string, rank: number, impressionOutcomes: readonly string[]): Promise<StoredImpression | null> {
+    const [row] = await preparedRows<StoredImpression>(
+      this.db,
+      "impression-latest-with-rank",
+      `SELECT recommendation_id, interaction_id, rank, offer_id, creative_id, channel_id, placement_id, context_bucket, created_at
+       FROM interactions WHERE tenant_id = $1 AND customer_id = $2 AND rank = $3 AND outcome = ANY($4::text[])
+       ORDER BY created_at DESC LIMIT 1`,
+      [tenantId, customerId, rank, impressionOutcomes],
+    );
+    return row ?? null;
+  }
+
+  /**
+   * The context bucket of the customer's latest exposure to the offer since `since` (a
+   * recommendation or an impression row, of any of `impressionOutcomes`), or null when there was
+   * none: the 30-day adaptation test.
+   */
+  async recentExposure(tenantId: string, customerId: string, offerId: string, since: Date, impressionOutcomes: readonly string[]): Promise<{ bucket: string | null } | null> {
     const [row] = await preparedRows<{ bucket: string | null }>(
       this.db,
       "recent-exposure",
       `SELECT bucket FROM (
          SELECT context_bucket AS bucket, created_at FROM interactions
-         WHERE tenant_id = $1 AND customer_id = $2 AND offer_id = $3::uuid AND outcome = 'impression' AND created_at >= $4
+         WHERE tenant_id = $1 AND customer_id = $2 AND offer_id = $3::uuid AND outcome = ANY($6::text[]) AND created_at >= $4
          UNION ALL
          SELECT o->>'bucket', r.created_at FROM recommendations r, jsonb_array_elements(r.offers) o
          WHERE r.tenant_id = $1 AND r.customer_id = $2 AND r.created_at >= $4 AND o->>'offerId' = $5
        ) exposures ORDER BY created_at DESC LIMIT 1`,
-      [tenantId, customerId, offerId, since, offerId],
+      [tenantId, customerId, offerId, since, offerId, impressionOutcomes],
     );
     return row ?? null;
   }

@@ -88,19 +88,17 @@ export class RespondService {
     const at = new Date();
     const attributed = await attribution.attribute(ctx.tenantId, customerId, req, compiled);
     const since = new Date(at.getTime() - ADAPTATION_LOOKBACK_DAYS * 86_400_000);
-    const stored = attributed.recommendation?.offers.find((o) => o.offerId === attributed.offerId);
-    // The attributed recommendation is itself the exposure when it is recent: no second query.
-    const exposure =
-      stored && attributed.recommendation!.created_at >= since
-        ? { bucket: stored.bucket ?? null }
-        : await store.recentExposure(ctx.tenantId, customerId, attributed.offerId, since);
-    const bucket = stored?.bucket ?? exposure?.bucket ?? ALL_CONTEXTS_BUCKET;
-    const status: OutcomeStatus = exposure ? "recorded" : "recorded_without_adaptation";
+    // The attributed row is itself the exposure when it is recent: no second query.
+    const { exposure } = attributed;
+    const recent = exposure && exposure.at >= since ? exposure : await store.recentExposure(ctx.tenantId, customerId, attributed.offerId, since, compiled.impressionOutcomes);
+    const bucket = exposure?.bucket ?? recent?.bucket ?? ALL_CONTEXTS_BUCKET;
+    // Spec 2.5: only a positive outcome can go without the adaptation it would have taught.
+    const status: OutcomeStatus = category === "positive" && !recent ? "recorded_without_adaptation" : "recorded";
     const row = await store.insert(ctx.tenantId, {
       id: newId(),
       customer_id: customerId,
-      recommendation_id: attributed.recommendation?.id ?? null,
-      interaction_id: attributed.recommendation?.interaction_id ?? (req.interactionId || null),
+      recommendation_id: attributed.recommendationId,
+      interaction_id: attributed.interactionId ?? (req.interactionId || null),
       rank: attributed.rank,
       offer_id: attributed.offerId,
       creative_id: attributed.creativeId,

@@ -27,6 +27,11 @@ export interface CompiledTenant {
   flows: Map<string, string>;
   /** Outcome-type key → category (positive, negative, impression, neutral): what Respond counts. */
   outcomeTypes: Map<string, string>;
+  /**
+   * The keys of the outcome types in the impression category, and always `impression` (the outcome
+   * of the rows Recommend writes): what Respond counts as an impression row.
+   */
+  impressionOutcomes: string[];
   /** Live creatives by id, for Respond's creativeId. */
   creatives: Map<string, Creative>;
   /** Entities left out because their stored configuration no longer compiles (logged). */
@@ -147,6 +152,7 @@ export function compileTenant(rows: DecisionConfigRows, settings: SettingsRow, l
     placements: named(byKind("placement"), (r) => r.name),
     flows: named(rows.flows, (r) => r.key as string),
     outcomeTypes: new Map(byKind("outcome_type").map((o) => [o.key as string, o.category as string])),
+    impressionOutcomes: [...new Set(["impression", ...byKind("outcome_type").filter((o) => o.category === "impression").map((o) => o.key as string)])],
     creatives: new Map((config.creatives ?? []).map((c) => [c.id, c])),
     skipped,
   };
