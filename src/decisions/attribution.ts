@@ -1,7 +1,7 @@
 import type { RespondRequest } from "../../gen/decisioning/v1/decisions_pb.js";
 import { AppError, badRequest } from "../platform/errors.js";
 import { isUuid } from "../platform/ids.js";
-import type { OutcomeStore, StoredImpression, StoredRecommendation } from "./outcome-store.js";
+import type { OutcomeStore, ShownIn, StoredOffer, StoredRecommendation } from "./outcome-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 
 /** The customer seeing the offer: when, and in which context bucket it was scored. */
@@ -62,7 +62,7 @@ export class AttributionLadder {
       this.store.latestWithRank(tenantId, customerId, rank),
       this.store.latestImpressionWithRank(tenantId, customerId, rank, compiled.impressionOutcomes),
     ]);
-    if (impression && (!rec || impression.created_at > rec.created_at)) return fromImpression(impression, req);
+    if (impression && (!rec || impression.at > rec.created_at)) return shown(impression, impression, req);
     return atRank(rec, customerId, rank, req);
   }
 
@@ -88,28 +88,19 @@ export class AttributionLadder {
 /** The offer at `rank` of a recommendation of this customer, or null. */
 function atRank(rec: StoredRecommendation | null, customerId: string, rank: number, req: RespondRequest): Attribution | null {
   const offer = rec?.customer_id === customerId ? rec.offers.find((o) => o.rank === rank) : undefined;
-  if (!rec || !offer) return null;
+  return rec && offer ? shown(offer, { recommendationId: rec.id, interactionId: rec.interaction_id, at: rec.created_at }, req) : null;
+}
+
+/** The outcome is about `offer` as it was shown; explicit channel and placement ids win. */
+function shown(offer: StoredOffer, where: ShownIn, req: RespondRequest): Attribution {
   return {
     offerId: offer.offerId,
     creativeId: offer.creativeId,
     channelId: req.channelId || offer.channelId,
     placementId: req.placementId || offer.placementId,
-    recommendationId: rec.id,
-    interactionId: rec.interaction_id,
+    recommendationId: where.recommendationId,
+    interactionId: where.interactionId,
     rank: offer.rank,
-    exposure: { at: rec.created_at, bucket: offer.bucket ?? null },
-  };
-}
-
-function fromImpression(row: StoredImpression, req: RespondRequest): Attribution {
-  return {
-    offerId: row.offer_id,
-    creativeId: row.creative_id,
-    channelId: req.channelId || row.channel_id,
-    placementId: req.placementId || row.placement_id,
-    recommendationId: row.recommendation_id,
-    interactionId: row.interaction_id,
-    rank: row.rank,
-    exposure: { at: row.created_at, bucket: row.context_bucket },
+    exposure: { at: where.at, bucket: offer.bucket ?? null },
   };
 }

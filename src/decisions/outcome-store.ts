@@ -36,18 +36,15 @@ export interface StoredOffer {
   bucket?: string;
 }
 
-/** An impression row (Recommend's own, or one recorded through Respond) of a customer at a rank. */
-export interface StoredImpression {
-  recommendation_id: string | null;
-  interaction_id: string | null;
-  rank: number;
-  offer_id: string;
-  creative_id: string | null;
-  channel_id: string | null;
-  placement_id: string | null;
-  context_bucket: string;
-  created_at: Date;
+/** Where an offer was shown: the recommendation (when there was one) and when. */
+export interface ShownIn {
+  recommendationId: string | null;
+  interactionId: string | null;
+  at: Date;
 }
+
+/** An impression row (Recommend's own, or one recorded through Respond), in a recommendation's offer shape. */
+export type StoredImpression = StoredOffer & ShownIn;
 
 export interface StoredRecommendation {
   id: string;
@@ -139,7 +136,8 @@ export class OutcomeStore {
     const [row] = await preparedRows<StoredImpression>(
       this.db,
       "impression-latest-with-rank",
-      `SELECT recommendation_id, interaction_id, rank, offer_id, creative_id, channel_id, placement_id, context_bucket, created_at
+      `SELECT rank, offer_id AS "offerId", creative_id AS "creativeId", channel_id AS "channelId", placement_id AS "placementId",
+         context_bucket AS bucket, recommendation_id AS "recommendationId", interaction_id AS "interactionId", created_at AS at
        FROM interactions WHERE tenant_id = $1 AND customer_id = $2 AND rank = $3 AND outcome = ANY($4::text[])
        ORDER BY created_at DESC LIMIT 1`,
       [tenantId, customerId, rank, impressionOutcomes],
