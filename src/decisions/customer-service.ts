@@ -3,7 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { CustomerSchema, type Customer, type GetCustomerRequest, type PutCustomerRequest } from "../../gen/decisioning/v1/configuration_pb.js";
 import type { TenantContext } from "../platform/context.js";
 import { invalidField, notFound } from "../platform/errors.js";
-import type { InvalidatedCache } from "../platform/invalidated-cache.js";
+import type { CustomerCache } from "./customer-cache.js";
 import type { CustomerRow, DecisionStore } from "./decision-store.js";
 
 const MAX_CUSTOMER_ID = 255;
@@ -28,13 +28,13 @@ function customerIdOf(raw: string): string {
 export class CustomerService {
   constructor(
     private readonly store: DecisionStore,
-    private readonly customers: InvalidatedCache<Record<string, unknown>>,
+    private readonly customers: Pick<CustomerCache, "invalidate">,
   ) {}
 
   async putCustomer(ctx: TenantContext, req: PutCustomerRequest): Promise<Customer> {
     const customerId = customerIdOf(req.customerId);
     const row = await this.store.putCustomer(ctx.tenantId, customerId, req.attributes ?? {});
-    await this.customers.invalidate(`${ctx.tenantId}|${customerId}`);
+    await this.customers.invalidate(ctx.tenantId, customerId);
     return toCustomer(ctx.tenantId, row);
   }
 

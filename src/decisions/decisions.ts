@@ -11,6 +11,7 @@ import type { AuditLog } from "../audit/audit-log.js";
 import type { DecisionConfigRows } from "../catalog/catalog-store.js";
 import { AttributionLadder } from "./attribution.js";
 import type { Counters } from "./counters.js";
+import { CustomerCache } from "./customer-cache.js";
 import { CustomerService } from "./customer-service.js";
 import { DecisionStore } from "./decision-store.js";
 import { OutcomeLearning } from "./outcome-learning.js";
@@ -25,10 +26,10 @@ import { TraceService } from "./trace-service.js";
 import { TraceWriter } from "./trace-writer.js";
 import { WorkspaceService } from "./workspace-service.js";
 
-
-/** Bus channels: a tenant's configuration, or one customer's attributes, changed. */
+/** Bus channel: a tenant's configuration changed. */
 export const SNAPSHOT_CHANNEL = "decisioning.snapshot.invalidate";
-export const CUSTOMER_CHANNEL = "decisioning.customer.invalidate";
+/** Bus channel: a tenant's workspace was reset; every process forgets all it keeps of the tenant. */
+export const WORKSPACE_RESET_CHANNEL = "decisioning.workspace.reset";
 
 export interface DecisionsOptions {
   db: Sequelize;
@@ -51,14 +52,20 @@ export function createDecisions(o: DecisionsOptions) {
     const [rows, settings] = await Promise.all([o.decisionConfig(tenantId), store.settings(tenantId)]);
     return compileTenant(rows, settings, o.logger);
   });
-  const customers = new InvalidatedCache<Record<string, unknown>>(o.bus, CUSTOMER_CHANNEL, async (key) => {
-    const at = key.indexOf("|");
-    return (await store.customer(key.slice(0, at), key.slice(at + 1)))?.attributes ?? {};
-  });
+  const customers = new CustomerCache(o.bus, store);
+  /**
+   * The replayable outcomes of the tenant go with its snapshot (outcome-replay.ts). The evidence
+   * cache needs no message: the wipe clears this process's, and what other processes keep is
+   * evidence of offers the reset deleted, which no decision names again.
+   */
+  const forgetTenant = (tenantId: string) => {
+    snapshots.forgetWhere((key) => key === tenantId);
+    customers.forgetTenant(tenantId);
+  };
   const traces = new TraceWriter(store, o.logger);
   const recommend = new RecommendService({
     snapshots,
-    customers: { attributes: (tenantId, customerId) => customers.get(`${tenantId}|${customerId}`) },
+    customers,
     counters: o.counters,
     store,
     traces,
@@ -78,7 +85,16 @@ export function createDecisions(o: DecisionsOptions) {
   const traceService = new TraceService(store, new TraceReader(store, o.logger));
   const customerService = new CustomerService(store, customers);
   const tenantSettings = new TenantSettingsService(store, snapshots);
-  const workspace = new WorkspaceService(store, o.counters, snapshots, o.audit, o.seedTenant, o.decisionQuota);
+  const workspace = new WorkspaceService({
+    store,
+    counters: o.counters,
+    audit: o.audit,
+    seedTenant: o.seedTenant,
+    // Confirmed: the reset answers only once every process has forgotten the tenant.
+    forgetTenantEverywhere: (tenantId) => o.bus.publish(WORKSPACE_RESET_CHANNEL, tenantId, { confirmed: true }),
+    logger: o.logger,
+    decisionQuota: o.decisionQuota,
+  });
   const services: ServiceRegistration[] = [
     {
       service: DecisionService,
@@ -115,7 +131,7 @@ export function createDecisions(o: DecisionsOptions) {
     services,
     traces,
     /** Subscribes the caches to cross-process invalidation. */
-    listen: () => Promise.all([snapshots.listen(), customers.listen()]),
+    listen: () => Promise.all([snapshots.listen(), customers.listen(), o.bus.subscribe(WORKSPACE_RESET_CHANNEL, forgetTenant)]),
     /** What the catalog calls after every committed configuration change. */
     configChanged: (tenantId: string) => void snapshots.invalidate(tenantId).catch((err) => o.logger.warn({ err, tenantId }, "snapshot invalidation not published")),
     close: () => traces.close(),

@@ -2,36 +2,46 @@ import { create } from "@bufbuild/protobuf";
 import { WorkspaceUsageSchema, type ResetWorkspaceRequest, type WorkspaceUsage } from "../../gen/decisioning/v1/configuration_pb.js";
 import type { TenantContext } from "../platform/context.js";
 import type { Transaction } from "../platform/db.js";
-import { invalidField } from "../platform/errors.js";
-import type { InvalidatedCache } from "../platform/invalidated-cache.js";
+import { invalidField, unavailable } from "../platform/errors.js";
+import type { Logger } from "../platform/logger.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import type { Counters } from "./counters.js";
 import type { DecisionStore } from "./decision-store.js";
 
+export interface WorkspaceDeps {
+  store: DecisionStore;
+  counters: Pick<Counters, "decisionCounter" | "wipe">;
+  audit: AuditLog;
+  seedTenant: (t: Transaction, ctx: TenantContext) => Promise<void>;
+  /**
+   * Makes every process forget what it keeps of the tenant (its configuration snapshot, with which
+   * the replayable outcomes go, and its customers), resolving once they all have.
+   */
+  forgetTenantEverywhere: (tenantId: string) => Promise<void>;
+  logger: Logger;
+  decisionQuota: number | null;
+}
+
 /** The workspace as a whole (spec 1, 2.16): its decision usage against the quota, and its reset. */
 export class WorkspaceService {
-  constructor(
-    private readonly store: DecisionStore,
-    private readonly counters: Pick<Counters, "decisionCounter" | "wipe">,
-    private readonly snapshots: InvalidatedCache<unknown>,
-    private readonly audit: AuditLog,
-    private readonly seedTenant: (t: Transaction, ctx: TenantContext) => Promise<void>,
-    private readonly decisionQuota: number | null,
-  ) {}
+  constructor(private readonly deps: WorkspaceDeps) {}
 
   async getWorkspaceUsage(ctx: TenantContext): Promise<WorkspaceUsage> {
-    return create(WorkspaceUsageSchema, { decisionsUsed: await this.counters.decisionCounter.decisions(ctx.tenantId), decisionQuota: this.decisionQuota ?? undefined });
+    const { counters, decisionQuota } = this.deps;
+    return create(WorkspaceUsageSchema, { decisionsUsed: await counters.decisionCounter.decisions(ctx.tenantId), decisionQuota: decisionQuota ?? undefined });
   }
 
   /**
    * Deletes configuration, customers, decisions and traces, restores a new tenant's defaults, and
    * sets the decision counter to 0. Users, keys, clients and the audit log stay; the reset itself
-   * is audit-logged.
+   * is audit-logged. Every step is idempotent, so a reset that failed after its commit is finished
+   * by repeating it.
    */
   async resetWorkspace(ctx: TenantContext, req: ResetWorkspaceRequest): Promise<WorkspaceUsage> {
     if (req.confirm !== ctx.tenantId) throw invalidField("confirm", "must be this workspace's tenant id");
-    await this.store.resetWorkspace(ctx.tenantId, async (t) => {
-      await this.audit.record(t, ctx, {
+    const { store, audit, seedTenant } = this.deps;
+    await store.resetWorkspace(ctx.tenantId, async (t) => {
+      await audit.record(t, ctx, {
         action: "delete",
         entityType: "workspace",
         entityId: ctx.tenantId,
@@ -41,10 +51,29 @@ export class WorkspaceService {
         entityVersion: null,
         changes: { reason: "workspace reset" },
       });
-      await this.seedTenant(t, ctx);
+      await seedTenant(t, ctx);
     });
-    await this.counters.wipe.resetTenant(ctx.tenantId);
-    await this.snapshots.invalidate(ctx.tenantId);
+    await this.forgetThenWipe(ctx.tenantId);
     return this.getWorkspaceUsage(ctx);
+  }
+
+  /**
+   * After the commit, never before: a wipe that preceded a failed commit would give the quota back
+   * and keep the data. Every process first forgets the tenant's cached configuration and customers,
+   * so no decision on the deleted configuration starts after the wipe and counts into the new
+   * workspace's counters.
+   */
+  private async forgetThenWipe(tenantId: string): Promise<void> {
+    const { forgetTenantEverywhere, counters, logger } = this.deps;
+    await forgetTenantEverywhere(tenantId);
+    try {
+      await counters.wipe.resetTenant(tenantId);
+    } catch (err) {
+      logger.warn({ err, tenantId }, "workspace reset committed, but its counters were not wiped: the reset must be repeated");
+      throw unavailable(
+        "WORKSPACE_RESET_INCOMPLETE",
+        "The workspace data was reset, but its counters could not be cleared: repeat the reset to finish it",
+      );
+    }
   }
 }

@@ -33,6 +33,14 @@ export class InvalidatedCache<V> {
     return loading;
   }
 
+  /**
+   * Drops here, and only here, every key `match` accepts: for a change that reaches every process
+   * by a message of its own, such as a workspace reset, which drops all of a tenant's keys.
+   */
+  forgetWhere(match: (key: string) => boolean): void {
+    for (const key of [...this.entries.keys()]) if (match(key)) this.entries.delete(key);
+  }
+
   /** Drops the key here now and in every other process through the bus. */
   async invalidate(key: string): Promise<void> {
     this.entries.delete(key);
