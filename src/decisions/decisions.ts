@@ -65,6 +65,7 @@ export function createDecisions(o: DecisionsOptions) {
     pool: o.pool,
     minTreeWalksForPool: o.minTreeWalksForPool,
     decisionQuota: o.decisionQuota,
+    logger: o.logger,
   });
   const outcomes = new OutcomeStore(o.db);
   const respond = new RespondService({

@@ -3,7 +3,15 @@ import assert from "node:assert/strict";
 import { startTestService, type TestService } from "../support/service.js";
 import { startChildService } from "../support/child-service.js";
 import { rest, grpcClient, connectClient } from "../support/clients.js";
-import { DecisionService } from "../../gen/decisioning/v1/decisions_pb.js";
+import { create as createMessage } from "@bufbuild/protobuf";
+import { pino } from "pino";
+import { DecisionService, RecommendRequestSchema } from "../../gen/decisioning/v1/decisions_pb.js";
+import { AuditLog } from "../../src/audit/audit-log.js";
+import { AuditStore } from "../../src/audit/audit-store.js";
+import { createRedisCounters, type Counters } from "../../src/decisions/counters.js";
+import { createDecisions } from "../../src/decisions/decisions.js";
+import type { TenantContext } from "../../src/platform/context.js";
+import { tenantKey } from "../../src/platform/redis.js";
 
 let svc: TestService;
 
@@ -178,6 +186,108 @@ describe("caps and budgets under concurrency", () => {
       assert.ok(served.every((id: string) => id === a.id || id === b.id));
     } finally {
       await child.stop();
+    }
+  });
+});
+
+describe("a decision that fails gives back what it took", () => {
+  /** Every cap and budget counter of the tenant in Redis, without the zeros a give-back leaves. */
+  async function capsAndBudgets(tenantId: string): Promise<Record<string, string>> {
+    const redis = svc.running.foundation.redis!;
+    const prefix = redis.options.keyPrefix ?? "";
+    const keys = (await redis.keys(`${prefix}${tenantKey(tenantId, "*")}`)).map((k) => k.slice(prefix.length)).filter((k) => /:(fc|bg):/.test(k));
+    const values = keys.length ? await redis.mget(...keys) : [];
+    return Object.fromEntries(keys.map((k, i) => [k, values[i]!]).filter(([, v]) => v !== "0").sort());
+  }
+
+  /**
+   * Recommend over the real Redis counters, wrapped: the reads answer as if nothing had been
+   * decided yet (so the offers rank by priority, and a concurrent decision seems to have taken the
+   * top offer's cap between read and reserve: a refill follows), and the second reservation round
+   * fails, as Redis would mid-decision; `failRelease` breaks the give-back too. The log is kept.
+   */
+  function failingRecommend(failRelease: boolean) {
+    const f = svc.running.foundation;
+    const real = createRedisCounters(f.redis!);
+    let rounds = 0;
+    const counters: Counters = {
+      ...real,
+      evidence: { ...real.evidence, readEvidence: async () => ({}) },
+      reservations: {
+        ...real.reservations,
+        read: async () => ({}),
+        reserve: async (tenantId, groups) => {
+          if (++rounds === 2) throw new Error("injected: the second reservation round failed");
+          return real.reservations.reserve(tenantId, groups);
+        },
+        release: async (tenantId, reservations) => {
+          if (failRelease) throw new Error("injected: the give-back failed");
+          return real.reservations.release(tenantId, reservations);
+        },
+      },
+    };
+    const logged: Array<Record<string, any>> = [];
+    const logger = pino({ level: "error" }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+    const decisions = createDecisions({
+      db: f.db,
+      bus: f.bus,
+      logger,
+      counters,
+      audit: new AuditLog(new AuditStore(f.db)),
+      decisionConfig: svc.running.services.catalog.decisionConfig,
+      seedTenant: svc.running.services.catalog.seedTenant,
+      pool: null,
+      minTreeWalksForPool: Number.MAX_SAFE_INTEGER,
+      decisionQuota: null,
+    });
+    const impl = decisions.services.find((r) => r.service === DecisionService)!.impl as { recommend(ctx: TenantContext, req: unknown): Promise<unknown> };
+    const recommend = (tenantId: string, requestId: string, customerId: string) =>
+      impl.recommend(
+        { tenantId, userId: null, actorName: "test", role: "admin", principal: { kind: "internal" }, requestId },
+        createMessage(RecommendRequestSchema, { customerId, limit: 2 }),
+      );
+    return { recommend, logged, close: () => decisions.close() };
+  }
+
+  test("a failure in the second reservation round releases the first round's caps and budgets", async () => {
+    const t = await svc.createTenant();
+    const top = await create("offers", { name: unique("top"), status: "active", priority: 90 }, t);
+    for (const priority of [50, 10]) await create("offers", { name: unique("offer"), status: "active", priority }, t);
+    await create("contact-policies", { name: "once a day", config: { scope: "offer", maxImpressions: 1, windowSeconds: 86400 } }, t);
+    await create("budgets", { name: "launch", maxImpressions: 100 }, t);
+    // The top offer's cap is spent, which the failing service's stale read does not see.
+    const first = await post("/api/v1/recommend", { customerId: "dee", limit: 1 }, await dataKey(t));
+    assert.deepEqual(first.body.offers.map((o: any) => o.offerId), [top.id]);
+    const before = await capsAndBudgets(t.tenantId);
+    assert.equal(Object.keys(before).length, 2, JSON.stringify(before));
+
+    const failing = failingRecommend(false);
+    try {
+      await assert.rejects(failing.recommend(t.tenantId, "req-release", "dee"), /the second reservation round failed/);
+      assert.deepEqual(failing.logged, [], "the give-back worked: nothing to report");
+    } finally {
+      await failing.close();
+    }
+    assert.deepEqual(await capsAndBudgets(t.tenantId), before, "the second offer's cap and its budget unit were given back");
+  });
+
+  test("a give-back that fails is logged with the request id; the caller gets the first error", async () => {
+    const t = await svc.createTenant();
+    for (const priority of [90, 50, 10]) await create("offers", { name: unique("offer"), status: "active", priority }, t);
+    await create("contact-policies", { name: "once a day", config: { scope: "offer", maxImpressions: 1, windowSeconds: 86400 } }, t);
+    await post("/api/v1/recommend", { customerId: "eve", limit: 1 }, await dataKey(t));
+
+    const failing = failingRecommend(true);
+    try {
+      await assert.rejects(failing.recommend(t.tenantId, "req-leak", "eve"), /the second reservation round failed/);
+      const [entry] = failing.logged;
+      assert.equal(entry?.msg, "failed decision: caps and budgets not given back", JSON.stringify(failing.logged));
+      assert.equal(entry.requestId, "req-leak");
+      assert.equal(entry.tenantId, t.tenantId);
+      assert.match(entry.err.message, /the give-back failed/);
+      assert.equal(entry.reservations.length, 1, "the one unit the first round took");
+    } finally {
+      await failing.close();
     }
   });
 });
