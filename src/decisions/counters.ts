@@ -30,7 +30,7 @@ export function createRedisCounters(redis: Redis): Counters {
 /** The single-node default: every counter in this process's memory. */
 export function createMemoryCounters(now: () => number = Date.now): Counters {
   const reservations = createMemoryReservationStore(now);
-  const evidence = createMemoryEvidenceStore();
+  const evidence = createMemoryEvidenceStore(now);
   const negatives = createMemoryNegativeOutcomeStore();
   const decisionCounter = createMemoryDecisionCounter(evidence);
   return { reservations, evidence, negatives, decisionCounter, wipe: createMemoryTenantCounterWipe([reservations, evidence, negatives, decisionCounter]) };

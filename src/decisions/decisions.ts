@@ -73,7 +73,7 @@ export function createDecisions(o: DecisionsOptions) {
     store: outcomes,
     replay: new OutcomeReplay(outcomes, o.logger),
     attribution: new AttributionLadder(outcomes),
-    learning: new OutcomeLearning(o.counters),
+    learning: new OutcomeLearning(o.counters, outcomes),
     logger: o.logger,
   });
   const traceService = new TraceService(store, new TraceReader(store, o.logger));

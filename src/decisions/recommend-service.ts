@@ -9,6 +9,7 @@ import {
   readsRecentOutcomes,
   refill,
   scoreCandidates,
+  type AdaptiveCount,
   type CandidateScore,
   type Decision,
   type DecisionInput,
@@ -216,7 +217,7 @@ export class RecommendService {
     const plan = counterPlan(compiled.snapshot, input);
     const [counters, adaptiveCounts, recentOutcomes] = await Promise.all([
       this.deps.counters.reservations.read(ctx.tenantId, plan.keys),
-      this.deps.counters.evidence.readEvidence(ctx.tenantId, evidence),
+      this.deps.counters.evidence.readEvidence(ctx.tenantId, evidence).then(successesWithinTrials),
       readsRecentOutcomes(compiled.snapshot) ? this.deps.counters.negatives.forCustomer(ctx.tenantId, customerId) : [],
     ]);
     return { input: { ...input, counters, counterChecks: plan.checks, adaptiveCounts, recentOutcomes }, evidence };
@@ -252,4 +253,24 @@ export class RecommendService {
     }
     return { offers, refusals };
   }
+}
+
+/**
+ * Evidence as consistent counts, 0 <= successes <= trials. Redis never holds more successes than
+ * trials (evidence-store.ts), but a process's cached view can, for a moment: its own success lands
+ * in memory at once while another process's trial for it arrives with the next refresh (and a
+ * decision taken back just after a workspace reset can leave a trial count below zero). The core
+ * rightly refuses such counts (the candidate would score a degraded 0.5), so they are read as the
+ * nearest consistent ones instead.
+ */
+function successesWithinTrials(counts: Record<string, AdaptiveCount>): Record<string, AdaptiveCount> {
+  let out = counts;
+  for (const key in counts) {
+    const { successes, trials } = counts[key];
+    if (successes >= 0 && successes <= trials) continue;
+    if (out === counts) out = { ...counts };
+    const atLeastNone = Math.max(trials, 0);
+    out[key] = { successes: Math.min(Math.max(successes, 0), atLeastNone), trials: atLeastNone };
+  }
+  return out;
 }
