@@ -22,6 +22,7 @@ import type { TenantContext } from "../platform/context.js";
 import { AppError, invalidFields, type FieldViolation } from "../platform/errors.js";
 import { newId } from "../platform/ids.js";
 import type { Logger } from "../platform/logger.js";
+import { BucketAdmission } from "./bucket-admission.js";
 import type { Counters } from "./counters.js";
 import type { DecisionStore } from "./decision-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
@@ -65,7 +66,11 @@ type Held = Map<string, RankedOffer["reservations"]>;
  * and queues the trace.
  */
 export class RecommendService {
-  constructor(private readonly deps: RecommendDeps) {}
+  private readonly buckets: BucketAdmission;
+
+  constructor(private readonly deps: RecommendDeps) {
+    this.buckets = new BucketAdmission(deps.counters.buckets, deps.logger);
+  }
 
   async recommend(ctx: TenantContext, req: RecommendRequest): Promise<RecommendResponse> {
     const { snapshot, settings, ...names } = await this.deps.snapshots.get(ctx.tenantId);
@@ -84,7 +89,7 @@ export class RecommendService {
           await this.deps.pool.run(task).catch(() => scoreCandidates(task))
         : scoreCandidates(task);
     const decision = completeDecision(prepared, scores);
-    const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context });
+    const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context }, task.bucketsOverCap);
     const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket);
     if (sampled) this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, traceRecord(input, evidence, offers, refusals), createdAt), snapshot.config);
     return toRecommendResponse({ recommendationId, interactionId, customerId: input.customerId, decision, offers, rejected: [...decision.rejectedOffers, ...refusals], explain: req.explain, createdAt });
@@ -213,6 +218,8 @@ export class RecommendService {
       clv: null,
       seed: newId(),
     };
+    const bucketsOverCap = await this.buckets.bucketsOverCap(ctx, compiled.snapshot, input);
+    if (bucketsOverCap.length) input.bucketsOverCap = bucketsOverCap;
     const evidence = evidenceKeys(compiled.snapshot, input);
     const plan = counterPlan(compiled.snapshot, input);
     const [counters, adaptiveCounts, recentOutcomes] = await Promise.all([

@@ -5,6 +5,7 @@ import { createRedis, connectRedis, tenantKey, type Redis } from "../../src/plat
 import { createMemoryCounters, createRedisCounters, type Counters } from "../../src/decisions/counters.js";
 import { withEvidenceCache } from "../../src/decisions/evidence-cache.js";
 import type { AdaptiveEvidence, Exposure } from "../../src/decisions/evidence-store.js";
+import { createMemoryBucketRegistry, createRedisBucketRegistry, type BucketRegistry } from "../../src/decisions/bucket-registry.js";
 import { requireEnv } from "../support/database.js";
 
 /** A new exposure, remembered for a day. */
@@ -209,4 +210,20 @@ describe("counting a decision with its impressions' trials", () => {
     assert.deepEqual(new Set(counts.filter((c) => c !== null)), new Set(Array.from({ length: 25 }, (_, i) => i + 1)));
     assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 0, trials: 25 });
   });
+});
+
+describe("the registry of context buckets", () => {
+  for (const [name, make] of [
+    ["Redis", () => createRedisBucketRegistry(redis, 2)],
+    ["in-memory (single-node default)", () => createMemoryBucketRegistry(2)],
+  ] as Array<[string, () => BucketRegistry]>) {
+    test(`${name}: a bucket space admits buckets up to its cap, and its own buckets after that`, async () => {
+      const registry = make();
+      const tenant = randomUUID();
+      const [space, other] = ["space-1", "space-2"];
+      assert.deepEqual(await registry.admit(tenant, [{ space, bucket: "b1" }, { space, bucket: "b2" }, { space, bucket: "b3" }]), [true, true, false]);
+      assert.deepEqual(await registry.admit(tenant, [{ space, bucket: "b2" }, { space: other, bucket: "b3" }]), [true, true], "a known bucket, and another space's cap");
+      assert.deepEqual(await registry.admit(randomUUID(), [{ space, bucket: "b3" }]), [true], "another tenant's space");
+    });
+  }
 });

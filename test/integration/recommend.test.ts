@@ -12,6 +12,8 @@ import { createRedisCounters, type Counters } from "../../src/decisions/counters
 import { createDecisions } from "../../src/decisions/decisions.js";
 import type { TenantContext } from "../../src/platform/context.js";
 import { tenantKey } from "../../src/platform/redis.js";
+import { bucketSpace, contextBucket } from "../../src/core/index.js";
+import { MAX_BUCKETS_PER_SPACE } from "../../src/decisions/bucket-registry.js";
 
 let svc: TestService;
 
@@ -289,6 +291,74 @@ describe("a decision that fails gives back what it took", () => {
     } finally {
       await failing.close();
     }
+  });
+});
+
+describe("adaptive context buckets", () => {
+  const bucketBy = ["context.a", "context.b"];
+
+  /** A tenant whose only flow scores with an adaptive model bucketed by two request-context values. */
+  async function bucketedTenant() {
+    const t = await svc.createTenant();
+    const offer = await create("offers", { name: unique("offer"), status: "active" }, t);
+    await create("algorithm-models", { name: "By a and b", key: "by-ab", type: "adaptive", config: { bucketBy } }, t);
+    await create("decision-flows", {
+      name: "Bucketed",
+      key: "bucketed",
+      status: "active",
+      config: { nodes: [{ type: "candidates", offerIds: [offer.id] }, { type: "score", modelKey: "by-ab" }, { type: "rank", count: 1 }] },
+      autoAssemble: false,
+    }, t);
+    return { t, offer, key: await dataKey(t) };
+  }
+
+  /** The tenant's evidence hashes in Redis: bucket → the offer's trials. */
+  async function evidenceHashes(tenantId: string, offerId: string): Promise<Record<string, number>> {
+    const redis = svc.running.foundation.redis!;
+    const prefix = redis.options.keyPrefix ?? "";
+    const hashes = (await redis.keys(`${prefix}${tenantKey(tenantId, "ad:*")}`)).map((k) => k.slice(prefix.length));
+    const trials = await Promise.all(hashes.map((h) => redis.hget(h, `${offerId}:t`)));
+    return Object.fromEntries(hashes.map((h, i) => [h.slice(tenantKey(tenantId, "ad:").length), Number(trials[i])]));
+  }
+
+  test("values with the delimiter in them no longer share a bucket, and no raw value reaches a key", async () => {
+    const { t, offer, key } = await bucketedTenant();
+    for (const [i, context] of [{ a: "x,y", b: "z" }, { a: "x", b: "y,z" }].entries()) {
+      const res = await post("/api/v1/recommend", { customerId: `c${i}`, context }, key);
+      assert.deepEqual(res.body.offers.map((o: any) => o.offerId), [offer.id]);
+    }
+    const hashes = await evidenceHashes(t.tenantId, offer.id);
+    assert.deepEqual(Object.values(hashes), [1, 1], `two buckets of one trial each (they were both "x,y,z"): ${JSON.stringify(hashes)}`);
+    for (const bucket of Object.keys(hashes)) assert.match(bucket, /^[0-9a-f]{16}$/);
+  });
+
+  test("past the cap per bucket space, a new bucket counts in the all-contexts bucket and the trace says so", async () => {
+    const { t, offer, key } = await bucketedTenant();
+    const known = { a: "known", b: "1" };
+    await post("/api/v1/recommend", { customerId: "first", context: known }, key);
+    const redis = svc.running.foundation.redis!;
+    const registry = tenantKey(t.tenantId, `adb:${bucketSpace(bucketBy)}`);
+    await redis.sadd(registry, ...Array.from({ length: MAX_BUCKETS_PER_SPACE - 1 }, (_, i) => `minted-${i}`));
+    assert.equal(await redis.scard(registry), MAX_BUCKETS_PER_SPACE);
+
+    const fresh = { a: "one", b: "too many" };
+    const over = await post("/api/v1/recommend", { customerId: "late", context: fresh }, key);
+    assert.equal(over.status, 200, JSON.stringify(over.body));
+    assert.equal(await redis.scard(registry), MAX_BUCKETS_PER_SPACE, "the registry did not grow");
+    const [stored] = await sql("SELECT offers->0->>'bucket' AS bucket FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, over.body.recommendationId]);
+    assert.equal(stored.bucket, "*", "Respond's success will land where the trial did");
+    const overAgain = (await post("/api/v1/recommend", { customerId: "later", context: fresh }, key)).body;
+    assert.equal(overAgain.degraded, false);
+    assert.ok(Math.abs(overAgain.offers[0].propensity - 1 / 3) < 1e-9, `scored from the all-contexts evidence, 0 of 1: ${overAgain.offers[0].propensity}`);
+    await post("/api/v1/recommend", { customerId: "again", context: known }, key);
+    const knownBucket = contextBucket(bucketBy, { context: known, customer: {} });
+    assert.deepEqual(await evidenceHashes(t.tenantId, offer.id), { [knownBucket]: 2, "*": 2 }, "an admitted bucket goes on counting in its own hash");
+
+    await svc.running.services.decisions.traces.flush();
+    const trace = (await rest(svc.baseUrl, "GET", `/api/v1/decision-traces/${overAgain.recommendationId}`, { key: t.apiKey })).body;
+    assert.deepEqual(trace.inputs.bucketsOverCap, [contextBucket(bucketBy, { context: fresh, customer: {} })]);
+    assert.deepEqual(trace.inputs.adaptiveCounts, { [`${offer.id}|*`]: { successes: 0, trials: 1 } }, "the replay reads the bucket the decision used");
+    assert.ok(Math.abs(trace.scoringResults[0].propensity - 1 / 3) < 1e-9);
   });
 });
 
