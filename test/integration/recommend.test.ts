@@ -31,6 +31,17 @@ async function create(path: string, body: Record<string, unknown>, tenant: Tenan
   return res.body;
 }
 
+/** An active flow `key` that scores one offer with the model `modelKey` and returns it. */
+async function oneOfferFlow(tenant: Tenant, key: string, offerId: string, modelKey: string) {
+  return create("decision-flows", {
+    name: key,
+    key,
+    status: "active",
+    config: { nodes: [{ type: "candidates", offerIds: [offerId] }, { type: "score", modelKey }, { type: "rank", count: 1 }] },
+    autoAssemble: false,
+  }, tenant);
+}
+
 /** A key with no scopes: data plane only (spec 5.2). */
 async function dataKey(tenant: Tenant): Promise<string> {
   const res = await post("/api/v1/api-keys", { name: unique("sdk") }, tenant.apiKey);
@@ -302,13 +313,7 @@ describe("adaptive context buckets", () => {
     const t = await svc.createTenant();
     const offer = await create("offers", { name: unique("offer"), status: "active" }, t);
     await create("algorithm-models", { name: "By a and b", key: "by-ab", type: "adaptive", config: { bucketBy } }, t);
-    await create("decision-flows", {
-      name: "Bucketed",
-      key: "bucketed",
-      status: "active",
-      config: { nodes: [{ type: "candidates", offerIds: [offer.id] }, { type: "score", modelKey: "by-ab" }, { type: "rank", count: 1 }] },
-      autoAssemble: false,
-    }, t);
+    await oneOfferFlow(t, "bucketed", offer.id, "by-ab");
     return { t, offer, key: await dataKey(t) };
   }
 
@@ -373,13 +378,7 @@ describe("flows, models and the three doors", () => {
       type: "logistic_regression",
       config: { intercept: -1, coefficients: { "customer.age": 0.05, "offer.priority": 0.01 } },
     }, t);
-    await create("decision-flows", {
-      name: "Scored",
-      key: "scored",
-      status: "active",
-      config: { nodes: [{ type: "candidates", offerIds: [senior.id] }, { type: "score", modelKey: "lr" }, { type: "rank", count: 1 }] },
-      autoAssemble: false,
-    }, t);
+    await oneOfferFlow(t, "scored", senior.id, "lr");
     await rest(svc.baseUrl, "PUT", "/api/v1/customers/alice", { key: t.apiKey, body: { attributes: { age: 40 } } });
     const key = await dataKey(t);
     const res = await post("/api/v1/recommend", { customerId: "alice", flow: "scored" }, key);
