@@ -50,6 +50,12 @@ export interface DecisionInput extends RequestScopeInput {
   counterChecks?: ReadonlyMap<Offer, readonly CounterCheck[]>;
   /** Keyed by adaptiveCountKey(offerId, bucket). */
   adaptiveCounts?: Record<string, AdaptiveCount>;
+  /**
+   * Context buckets the service found over the tenant's cap on buckets (contextBuckets): a model
+   * whose bucket is one of them reads and counts this request's evidence in the all-contexts
+   * bucket instead. Record it to replay.
+   */
+  bucketsOverCap?: string[];
   recentOutcomes?: RecentOutcome[];
   clv: ClvInput | null;
   /** Seeds every random draw (Thompson sampling); record it to replay. */
@@ -159,6 +165,7 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
       modelKey,
       shadowModelKeys,
       adaptiveCounts: input.adaptiveCounts ?? {},
+      ...(input.bucketsOverCap?.length && { bucketsOverCap: input.bucketsOverCap }),
       clv: input.clv,
       seed: input.seed,
       explain,

@@ -4,8 +4,9 @@
  * decision, and a trace stores their values in this order, so a replay can rebuild the map.
  */
 import type { AttributeBag } from "./attributes.js";
-import { resolveRequestScope } from "./request-scope.js";
-import { ALL_CONTEXTS_BUCKET, adaptiveCountKey, contextBucket } from "./scoring/adaptive.js";
+import type { DecisionFlow } from "./flow.js";
+import { requestFlow, resolveRequestScope } from "./request-scope.js";
+import { ALL_CONTEXTS_BUCKET, adaptiveCountKey, bucketSpace, contextBucket, countingBucket } from "./scoring/adaptive.js";
 import type { ModelConfig } from "./scoring/models.js";
 import type { DecisionSnapshot } from "./snapshot.js";
 import { scoringModelKeys, type DecisionInput } from "./decide.js";
@@ -21,9 +22,30 @@ export function adaptiveSettings(model: ModelConfig | undefined): { bucketBy?: s
  * The bucket a returned offer's impressions and outcomes count in: the primary model's, or the
  * all-contexts bucket for models without one, so evidence gathers whatever scores today.
  */
-export function evidenceBucket(model: ModelConfig | undefined, bag: AttributeBag): string {
+export function evidenceBucket(model: ModelConfig | undefined, bag: AttributeBag, bucketsOverCap?: readonly string[]): string {
   const settings = adaptiveSettings(model);
-  return settings ? contextBucket(settings.bucketBy, bag) : ALL_CONTEXTS_BUCKET;
+  return settings ? countingBucket(settings.bucketBy, bag, bucketsOverCap) : ALL_CONTEXTS_BUCKET;
+}
+
+/** The adaptive settings of the primary and shadow models a flow scores with. */
+function countedSettings(snapshot: DecisionSnapshot, flow: DecisionFlow, modelKeyOverride: string | undefined): Array<{ bucketBy?: string[] }> {
+  const { modelKey, shadowModelKeys } = scoringModelKeys(snapshot, flow, modelKeyOverride);
+  return [modelKey, ...shadowModelKeys].flatMap((key) => adaptiveSettings(snapshot.models.get(key)) ?? []);
+}
+
+/**
+ * The context buckets a decision would count evidence in, one per `bucketBy` list of its primary
+ * and shadow models (none for models without one), each with its space (bucketSpace). The service
+ * admits them against its cap on buckets per space before reading evidence; those it refuses go
+ * back in as `bucketsOverCap`.
+ */
+export function contextBuckets(snapshot: DecisionSnapshot, input: Omit<DecisionInput, "clv" | "seed">): Array<{ space: string; bucket: string }> {
+  const bag = { customer: input.customer, context: input.context };
+  const bySpace = new Map<string, string>();
+  for (const { bucketBy } of countedSettings(snapshot, requestFlow(snapshot, input), input.modelKey)) {
+    if (bucketBy?.length) bySpace.set(bucketSpace(bucketBy), contextBucket(bucketBy, bag));
+  }
+  return [...bySpace].map(([space, bucket]) => ({ space, bucket }));
 }
 
 /** Key lists by snapshot, then by flow, model and buckets: a decision builds none of its 200 keys anew. */
@@ -33,12 +55,8 @@ const MAX_KEY_LISTS_PER_SNAPSHOT = 1000;
 /** Evidence keys of every active candidate for the primary and shadow models, without repeats. */
 export function evidenceKeys(snapshot: DecisionSnapshot, input: Omit<DecisionInput, "clv" | "seed">): readonly string[] {
   const scope = resolveRequestScope(snapshot, input);
-  const { modelKey, shadowModelKeys } = scoringModelKeys(snapshot, scope.flow, input.modelKey);
   const bag = { customer: input.customer, context: input.context };
-  const buckets = [modelKey, ...shadowModelKeys].flatMap((key) => {
-    const settings = adaptiveSettings(snapshot.models.get(key));
-    return settings ? [contextBucket(settings.bucketBy, bag)] : [];
-  });
+  const buckets = countedSettings(snapshot, scope.flow, input.modelKey).map(({ bucketBy }) => countingBucket(bucketBy, bag, input.bucketsOverCap));
   const id = [scope.flow.id, ...buckets].join("\u0000");
   let lists = keyLists.get(snapshot);
   if (!lists) keyLists.set(snapshot, (lists = new Map()));

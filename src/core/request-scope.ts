@@ -29,9 +29,15 @@ export interface RequestScope {
   nowMs: number;
 }
 
-export function resolveRequestScope(snapshot: DecisionSnapshot, input: RequestScopeInput): RequestScope {
+/** The flow a request runs: its `flowId`, else the snapshot's default flow. */
+export function requestFlow(snapshot: DecisionSnapshot, input: Pick<RequestScopeInput, "flowId">): DecisionFlow {
   const flow = input.flowId === undefined ? snapshot.defaultFlow : snapshot.flowsById.get(input.flowId);
   if (!flow) throw new Error(`flow ${input.flowId} is not in the snapshot`);
+  return flow;
+}
+
+export function resolveRequestScope(snapshot: DecisionSnapshot, input: RequestScopeInput): RequestScope {
+  const flow = requestFlow(snapshot, input);
   const slots = decisionSlots(snapshot.placementsById, input.channel, input.placements);
   return {
     flow,

@@ -1,4 +1,5 @@
 import type { Redis } from "../platform/redis.js";
+import { createMemoryBucketRegistry, createRedisBucketRegistry, type BucketRegistry } from "./bucket-registry.js";
 import { createMemoryDecisionCounter, createRedisDecisionCounter, type DecisionCounter } from "./decision-counter.js";
 import { createMemoryEvidenceStore, createRedisEvidenceStore, type EvidenceStore } from "./evidence-store.js";
 import { createMemoryNegativeOutcomeStore, createRedisNegativeOutcomeStore, type NegativeOutcomeStore } from "./negative-outcome-store.js";
@@ -12,6 +13,7 @@ import { createMemoryTenantCounterWipe, createRedisTenantCounterWipe, type Tenan
 export interface Counters {
   reservations: ReservationStore;
   evidence: EvidenceStore;
+  buckets: BucketRegistry;
   negatives: NegativeOutcomeStore;
   decisionCounter: DecisionCounter;
   wipe: TenantCounterWipe;
@@ -21,6 +23,7 @@ export function createRedisCounters(redis: Redis): Counters {
   return {
     reservations: createRedisReservationStore(redis),
     evidence: createRedisEvidenceStore(redis),
+    buckets: createRedisBucketRegistry(redis),
     negatives: createRedisNegativeOutcomeStore(redis),
     decisionCounter: createRedisDecisionCounter(redis),
     wipe: createRedisTenantCounterWipe(redis),
@@ -30,8 +33,16 @@ export function createRedisCounters(redis: Redis): Counters {
 /** The single-node default: every counter in this process's memory. */
 export function createMemoryCounters(now: () => number = Date.now): Counters {
   const reservations = createMemoryReservationStore(now);
-  const evidence = createMemoryEvidenceStore();
+  const evidence = createMemoryEvidenceStore(now);
   const negatives = createMemoryNegativeOutcomeStore();
+  const buckets = createMemoryBucketRegistry();
   const decisionCounter = createMemoryDecisionCounter(evidence);
-  return { reservations, evidence, negatives, decisionCounter, wipe: createMemoryTenantCounterWipe([reservations, evidence, negatives, decisionCounter]) };
+  return {
+    reservations,
+    evidence,
+    buckets,
+    negatives,
+    decisionCounter,
+    wipe: createMemoryTenantCounterWipe([reservations, evidence, buckets, negatives, decisionCounter]),
+  };
 }

@@ -72,6 +72,7 @@ export function createDecisions(o: DecisionsOptions) {
     pool: o.pool,
     minTreeWalksForPool: o.minTreeWalksForPool,
     decisionQuota: o.decisionQuota,
+    logger: o.logger,
   });
   const outcomes = new OutcomeStore(o.db);
   const respond = new RespondService({
@@ -79,7 +80,7 @@ export function createDecisions(o: DecisionsOptions) {
     store: outcomes,
     replay: new OutcomeReplay(outcomes, o.logger),
     attribution: new AttributionLadder(outcomes),
-    learning: new OutcomeLearning(o.counters),
+    learning: new OutcomeLearning(o.counters, outcomes),
     logger: o.logger,
   });
   const traceService = new TraceService(store, new TraceReader(store, o.logger));

@@ -15,6 +15,13 @@ interface Entry {
   readAt: number;
 }
 
+/** A count this process made, numbered in the order its write went to Redis. */
+interface Bump {
+  sent: number;
+  field: keyof AdaptiveEvidence;
+  by: number;
+}
+
 /**
  * Adaptive evidence, read through a per-process cache. Reading the evidence of 200 candidates is
  * one HMGET of 400 fields per decision, which cost a fifth of a decision's CPU; a posterior over
@@ -23,6 +30,11 @@ interface Entry {
  * the background, and only evidence never read waits for Redis. This process's own impressions and
  * successes are applied to the cache at once, so a process always sees its own learning; other
  * processes' learning arrives within `maxAgeMs` (docs/decisioning.md, "Adaptive model").
+ *
+ * A read that was sent before one of this process's own writes does not contain it, so when it
+ * lands it must not replace the count that write added to memory (a lost update until the next
+ * refresh). Writes and reads are numbered as they are sent, on the one connection that carries
+ * both in order, and a read's values get the process's later counts added back.
  *
  * Caps and budgets are not cached: they are reserved atomically in Redis on every decision.
  */
@@ -35,21 +47,47 @@ export function withEvidenceCache(counters: Counters, options: EvidenceCacheOpti
   const tenants = new Map<string, Map<string, Entry>>();
   let size = 0;
   const refreshing = new Map<string, Set<string>>();
+  /** Reads and writes sent so far: a read numbered n contains the writes numbered up to n. */
+  let sent = 0;
+  /** By tenant, then key: the counts made while a read of the key is out, and how many reads are out. */
+  const loading = new Map<string, Map<string, { reads: number; bumps: Bump[] }>>();
   const ofTenant = <T>(map: Map<string, T>, tenantId: string, create: () => T): T => {
     let value = map.get(tenantId);
     if (!value) map.set(tenantId, (value = create()));
     return value;
   };
 
+  /** Bumped by a workspace reset: a read sent before it must not store the wiped evidence after it. */
+  const resets = new Map<string, number>();
+
   const load = async (tenantId: string, keys: string[]): Promise<void> => {
     const readAt = now();
-    const values = await evidence.readEvidence(tenantId, keys);
-    const entries = ofTenant(tenants, tenantId, () => new Map<string, Entry>());
-    for (const key of keys) {
-      if (entries.delete(key)) size--; // re-inserted last: Map order is the eviction order
-      entries.set(key, { value: values[key] ?? null, readAt });
-      size++;
+    const reset = resets.get(tenantId);
+    const reads = ofTenant(loading, tenantId, () => new Map());
+    const outs = keys.map((key) => {
+      let out = reads.get(key);
+      if (!out) reads.set(key, (out = { reads: 0, bumps: [] }));
+      out.reads++;
+      return out;
+    });
+    const readNumber = ++sent;
+    let values: Record<string, AdaptiveEvidence>;
+    try {
+      values = await evidence.readEvidence(tenantId, keys);
+    } finally {
+      keys.forEach((key, i) => --outs[i].reads === 0 && reads.delete(key));
+      if (reads.size === 0 && loading.get(tenantId) === reads) loading.delete(tenantId);
     }
+    if (resets.get(tenantId) !== reset) return;
+    const entries = ofTenant(tenants, tenantId, () => new Map<string, Entry>());
+    keys.forEach((key, i) => {
+      let value = values[key] ?? null;
+      // This process's counts sent after the read are not in it; memory had them, so add them back.
+      for (const change of outs[i].bumps) if (change.sent > readNumber) value = bumped(value, change);
+      if (entries.delete(key)) size--; // re-inserted last: Map order is the eviction order
+      entries.set(key, { value, readAt });
+      size++;
+    });
     for (const [id, other] of tenants) {
       for (const key of other.keys()) {
         if (size <= maxEntries) return;
@@ -60,11 +98,11 @@ export function withEvidenceCache(counters: Counters, options: EvidenceCacheOpti
     }
   };
 
-  const bump = (tenantId: string, key: string, field: keyof AdaptiveEvidence, by = 1) => {
+  /** Applies a count this process made (its write numbered `sent`) to memory, and to any read of the key still out. */
+  const bump = (tenantId: string, key: string, change: Bump) => {
+    loading.get(tenantId)?.get(key)?.bumps.push(change);
     const entry = tenants.get(tenantId)?.get(key);
-    if (!entry) return;
-    const value = entry.value ?? { successes: 0, trials: 0 };
-    entry.value = { ...value, [field]: value[field] + by };
+    if (entry) entry.value = bumped(entry.value, change);
   };
 
   return {
@@ -97,29 +135,39 @@ export function withEvidenceCache(counters: Counters, options: EvidenceCacheOpti
         }
         return out;
       },
-      async addSuccess(tenantId, key) {
-        await evidence.addSuccess(tenantId, key);
-        bump(tenantId, key, "successes");
+      async addSuccess(tenantId, key, exposure) {
+        const number = ++sent;
+        const counted = await evidence.addSuccess(tenantId, key, exposure);
+        if (counted) bump(tenantId, key, { sent: number, field: "successes", by: 1 });
+        return counted;
       },
     },
     decisionCounter: {
       ...decisionCounter,
       async countDecision(tenantId, quota, trialKeys) {
+        const number = ++sent;
         const count = await decisionCounter.countDecision(tenantId, quota, trialKeys);
-        if (count !== null) for (const key of trialKeys) bump(tenantId, key, "trials");
+        if (count !== null) for (const key of trialKeys) bump(tenantId, key, { sent: number, field: "trials", by: 1 });
         return count;
       },
       async uncountDecision(tenantId, trialKeys) {
+        const number = ++sent;
         await decisionCounter.uncountDecision(tenantId, trialKeys);
-        for (const key of trialKeys) bump(tenantId, key, "trials", -1);
+        for (const key of trialKeys) bump(tenantId, key, { sent: number, field: "trials", by: -1 });
       },
     },
     wipe: {
       async resetTenant(tenantId) {
         await wipe.resetTenant(tenantId);
+        resets.set(tenantId, (resets.get(tenantId) ?? 0) + 1);
         size -= tenants.get(tenantId)?.size ?? 0;
         tenants.delete(tenantId);
       },
     },
   };
+}
+
+function bumped(value: AdaptiveEvidence | null, { field, by }: Bump): AdaptiveEvidence {
+  const base = value ?? { successes: 0, trials: 0 };
+  return { ...base, [field]: base[field] + by };
 }

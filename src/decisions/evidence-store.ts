@@ -9,6 +9,14 @@ export interface AdaptiveEvidence {
   trials: number;
 }
 
+/** The exposure a success is counted for: one per exposure, remembered for `rememberSeconds`. */
+export interface Exposure {
+  /** Names the exposure within the tenant (outcome-learning.ts says which). */
+  id: string;
+  /** At least as long as an outcome can still be attributed to the exposure (the lookback). */
+  rememberSeconds: number;
+}
+
 /**
  * Adaptive evidence: what Recommend reads to score and Respond adds successes to. Trials are not
  * counted here: an impression is one more trial only together with its decision, so the decision
@@ -16,8 +24,13 @@ export interface AdaptiveEvidence {
  */
 export interface EvidenceStore {
   readEvidence(tenantId: string, keys: readonly string[]): Promise<Record<string, AdaptiveEvidence>>;
-  /** One more success (a positive outcome) for the key. */
-  addSuccess(tenantId: string, key: string): Promise<void>;
+  /**
+   * One more success (a positive outcome) for the key, unless the exposure already has one or the
+   * key's successes have caught up with its trials: a Beta-Bernoulli trial succeeds at most once,
+   * however many positive outcomes (a click, then a conversion) follow it. The check and the
+   * increment are one step. Returns whether the success was counted.
+   */
+  addSuccess(tenantId: string, key: string, exposure: Exposure): Promise<boolean>;
 }
 
 /** Where one key's evidence lives in Redis: the bucket's hash and the offer's two fields in it. */
@@ -38,7 +51,28 @@ export function evidenceSlot(key: string): EvidenceSlot {
   return { hash: `ad:${key.slice(at + 1)}`, successField: `${offerId}:s`, trialField: `${offerId}:t` };
 }
 
+/** Where an exposure that has had its success is remembered (a key of its own, expiring with the lookback). */
+const exposureMarker = (exposure: Exposure) => `ax:${exposure.id}`;
+
+/**
+ * KEYS: the bucket's evidence hash, the exposure's marker. ARGV: the success field, the trial
+ * field, the marker's TTL in seconds. Returns 1 when the success was counted, else 0.
+ */
+const ADD_SUCCESS = `
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local successes = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+local trials = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0')
+if successes >= trials then return 0 end
+redis.call('SET', KEYS[2], '1', 'EX', ARGV[3])
+redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+return 1
+`;
+
+type Scripted = Redis & { addSuccess(numKeys: number, ...args: Array<string | number>): Promise<number> };
+
 export function createRedisEvidenceStore(redis: Redis): EvidenceStore {
+  redis.defineCommand("addSuccess", { lua: ADD_SUCCESS });
+  const r = redis as Scripted;
   return failClosed<EvidenceStore>({
     async readEvidence(tenantId, keys) {
       const byHash = new Map<string, Array<{ key: string; slot: EvidenceSlot }>>();
@@ -60,9 +94,10 @@ export function createRedisEvidenceStore(redis: Redis): EvidenceStore {
       );
       return out;
     },
-    async addSuccess(tenantId, key) {
-      const { hash, successField } = evidenceSlot(key);
-      await redis.hincrby(tenantKey(tenantId, hash), successField, 1);
+    async addSuccess(tenantId, key, exposure) {
+      const { hash, successField, trialField } = evidenceSlot(key);
+      const counted = await r.addSuccess(2, tenantKey(tenantId, hash), tenantKey(tenantId, exposureMarker(exposure)), successField, trialField, exposure.rememberSeconds);
+      return counted === 1;
     },
   });
 }
@@ -73,11 +108,19 @@ export interface MemoryEvidenceStore extends EvidenceStore, TenantCounterWipe {
 }
 
 /** The single-node default: the same semantics in one process's memory. */
-export function createMemoryEvidenceStore(): MemoryEvidenceStore {
+export function createMemoryEvidenceStore(now: () => number = Date.now): MemoryEvidenceStore {
   const evidence = new Map<string, AdaptiveEvidence>();
+  /** Exposures that had their success, to when they are forgotten; in insertion order, which is expiry order for one TTL. */
+  const markers = new Map<string, number>();
   const add = (full: string, field: keyof AdaptiveEvidence, by: number) => {
     const e = evidence.get(full) ?? { successes: 0, trials: 0 };
     evidence.set(full, { ...e, [field]: e[field] + by });
+  };
+  const forgetExpired = () => {
+    for (const [marker, expiresAt] of markers) {
+      if (expiresAt > now()) return;
+      markers.delete(marker);
+    }
   };
   return {
     async readEvidence(tenantId, keys) {
@@ -86,14 +129,21 @@ export function createMemoryEvidenceStore(): MemoryEvidenceStore {
         return e ? [[k, { ...e }]] : [];
       }));
     },
-    async addSuccess(tenantId, key) {
+    async addSuccess(tenantId, key, exposure) {
+      forgetExpired();
+      const marker = tenantKey(tenantId, exposureMarker(exposure));
+      const e = evidence.get(tenantKey(tenantId, key)) ?? { successes: 0, trials: 0 };
+      if (markers.has(marker) || e.successes >= e.trials) return false;
+      markers.set(marker, now() + exposure.rememberSeconds * 1000);
       add(tenantKey(tenantId, key), "successes", 1);
+      return true;
     },
     addTrials(tenantId, keys, by) {
       for (const key of keys) add(tenantKey(tenantId, key), "trials", by);
     },
     async resetTenant(tenantId) {
       deleteTenantKeys(evidence, tenantId);
+      deleteTenantKeys(markers, tenantId);
     },
   };
 }

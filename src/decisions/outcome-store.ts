@@ -46,6 +46,14 @@ export interface ShownIn {
 /** An impression row (Recommend's own, or one recorded through Respond), in a recommendation's offer shape. */
 export type StoredImpression = StoredOffer & ShownIn;
 
+/** An exposure the adaptation lookback found: a recommended offer, or an impression row. */
+export interface RecentExposure {
+  bucket: string | null;
+  recommendationId: string | null;
+  rank: number | null;
+  impressionId: string | null;
+}
+
 export interface StoredRecommendation {
   id: string;
   customer_id: string;
@@ -146,19 +154,21 @@ export class OutcomeStore {
   }
 
   /**
-   * The context bucket of the customer's latest exposure to the offer since `since` (a
-   * recommendation or an impression row, of any of `impressionOutcomes`), or null when there was
-   * none: the 30-day adaptation test.
+   * The customer's latest exposure to the offer since `since` (a recommendation or an impression
+   * row of any of `impressionOutcomes`), or null when there was none: the 30-day adaptation test.
+   * `bucket` is its context bucket; `recommendationId` and `rank` name a recommended offer (the
+   * impression rows a recommendation wrote are that offer too), `impressionId` an impression row
+   * recorded without one.
    */
-  async recentExposure(tenantId: string, customerId: string, offerId: string, since: Date, impressionOutcomes: readonly string[]): Promise<{ bucket: string | null } | null> {
-    const [row] = await preparedRows<{ bucket: string | null }>(
+  async recentExposure(tenantId: string, customerId: string, offerId: string, since: Date, impressionOutcomes: readonly string[]): Promise<RecentExposure | null> {
+    const [row] = await preparedRows<RecentExposure>(
       this.db,
       "recent-exposure",
-      `SELECT bucket FROM (
-         SELECT context_bucket AS bucket, created_at FROM interactions
+      `SELECT bucket, recommendation_id AS "recommendationId", rank, impression_id AS "impressionId" FROM (
+         SELECT context_bucket AS bucket, recommendation_id, rank, CASE WHEN recommendation_id IS NULL THEN id END AS impression_id, created_at FROM interactions
          WHERE tenant_id = $1 AND customer_id = $2 AND offer_id = $3::uuid AND outcome = ANY($6::text[]) AND created_at >= $4
          UNION ALL
-         SELECT o->>'bucket', r.created_at FROM recommendations r, jsonb_array_elements(r.offers) o
+         SELECT o->>'bucket', r.id, (o->>'rank')::int, NULL::uuid, r.created_at FROM recommendations r, jsonb_array_elements(r.offers) o
          WHERE r.tenant_id = $1 AND r.customer_id = $2 AND r.created_at >= $4 AND o->>'offerId' = $5
        ) exposures ORDER BY created_at DESC LIMIT 1`,
       [tenantId, customerId, offerId, since, offerId, impressionOutcomes],

@@ -9,6 +9,7 @@ import {
   readsRecentOutcomes,
   refill,
   scoreCandidates,
+  type AdaptiveCount,
   type CandidateScore,
   type Decision,
   type DecisionInput,
@@ -20,6 +21,8 @@ import type { RecommendRequest, RecommendResponse } from "../../gen/decisioning/
 import type { TenantContext } from "../platform/context.js";
 import { AppError, invalidFields, type FieldViolation } from "../platform/errors.js";
 import { newId } from "../platform/ids.js";
+import type { Logger } from "../platform/logger.js";
+import { BucketAdmission } from "./bucket-admission.js";
 import type { Counters } from "./counters.js";
 import type { DecisionStore } from "./decision-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
@@ -48,8 +51,12 @@ export interface RecommendDeps {
   minTreeWalksForPool: number;
   /** Lifetime decisions per tenant; null for none (self-hosted default). */
   decisionQuota: number | null;
+  logger: Logger;
   random?: () => number;
 }
+
+/** Caps and budgets taken for a decision, by offer id: what a failed decision gives back. */
+type Held = Map<string, RankedOffer["reservations"]>;
 
 /**
  * Recommend (spec 1, 4.4): resolves the request against the tenant's compiled snapshot, reads the
@@ -59,7 +66,11 @@ export interface RecommendDeps {
  * and queues the trace.
  */
 export class RecommendService {
-  constructor(private readonly deps: RecommendDeps) {}
+  private readonly buckets: BucketAdmission;
+
+  constructor(private readonly deps: RecommendDeps) {
+    this.buckets = new BucketAdmission(deps.counters.buckets, deps.logger);
+  }
 
   async recommend(ctx: TenantContext, req: RecommendRequest): Promise<RecommendResponse> {
     const { snapshot, settings, ...names } = await this.deps.snapshots.get(ctx.tenantId);
@@ -78,27 +89,42 @@ export class RecommendService {
           await this.deps.pool.run(task).catch(() => scoreCandidates(task))
         : scoreCandidates(task);
     const decision = completeDecision(prepared, scores);
-    const { offers, refusals } = await this.reserve(ctx.tenantId, decision);
-    const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context });
-    // Each returned offer is an impression: one more trial of its evidence, counted with the decision.
-    const trialKeys = offers.map((o) => adaptiveCountKey(o.offerId, bucket));
-    let counted = false;
+    const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context }, task.bucketsOverCap);
+    const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket);
+    if (sampled) this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, traceRecord(input, evidence, offers, refusals), createdAt), snapshot.config);
+    return toRecommendResponse({ recommendationId, interactionId, customerId: input.customerId, decision, offers, rejected: [...decision.rejectedOffers, ...refusals], explain: req.explain, createdAt });
+  }
+
+  /**
+   * Makes the decision count: reserves its caps and budgets, counts it with its impressions'
+   * trials and stores the recommendation (id = the input's seed) with its impression rows. From the
+   * first reservation until the rows are stored, any failure gives back what was taken: a cap or
+   * budget unit held by a decision nobody received would be lost until its window ends.
+   */
+  private async commit(ctx: TenantContext, input: DecisionInput, decision: Decision, bucket: string) {
+    const held: Held = new Map();
+    let counted: string[] = [];
     try {
-      if (offers.length) counted = (await this.deps.counters.decisionCounter.countDecision(ctx.tenantId, this.deps.decisionQuota, trialKeys)) !== null;
-      if (offers.length && !counted) {
-        throw new AppError({
-          code: "FAILED_PRECONDITION",
-          reason: "DECISION_QUOTA_EXHAUSTED",
-          message: `This workspace has used its ${this.deps.decisionQuota} lifetime decisions; reset the workspace or move to a self-hosted deployment`,
-          details: { quota: this.deps.decisionQuota },
-        });
+      const { offers, refusals } = await this.reserve(ctx.tenantId, decision, held);
+      // Each returned offer is an impression: one more trial of its evidence, counted with the decision.
+      const trialKeys = offers.map((o) => adaptiveCountKey(o.offerId, bucket));
+      if (offers.length) {
+        if ((await this.deps.counters.decisionCounter.countDecision(ctx.tenantId, this.deps.decisionQuota, trialKeys)) === null) {
+          throw new AppError({
+            code: "FAILED_PRECONDITION",
+            reason: "DECISION_QUOTA_EXHAUSTED",
+            message: `This workspace has used its ${this.deps.decisionQuota} lifetime decisions; reset the workspace or move to a self-hosted deployment`,
+            details: { quota: this.deps.decisionQuota },
+          });
+        }
+        counted = trialKeys;
       }
       const singleSlot = (input.placements ?? []).length <= 1;
       const interactionId = singleSlot && offers.length ? newId() : null;
       const createdAt = await this.deps.store.saveRecommendation(
         ctx.tenantId,
         {
-          id: recommendationId,
+          id: input.seed,
           customer_id: input.customerId,
           flow_id: storedFlowId(decision.flowId) ?? null,
           interaction_id: interactionId,
@@ -128,14 +154,32 @@ export class RecommendService {
             }))
           : [],
       );
-      if (sampled) this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, traceRecord(input, evidence, offers, refusals), createdAt), snapshot.config);
-      return toRecommendResponse({ recommendationId, interactionId, customerId: input.customerId, decision, offers, rejected: [...decision.rejectedOffers, ...refusals], explain: req.explain, createdAt });
+      return { offers, refusals, interactionId, createdAt };
     } catch (err) {
-      await Promise.all([
-        this.deps.counters.reservations.release(ctx.tenantId, offers.flatMap((o) => o.reservations)),
-        counted ? this.deps.counters.decisionCounter.uncountDecision(ctx.tenantId, trialKeys) : undefined,
-      ]).catch(() => undefined);
+      await this.giveBack(ctx, held, counted);
       throw err;
+    }
+  }
+
+  /**
+   * Gives back what a failed decision took: its caps and budgets and, when it was counted, the
+   * decision and its trials. A give-back that fails too is logged (the caller gets the first
+   * error): those units stay taken until their windows end, which an operator should know.
+   * `trialKeys` are the counted decision's, empty when it was not counted.
+   */
+  private async giveBack(ctx: TenantContext, held: Held, trialKeys: string[]): Promise<void> {
+    const { reservations, decisionCounter } = this.deps.counters;
+    const taken = [...held.values()].flat();
+    const [released, uncounted] = await Promise.allSettled([
+      taken.length ? reservations.release(ctx.tenantId, taken) : undefined,
+      trialKeys.length ? decisionCounter.uncountDecision(ctx.tenantId, trialKeys) : undefined,
+    ]);
+    const log = { requestId: ctx.requestId, tenantId: ctx.tenantId };
+    if (released.status === "rejected") {
+      this.deps.logger.error({ ...log, err: released.reason, reservations: taken.map((r) => r.key) }, "failed decision: caps and budgets not given back");
+    }
+    if (uncounted.status === "rejected") {
+      this.deps.logger.error({ ...log, err: uncounted.reason, trialKeys }, "failed decision: its count and trials not taken back");
     }
   }
 
@@ -174,11 +218,13 @@ export class RecommendService {
       clv: null,
       seed: newId(),
     };
+    const bucketsOverCap = await this.buckets.bucketsOverCap(ctx, compiled.snapshot, input);
+    if (bucketsOverCap.length) input.bucketsOverCap = bucketsOverCap;
     const evidence = evidenceKeys(compiled.snapshot, input);
     const plan = counterPlan(compiled.snapshot, input);
     const [counters, adaptiveCounts, recentOutcomes] = await Promise.all([
       this.deps.counters.reservations.read(ctx.tenantId, plan.keys),
-      this.deps.counters.evidence.readEvidence(ctx.tenantId, evidence),
+      this.deps.counters.evidence.readEvidence(ctx.tenantId, evidence).then(successesWithinTrials),
       readsRecentOutcomes(compiled.snapshot) ? this.deps.counters.negatives.forCustomer(ctx.tenantId, customerId) : [],
     ]);
     return { input: { ...input, counters, counterChecks: plan.checks, adaptiveCounts, recentOutcomes }, evidence };
@@ -189,10 +235,9 @@ export class RecommendService {
    * concurrent request took the last unit) is replaced from the fallbacks; offers above it keep
    * what they hold. Nothing is ever overshot, because the check and the increment are one script.
    */
-  private async reserve(tenantId: string, decision: Decision): Promise<{ offers: RankedOffer[]; refusals: Rejection[] }> {
+  private async reserve(tenantId: string, decision: Decision, held: Held): Promise<{ offers: RankedOffer[]; refusals: Rejection[] }> {
     const refused = new Set<string>();
     const refusals: Rejection[] = [];
-    const held = new Map<string, RankedOffer["reservations"]>();
     let offers = decision.offers;
     for (;;) {
       const pending = offers.filter((o) => !held.has(o.offerId));
@@ -208,8 +253,31 @@ export class RecommendService {
     }
     // An offer taken in a round whose refusals reshuffled the selection below it gives its units back.
     const kept = new Set(offers.map((o) => o.offerId));
-    const dropped = [...held].filter(([id]) => !kept.has(id)).flatMap(([, reservations]) => reservations);
-    if (dropped.length) await this.deps.counters.reservations.release(tenantId, dropped);
+    const dropped = [...held].filter(([id]) => !kept.has(id));
+    if (dropped.length) {
+      await this.deps.counters.reservations.release(tenantId, dropped.flatMap(([, reservations]) => reservations));
+      for (const [id] of dropped) held.delete(id);
+    }
     return { offers, refusals };
   }
+}
+
+/**
+ * Evidence as consistent counts, 0 <= successes <= trials. Redis never holds more successes than
+ * trials (evidence-store.ts), but a process's cached view can, for a moment: its own success lands
+ * in memory at once while another process's trial for it arrives with the next refresh (and a
+ * decision taken back just after a workspace reset can leave a trial count below zero). The core
+ * rightly refuses such counts (the candidate would score a degraded 0.5), so they are read as the
+ * nearest consistent ones instead.
+ */
+function successesWithinTrials(counts: Record<string, AdaptiveCount>): Record<string, AdaptiveCount> {
+  let out = counts;
+  for (const key in counts) {
+    const { successes, trials } = counts[key];
+    if (successes >= 0 && successes <= trials) continue;
+    if (out === counts) out = { ...counts };
+    const atLeastNone = Math.max(trials, 0);
+    out[key] = { successes: Math.min(Math.max(successes, 0), atLeastNone), trials: atLeastNone };
+  }
+  return out;
 }

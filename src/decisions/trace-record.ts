@@ -43,6 +43,8 @@ export interface RecordedInputs {
   counters: Record<string, number>;
   /** Adaptive evidence in the order of evidenceKeys(snapshot, input): [successes, trials], or null where none was counted. */
   evidence: Array<[number, number] | null>;
+  /** Context buckets over the tenant's cap, which counted in the all-contexts bucket; absent when none. */
+  bucketsOverCap?: string[];
   recentOutcomes: RecentOutcome[];
   clv: ClvInput | null;
 }
@@ -74,6 +76,7 @@ export function traceRecord(input: DecisionInput, keys: readonly string[], offer
       seed: input.seed,
       counters: input.counters ?? {},
       evidence: keys.map((k) => (counts[k] ? [counts[k].successes, counts[k].trials] : null)),
+      ...(input.bucketsOverCap?.length && { bucketsOverCap: input.bucketsOverCap }),
       recentOutcomes: input.recentOutcomes ?? [],
       clv: input.clv,
     },

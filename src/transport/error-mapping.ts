@@ -5,10 +5,15 @@ import type { Logger } from "../platform/logger.js";
 import type { ErrorFormatName } from "../platform/method-policy.js";
 import type { RateLimitDecision } from "../platform/rate-limiter.js";
 
-/** Every failure becomes an AppError; anything unexpected is logged with its cause and never leaked. */
+/**
+ * Every failure becomes an AppError; anything unexpected is logged with its cause and never leaked.
+ * An AppError that carries a cause answers with its own stable message and hides a failure
+ * underneath (Redis down, for one), which is logged here, with the request id, for the operator.
+ */
 export function toAppError(err: unknown, logger: Logger, requestId?: string): AppError {
   if (isAppError(err)) {
     if (err.code === "INTERNAL") logger.error({ err, requestId }, "internal error");
+    else if (err.cause !== undefined) logger.warn({ err, requestId }, "request failed on a dependency");
     return err;
   }
   logger.error({ err, requestId }, "unexpected error");

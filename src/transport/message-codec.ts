@@ -62,38 +62,41 @@ export function readJson<D extends DescMessage>(schema: D, json: JsonValue): Mes
 }
 
 /**
- * Message to the spec's JSON: implicit values (false, 0, "") are written, and fields marked
- * `(decisioning.v1.field).nullable` are written as null when unset instead of being left out.
+ * Message to the spec's JSON: implicit values (false, 0, "") are written, fields marked
+ * `(decisioning.v1.field).nullable` are written as null when unset instead of being left out, and
+ * lists marked `omit_empty` are left out when empty.
  */
 export function writeJson(schema: DescMessage, message: Message): JsonValue {
   const json = toJson(schema, message, { alwaysEmitImplicit: true });
-  addNulls(schema, message, json);
+  applyFieldPolicies(schema, message, json);
   return json;
 }
 
-const nullableCache = new WeakMap<DescMessage, Set<string>>();
+const policyCache = new WeakMap<DescMessage, { nullable: Set<string>; omitEmpty: Set<string> }>();
 
-function nullableFields(schema: DescMessage): Set<string> {
-  let set = nullableCache.get(schema);
-  if (!set) {
-    set = new Set(schema.fields.filter((f) => getOption(f, fieldExt).nullable).map((f) => f.localName));
-    nullableCache.set(schema, set);
+function fieldPolicies(schema: DescMessage): { nullable: Set<string>; omitEmpty: Set<string> } {
+  let policies = policyCache.get(schema);
+  if (!policies) {
+    const marked = (flag: "nullable" | "omitEmpty") => new Set(schema.fields.filter((f) => getOption(f, fieldExt)[flag]).map((f) => f.localName));
+    policies = { nullable: marked("nullable"), omitEmpty: marked("omitEmpty") };
+    policyCache.set(schema, policies);
   }
-  return set;
+  return policies;
 }
 
-function addNulls(schema: DescMessage, message: Message, json: JsonValue): void {
+function applyFieldPolicies(schema: DescMessage, message: Message, json: JsonValue): void {
   if (typeof json !== "object" || json === null || Array.isArray(json)) return;
   const obj = json as Record<string, JsonValue>;
-  const nullable = nullableFields(schema);
+  const { nullable, omitEmpty } = fieldPolicies(schema);
   for (const f of schema.fields) {
     if (nullable.has(f.localName) && !isFieldSet(message, f)) obj[f.jsonName] = null;
+    if (omitEmpty.has(f.localName) && !isFieldSet(message, f)) delete obj[f.jsonName];
     if (f.fieldKind === "message" && isFieldSet(message, f)) {
-      addNulls(f.message, (message as Record<string, unknown>)[f.localName] as Message, obj[f.jsonName]);
+      applyFieldPolicies(f.message, (message as Record<string, unknown>)[f.localName] as Message, obj[f.jsonName]);
     } else if (f.fieldKind === "list" && f.listKind === "message") {
       const items = (message as Record<string, unknown>)[f.localName] as Message[];
       const out = obj[f.jsonName] as JsonValue[] | undefined;
-      items.forEach((item, i) => out && addNulls(f.message, item, out[i]));
+      items.forEach((item, i) => out && applyFieldPolicies(f.message, item, out[i]));
     }
   }
 }

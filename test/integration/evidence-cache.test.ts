@@ -4,7 +4,19 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { createRedis, connectRedis, tenantKey, type Redis } from "../../src/platform/redis.js";
 import { createMemoryCounters, createRedisCounters, type Counters } from "../../src/decisions/counters.js";
 import { withEvidenceCache } from "../../src/decisions/evidence-cache.js";
+import type { AdaptiveEvidence, Exposure } from "../../src/decisions/evidence-store.js";
+import { createMemoryBucketRegistry, createRedisBucketRegistry, type BucketRegistry } from "../../src/decisions/bucket-registry.js";
 import { requireEnv } from "../support/database.js";
+
+/** A new exposure, remembered for a day. */
+const exposure = (): Exposure => ({ id: `rec:${randomUUID()}:1`, rememberSeconds: 86_400 });
+
+/** A promise and its resolve, to hold a read until the test lets it land. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
+}
 
 /** The per-process evidence cache over real Redis: another process's writes land after maxAge, own writes at once. */
 let redis: Redis;
@@ -29,7 +41,7 @@ describe("adaptive evidence cache", () => {
 
     await counters.decisionCounter.countDecision(tenant, null, [b]);
     assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), { [b]: { successes: 0, trials: 1 } }, "own impressions show at once");
-    await counters.evidence.addSuccess(tenant, b);
+    assert.equal(await counters.evidence.addSuccess(tenant, b, exposure()), true);
     assert.deepEqual((await counters.evidence.readEvidence(tenant, [b]))[b], { successes: 1, trials: 1 });
 
     clock += 1000;
@@ -40,6 +52,77 @@ describe("adaptive evidence cache", () => {
 
     await counters.wipe.resetTenant(tenant);
     assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), {}, "a workspace reset empties the cache too");
+  });
+
+  /**
+   * The real Redis counters, with each evidence read held after Redis answered until the test opens
+   * its gate: a background refresh whose answer is still on its way while this process counts.
+   */
+  function heldReads() {
+    const real = createRedisCounters(redis);
+    const held: Array<{ answered: Promise<void>; land: () => void }> = [];
+    const counters: Counters = {
+      ...real,
+      evidence: {
+        ...real.evidence,
+        async readEvidence(tenantId, keys) {
+          const answered = gate();
+          const landing = gate();
+          held.push({ answered: answered.opened, land: landing.open });
+          const values: Record<string, AdaptiveEvidence> = await real.evidence.readEvidence(tenantId, keys);
+          answered.open();
+          await landing.opened;
+          return values;
+        },
+      },
+    };
+    return { counters, held };
+  }
+
+  test("a refresh read before this process's own counts does not erase them when it lands (no lost update)", async () => {
+    let clock = 1_000_000;
+    const { counters: slow, held } = heldReads();
+    const counters = withEvidenceCache(slow, { maxAgeMs: 1000, now: () => clock });
+    const tenant = randomUUID();
+    const key = `${randomUUID()}|*`;
+    const first = counters.evidence.readEvidence(tenant, [key]);
+    await held[0].answered;
+    held[0].land();
+    assert.deepEqual(await first, {});
+
+    clock += 1000;
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [key]), {}, "stale: served once more while a refresh runs");
+    await held[1].answered; // Redis has answered the refresh: nothing counted yet
+    await counters.decisionCounter.countDecision(tenant, null, [key]);
+    assert.equal(await counters.evidence.addSuccess(tenant, key, exposure()), true);
+    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 1, trials: 1 }, "own counts at once");
+    held[1].land();
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 1, trials: 1 }, "the older read did not erase them");
+
+    clock += 1000;
+    await counters.evidence.readEvidence(tenant, [key]);
+    await held[2].answered;
+    held[2].land();
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 1, trials: 1 }, "a read sent after them has them once, not twice");
+  });
+
+  test("a read sent before a workspace reset does not bring the wiped evidence back", async () => {
+    const { counters: slow, held } = heldReads();
+    const counters = withEvidenceCache(slow, { maxAgeMs: 60_000 });
+    const tenant = randomUUID();
+    const key = `${randomUUID()}|*`;
+    await counters.decisionCounter.countDecision(tenant, null, [key]);
+    const reading = counters.evidence.readEvidence(tenant, [key]);
+    await held[0].answered;
+    await counters.wipe.resetTenant(tenant);
+    held[0].land();
+    await reading;
+    const after = counters.evidence.readEvidence(tenant, [key]);
+    assert.equal(held.length, 2, "nothing cached from before the reset: read again");
+    held[1].land();
+    assert.deepEqual(await after, {});
   });
 
   test("holds at most maxEntries: an evicted key is read from Redis again", async () => {
@@ -83,6 +166,41 @@ describe("counting a decision with its impressions' trials", () => {
     });
   }
 
+  for (const [name, make] of [
+    ["Redis", () => createRedisCounters(redis)],
+    ["in-memory (single-node default)", () => createMemoryCounters()],
+  ] as Array<[string, () => Counters]>) {
+    test(`${name}: one success per exposure, and never more successes than trials`, async () => {
+      const counters = make();
+      const tenant = randomUUID();
+      const key = `${randomUUID()}|*`;
+      const [shown, other] = [exposure(), exposure()];
+      assert.equal(await counters.evidence.addSuccess(tenant, key, shown), false, "no trial yet: nothing to succeed");
+      await counters.decisionCounter.countDecision(tenant, null, [key]);
+      assert.equal(await counters.evidence.addSuccess(tenant, key, shown), true, "a click");
+      assert.equal(await counters.evidence.addSuccess(tenant, key, shown), false, "then a conversion on the same exposure");
+      assert.equal(await counters.evidence.addSuccess(tenant, key, other), false, "another exposure, but no trial left");
+      await counters.decisionCounter.countDecision(tenant, null, [key]);
+      assert.equal(await counters.evidence.addSuccess(tenant, key, other), true);
+      assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 2, trials: 2 });
+      await counters.wipe.resetTenant(tenant);
+      await counters.decisionCounter.countDecision(tenant, null, [key]);
+      assert.equal(await counters.evidence.addSuccess(tenant, key, shown), true, "a reset forgets the exposures with the evidence");
+    });
+  }
+
+  test("Redis: concurrent positive outcomes on one exposure count one success", async () => {
+    const counters = createRedisCounters(redis);
+    const tenant = randomUUID();
+    const key = `${randomUUID()}|*`;
+    for (let i = 0; i < 5; i++) await counters.decisionCounter.countDecision(tenant, null, [key]);
+    const shown = exposure();
+    const counted = await Promise.all(Array.from({ length: 20 }, () => counters.evidence.addSuccess(tenant, key, shown)));
+    assert.equal(counted.filter(Boolean).length, 1);
+    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 1, trials: 5 });
+    assert.ok((await redis.ttl(tenantKey(tenant, `ax:${shown.id}`))) > 86_000, "the exposure is remembered with its TTL");
+  });
+
   test("under parallel requests the quota admits exactly its limit and trials match the decisions counted", async () => {
     const counters = createRedisCounters(redis);
     const tenant = randomUUID();
@@ -92,4 +210,20 @@ describe("counting a decision with its impressions' trials", () => {
     assert.deepEqual(new Set(counts.filter((c) => c !== null)), new Set(Array.from({ length: 25 }, (_, i) => i + 1)));
     assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 0, trials: 25 });
   });
+});
+
+describe("the registry of context buckets", () => {
+  for (const [name, make] of [
+    ["Redis", () => createRedisBucketRegistry(redis, 2)],
+    ["in-memory (single-node default)", () => createMemoryBucketRegistry(2)],
+  ] as Array<[string, () => BucketRegistry]>) {
+    test(`${name}: a bucket space admits buckets up to its cap, and its own buckets after that`, async () => {
+      const registry = make();
+      const tenant = randomUUID();
+      const [space, other] = ["space-1", "space-2"];
+      assert.deepEqual(await registry.admit(tenant, [{ space, bucket: "b1" }, { space, bucket: "b2" }, { space, bucket: "b3" }]), [true, true, false]);
+      assert.deepEqual(await registry.admit(tenant, [{ space, bucket: "b2" }, { space: other, bucket: "b3" }]), [true, true], "a known bucket, and another space's cap");
+      assert.deepEqual(await registry.admit(randomUUID(), [{ space, bucket: "b3" }]), [true], "another tenant's space");
+    });
+  }
 });

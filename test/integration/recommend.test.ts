@@ -3,7 +3,17 @@ import assert from "node:assert/strict";
 import { startTestService, type TestService } from "../support/service.js";
 import { startChildService } from "../support/child-service.js";
 import { rest, grpcClient, connectClient } from "../support/clients.js";
-import { DecisionService } from "../../gen/decisioning/v1/decisions_pb.js";
+import { create as createMessage } from "@bufbuild/protobuf";
+import { pino } from "pino";
+import { DecisionService, RecommendRequestSchema } from "../../gen/decisioning/v1/decisions_pb.js";
+import { AuditLog } from "../../src/audit/audit-log.js";
+import { AuditStore } from "../../src/audit/audit-store.js";
+import { createRedisCounters, type Counters } from "../../src/decisions/counters.js";
+import { createDecisions } from "../../src/decisions/decisions.js";
+import type { TenantContext } from "../../src/platform/context.js";
+import { tenantKey } from "../../src/platform/redis.js";
+import { bucketSpace, contextBucket } from "../../src/core/index.js";
+import { MAX_BUCKETS_PER_SPACE } from "../../src/decisions/bucket-registry.js";
 
 let svc: TestService;
 
@@ -19,6 +29,17 @@ async function create(path: string, body: Record<string, unknown>, tenant: Tenan
   const res = await post(`/api/v1/${path}`, body, tenant.apiKey);
   assert.equal(res.status, 201, `${path}: ${JSON.stringify(res.body)}`);
   return res.body;
+}
+
+/** An active flow `key` that scores one offer with the model `modelKey` and returns it. */
+async function oneOfferFlow(tenant: Tenant, key: string, offerId: string, modelKey: string) {
+  return create("decision-flows", {
+    name: key,
+    key,
+    status: "active",
+    config: { nodes: [{ type: "candidates", offerIds: [offerId] }, { type: "score", modelKey }, { type: "rank", count: 1 }] },
+    autoAssemble: false,
+  }, tenant);
 }
 
 /** A key with no scopes: data plane only (spec 5.2). */
@@ -60,7 +81,7 @@ describe("POST /api/v1/recommend out of the box", () => {
       assert.equal(typeof o.offerName, "string");
       assert.equal(o.creativeId, null);
     }
-    assert.deepEqual(body.rejectedOffers, [], "no explanation unless asked");
+    assert.equal(Object.hasOwn(body, "rejectedOffers"), false, "explain=true adds rejectedOffers (spec 4.4); without it there is none, not even []");
     const [rec] = await sql("SELECT customer_id, interaction_id FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, body.recommendationId]);
     assert.equal(rec.interaction_id, body.interactionId);
     const impressions = await sql("SELECT rank, offer_id, outcome FROM interactions WHERE tenant_id = $1 AND recommendation_id = $2 ORDER BY rank", [t.tenantId, body.recommendationId]);
@@ -182,6 +203,170 @@ describe("caps and budgets under concurrency", () => {
   });
 });
 
+describe("a decision that fails gives back what it took", () => {
+  /** Every cap and budget counter of the tenant in Redis, without the zeros a give-back leaves. */
+  async function capsAndBudgets(tenantId: string): Promise<Record<string, string>> {
+    const redis = svc.running.foundation.redis!;
+    const prefix = redis.options.keyPrefix ?? "";
+    const keys = (await redis.keys(`${prefix}${tenantKey(tenantId, "*")}`)).map((k) => k.slice(prefix.length)).filter((k) => /:(fc|bg):/.test(k));
+    const values = keys.length ? await redis.mget(...keys) : [];
+    return Object.fromEntries(keys.map((k, i) => [k, values[i]!]).filter(([, v]) => v !== "0").sort());
+  }
+
+  /**
+   * Recommend over the real Redis counters, wrapped: the reads answer as if nothing had been
+   * decided yet (so the offers rank by priority, and a concurrent decision seems to have taken the
+   * top offer's cap between read and reserve: a refill follows), and the second reservation round
+   * fails, as Redis would mid-decision; `failRelease` breaks the give-back too. The log is kept.
+   */
+  function failingRecommend(failRelease: boolean) {
+    const f = svc.running.foundation;
+    const real = createRedisCounters(f.redis!);
+    let rounds = 0;
+    const counters: Counters = {
+      ...real,
+      evidence: { ...real.evidence, readEvidence: async () => ({}) },
+      reservations: {
+        ...real.reservations,
+        read: async () => ({}),
+        reserve: async (tenantId, groups) => {
+          if (++rounds === 2) throw new Error("injected: the second reservation round failed");
+          return real.reservations.reserve(tenantId, groups);
+        },
+        release: async (tenantId, reservations) => {
+          if (failRelease) throw new Error("injected: the give-back failed");
+          return real.reservations.release(tenantId, reservations);
+        },
+      },
+    };
+    const logged: Array<Record<string, any>> = [];
+    const logger = pino({ level: "error" }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+    const decisions = createDecisions({
+      db: f.db,
+      bus: f.bus,
+      logger,
+      counters,
+      audit: new AuditLog(new AuditStore(f.db)),
+      decisionConfig: svc.running.services.catalog.decisionConfig,
+      seedTenant: svc.running.services.catalog.seedTenant,
+      pool: null,
+      minTreeWalksForPool: Number.MAX_SAFE_INTEGER,
+      decisionQuota: null,
+    });
+    const impl = decisions.services.find((r) => r.service === DecisionService)!.impl as { recommend(ctx: TenantContext, req: unknown): Promise<unknown> };
+    const recommend = (tenantId: string, requestId: string, customerId: string) =>
+      impl.recommend(
+        { tenantId, userId: null, actorName: "test", role: "admin", principal: { kind: "internal" }, requestId },
+        createMessage(RecommendRequestSchema, { customerId, limit: 2 }),
+      );
+    return { recommend, logged, close: () => decisions.close() };
+  }
+
+  test("a failure in the second reservation round releases the first round's caps and budgets", async () => {
+    const t = await svc.createTenant();
+    const top = await create("offers", { name: unique("top"), status: "active", priority: 90 }, t);
+    for (const priority of [50, 10]) await create("offers", { name: unique("offer"), status: "active", priority }, t);
+    await create("contact-policies", { name: "once a day", config: { scope: "offer", maxImpressions: 1, windowSeconds: 86400 } }, t);
+    await create("budgets", { name: "launch", maxImpressions: 100 }, t);
+    // The top offer's cap is spent, which the failing service's stale read does not see.
+    const first = await post("/api/v1/recommend", { customerId: "dee", limit: 1 }, await dataKey(t));
+    assert.deepEqual(first.body.offers.map((o: any) => o.offerId), [top.id]);
+    const before = await capsAndBudgets(t.tenantId);
+    assert.equal(Object.keys(before).length, 2, JSON.stringify(before));
+
+    const failing = failingRecommend(false);
+    try {
+      await assert.rejects(failing.recommend(t.tenantId, "req-release", "dee"), /the second reservation round failed/);
+      assert.deepEqual(failing.logged, [], "the give-back worked: nothing to report");
+    } finally {
+      await failing.close();
+    }
+    assert.deepEqual(await capsAndBudgets(t.tenantId), before, "the second offer's cap and its budget unit were given back");
+  });
+
+  test("a give-back that fails is logged with the request id; the caller gets the first error", async () => {
+    const t = await svc.createTenant();
+    for (const priority of [90, 50, 10]) await create("offers", { name: unique("offer"), status: "active", priority }, t);
+    await create("contact-policies", { name: "once a day", config: { scope: "offer", maxImpressions: 1, windowSeconds: 86400 } }, t);
+    await post("/api/v1/recommend", { customerId: "eve", limit: 1 }, await dataKey(t));
+
+    const failing = failingRecommend(true);
+    try {
+      await assert.rejects(failing.recommend(t.tenantId, "req-leak", "eve"), /the second reservation round failed/);
+      const [entry] = failing.logged;
+      assert.equal(entry?.msg, "failed decision: caps and budgets not given back", JSON.stringify(failing.logged));
+      assert.equal(entry.requestId, "req-leak");
+      assert.equal(entry.tenantId, t.tenantId);
+      assert.match(entry.err.message, /the give-back failed/);
+      assert.equal(entry.reservations.length, 1, "the one unit the first round took");
+    } finally {
+      await failing.close();
+    }
+  });
+});
+
+describe("adaptive context buckets", () => {
+  const bucketBy = ["context.a", "context.b"];
+
+  /** A tenant whose only flow scores with an adaptive model bucketed by two request-context values. */
+  async function bucketedTenant() {
+    const t = await svc.createTenant();
+    const offer = await create("offers", { name: unique("offer"), status: "active" }, t);
+    await create("algorithm-models", { name: "By a and b", key: "by-ab", type: "adaptive", config: { bucketBy } }, t);
+    await oneOfferFlow(t, "bucketed", offer.id, "by-ab");
+    return { t, offer, key: await dataKey(t) };
+  }
+
+  /** The tenant's evidence hashes in Redis: bucket → the offer's trials. */
+  async function evidenceHashes(tenantId: string, offerId: string): Promise<Record<string, number>> {
+    const redis = svc.running.foundation.redis!;
+    const prefix = redis.options.keyPrefix ?? "";
+    const hashes = (await redis.keys(`${prefix}${tenantKey(tenantId, "ad:*")}`)).map((k) => k.slice(prefix.length));
+    const trials = await Promise.all(hashes.map((h) => redis.hget(h, `${offerId}:t`)));
+    return Object.fromEntries(hashes.map((h, i) => [h.slice(tenantKey(tenantId, "ad:").length), Number(trials[i])]));
+  }
+
+  test("values with the delimiter in them no longer share a bucket, and no raw value reaches a key", async () => {
+    const { t, offer, key } = await bucketedTenant();
+    for (const [i, context] of [{ a: "x,y", b: "z" }, { a: "x", b: "y,z" }].entries()) {
+      const res = await post("/api/v1/recommend", { customerId: `c${i}`, context }, key);
+      assert.deepEqual(res.body.offers.map((o: any) => o.offerId), [offer.id]);
+    }
+    const hashes = await evidenceHashes(t.tenantId, offer.id);
+    assert.deepEqual(Object.values(hashes), [1, 1], `two buckets of one trial each (they were both "x,y,z"): ${JSON.stringify(hashes)}`);
+    for (const bucket of Object.keys(hashes)) assert.match(bucket, /^[0-9a-f]{16}$/);
+  });
+
+  test("past the cap per bucket space, a new bucket counts in the all-contexts bucket and the trace says so", async () => {
+    const { t, offer, key } = await bucketedTenant();
+    const known = { a: "known", b: "1" };
+    await post("/api/v1/recommend", { customerId: "first", context: known }, key);
+    const redis = svc.running.foundation.redis!;
+    const registry = tenantKey(t.tenantId, `adb:${bucketSpace(bucketBy)}`);
+    await redis.sadd(registry, ...Array.from({ length: MAX_BUCKETS_PER_SPACE - 1 }, (_, i) => `minted-${i}`));
+    assert.equal(await redis.scard(registry), MAX_BUCKETS_PER_SPACE);
+
+    const fresh = { a: "one", b: "too many" };
+    const over = await post("/api/v1/recommend", { customerId: "late", context: fresh }, key);
+    assert.equal(over.status, 200, JSON.stringify(over.body));
+    assert.equal(await redis.scard(registry), MAX_BUCKETS_PER_SPACE, "the registry did not grow");
+    const [stored] = await sql("SELECT offers->0->>'bucket' AS bucket FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, over.body.recommendationId]);
+    assert.equal(stored.bucket, "*", "Respond's success will land where the trial did");
+    const overAgain = (await post("/api/v1/recommend", { customerId: "later", context: fresh }, key)).body;
+    assert.equal(overAgain.degraded, false);
+    assert.ok(Math.abs(overAgain.offers[0].propensity - 1 / 3) < 1e-9, `scored from the all-contexts evidence, 0 of 1: ${overAgain.offers[0].propensity}`);
+    await post("/api/v1/recommend", { customerId: "again", context: known }, key);
+    const knownBucket = contextBucket(bucketBy, { context: known, customer: {} });
+    assert.deepEqual(await evidenceHashes(t.tenantId, offer.id), { [knownBucket]: 2, "*": 2 }, "an admitted bucket goes on counting in its own hash");
+
+    await svc.running.services.decisions.traces.flush();
+    const trace = (await rest(svc.baseUrl, "GET", `/api/v1/decision-traces/${overAgain.recommendationId}`, { key: t.apiKey })).body;
+    assert.deepEqual(trace.inputs.bucketsOverCap, [contextBucket(bucketBy, { context: fresh, customer: {} })]);
+    assert.deepEqual(trace.inputs.adaptiveCounts, { [`${offer.id}|*`]: { successes: 0, trials: 1 } }, "the replay reads the bucket the decision used");
+    assert.ok(Math.abs(trace.scoringResults[0].propensity - 1 / 3) < 1e-9);
+  });
+});
+
 describe("flows, models and the three doors", () => {
   test("a flow with an imported logistic model ranks by it; gRPC and Connect give the same shape", async () => {
     const t = await svc.createTenant();
@@ -193,13 +378,7 @@ describe("flows, models and the three doors", () => {
       type: "logistic_regression",
       config: { intercept: -1, coefficients: { "customer.age": 0.05, "offer.priority": 0.01 } },
     }, t);
-    await create("decision-flows", {
-      name: "Scored",
-      key: "scored",
-      status: "active",
-      config: { nodes: [{ type: "candidates", offerIds: [senior.id] }, { type: "score", modelKey: "lr" }, { type: "rank", count: 1 }] },
-      autoAssemble: false,
-    }, t);
+    await oneOfferFlow(t, "scored", senior.id, "lr");
     await rest(svc.baseUrl, "PUT", "/api/v1/customers/alice", { key: t.apiKey, body: { attributes: { age: 40 } } });
     const key = await dataKey(t);
     const res = await post("/api/v1/recommend", { customerId: "alice", flow: "scored" }, key);

@@ -96,7 +96,7 @@ describe("POST /api/v1/respond", () => {
     assert.equal(replay.body.status, "already_recorded");
     assert.equal(replay.body.id, both.body.id);
     assert.equal(replay.body.outcome, "click", "the original record, whatever the replay's payload");
-    assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 2, t: 1 });
+    assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 1, t: 1 }, "two clicks on one impression: one trial, one success");
     const missing = await post("/api/v1/respond", { customerId: "bo", outcome: "click", recommendationId: rec.recommendationId, rank: 1 }, key);
     assert.equal(missing.status, 400);
     assert.match(missing.body.error.message, /^idempotencyKey: is required/);
@@ -203,7 +203,7 @@ describe("the attribution ladder (spec 4.4)", () => {
     await impression(29);
     const fresh = await post("/api/v1/respond", { customerId: "gus", outcome: "click", idempotencyKey: "c3", creativeId: creative.id }, key);
     assert.equal(fresh.body.status, "recorded");
-    assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 1, t: 0 });
+    assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 0, t: 0 }, "an impression no decision counted is no trial: a success cannot pass the trials");
     const unknown = await post("/api/v1/respond", { customerId: "gus", outcome: "click", idempotencyKey: "c4", creativeId: randomUUID() }, key);
     assert.equal(unknown.status, 400);
     assert.match(unknown.body.error.message, /^creativeId: unknown creative/);
@@ -288,6 +288,35 @@ describe("learning from outcomes", () => {
     const after = (await post("/api/v1/recommend?explain=true", { customerId: "grumpy", limit: 2 }, key)).body;
     assert.deepEqual(after.offers.map((o: any) => o.offerId), [ignored.id]);
     assert.equal(after.rejectedOffers.find((r: any) => r.offerId === liked.id).stage, "suppression");
+  });
+
+  test("one success per exposure: a click then a conversion on one impression, however attributed", async () => {
+    const { t, offers, key } = await setup();
+    const web = await create("channels", { name: "web" }, t);
+    const creative = await create("creatives", { name: "banner", offerId: offers[0].id, channelId: web.id }, t);
+    const respond = (body: Record<string, unknown>) => post("/api/v1/respond", { customerId: "lu", idempotencyKey: randomUUID(), ...body }, key);
+    const shown = (await post("/api/v1/recommend", { customerId: "lu" }, key)).body;
+    const onIt = { recommendationId: shown.recommendationId, rank: 1 };
+    for (const outcome of [{ outcome: "click", ...onIt }, { outcome: "conversion", ...onIt }, { outcome: "conversion", creativeId: creative.id }]) {
+      const res = await respond(outcome);
+      assert.equal(res.body.status, "recorded", JSON.stringify(res.body));
+    }
+    assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 1, t: 1 }, "the creativeId-only conversion found the same exposure");
+
+    const again = (await post("/api/v1/recommend", { customerId: "lu" }, key)).body;
+    await respond({ outcome: "click", recommendationId: again.recommendationId, rank: 1 });
+    assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 2, t: 2 }, "a new impression can succeed again");
+    const next = (await post("/api/v1/recommend", { customerId: "mo" }, key)).body;
+    assert.equal(next.degraded, false);
+    assert.ok(Math.abs(next.offers[0].propensity - 3 / 4) < 1e-9, `Beta(1+2, 1+0): ${next.offers[0].propensity}`);
+  });
+
+  test("evidence read with more successes than trials (a process's stale view) scores, capped, instead of degrading", async () => {
+    const { t, offers, key } = await setup();
+    await svc.running.foundation.redis!.hset(`t:{${t.tenantId}}:ad:*`, `${offers[0].id}:s`, 3, `${offers[0].id}:t`, 1);
+    const res = (await post("/api/v1/recommend", { customerId: "nia" }, key)).body;
+    assert.equal(res.degraded, false);
+    assert.ok(Math.abs(res.offers[0].propensity - 2 / 3) < 1e-9, `read as 1 of 1, Beta(1+1, 1+0): ${res.offers[0].propensity}`);
   });
 
   test("conversions spend a maxConversions budget", async () => {

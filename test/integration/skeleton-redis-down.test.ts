@@ -5,14 +5,18 @@ import { grpcClient, rest } from "../support/clients.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { startPrivateRedis, type PrivateRedis } from "../support/private-redis.js";
 import { freePort } from "../../src/platform/embedded-postgres.js";
+import { pino } from "pino";
 
 let redis: PrivateRedis;
 let svc: TestService;
 let tenant: { tenantId: string; userId: string; apiKey: string };
+/** What the service logged at warn and above. */
+const logged: Array<Record<string, any>> = [];
 
 before(async () => {
   redis = await startPrivateRedis();
-  svc = await startTestService({ redisUrl: redis.url });
+  const logger = pino({ level: "warn" }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+  svc = await startTestService({ redisUrl: redis.url }, undefined, logger);
   tenant = await svc.createTenant();
 });
 after(async () => {
@@ -52,6 +56,15 @@ test("with Redis down: /healthz is 503, the token endpoint fails closed, other r
   const decision = await timed(rest(svc.baseUrl, "POST", "/api/v1/recommend", { key: dataKey, body: { customerId: "c" } }));
   assert.equal(decision.status, 503, "caps and budgets cannot be honoured without their counters: fail closed");
   assert.equal(decision.body.error.code, "SERVICE_UNAVAILABLE");
+  assert.equal(decision.headers.get("x-error-reason"), "COUNTERS_UNAVAILABLE");
+  assert.equal(decision.body.error.message, "Counters are temporarily unavailable; try again shortly", "Redis's own words stay in the log");
+  assert.doesNotMatch(JSON.stringify(decision.body), /ECONNREFUSED|127\.0\.0\.1|:\d{4,5}\b|redis|lua|connection/i);
+  const requestId = decision.headers.get("x-request-id");
+  const cause = logged.find((l) => l.requestId === requestId);
+  assert.ok(cause, `the failure is logged under request id ${requestId}`);
+  assert.equal(cause.err.reason, "COUNTERS_UNAVAILABLE");
+  assert.notEqual(cause.err.message, decision.body.error.message, "the log has what the answer hides");
+  assert.match(cause.err.message, /^Counters are temporarily unavailable; try again shortly: ./);
   const rec = (await rest(svc.baseUrl, "GET", "/api/v1/decision-traces?customerId=c", { key: tenant.apiKey })).body;
   const outcome = await timed(rest(svc.baseUrl, "POST", "/api/v1/respond", {
     key: dataKey,

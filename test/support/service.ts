@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { loadConfig, type Config } from "../../src/config.js";
-import { createLogger } from "../../src/platform/logger.js";
+import { createLogger, type Logger } from "../../src/platform/logger.js";
 import { startService, type RunningService } from "../../src/main.js";
 import type { IdentityService } from "../../src/identity/identity-service.js";
 import type { RoleName } from "../../src/platform/context.js";
@@ -22,8 +22,11 @@ export interface TestService {
   stop(): Promise<void>;
 }
 
-/** The whole service on real Postgres (a database of this file's own) and Redis (a key prefix of its own). */
-export async function startTestService(overrides: Partial<Config> = {}, databaseUrl?: string): Promise<TestService> {
+/**
+ * The whole service on real Postgres (a database of this file's own) and Redis (a key prefix of its
+ * own). `logger` lets a test read what the service logs.
+ */
+export async function startTestService(overrides: Partial<Config> = {}, databaseUrl?: string, logger?: Logger): Promise<TestService> {
   const config: Config = {
     ...loadConfig({}),
     host: "127.0.0.1",
@@ -39,7 +42,7 @@ export async function startTestService(overrides: Partial<Config> = {}, database
     shutdownGraceMs: 2000,
     ...overrides,
   };
-  const running = await startService(config, createLogger(config.logLevel));
+  const running = await startService(config, logger ?? createLogger(config.logLevel));
   const identity = running.services.identity;
   let n = 0;
   return {

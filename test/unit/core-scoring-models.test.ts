@@ -71,16 +71,47 @@ describe("Beta-Bernoulli posterior mean", () => {
   }
 
   test("counts are per context bucket", () => {
-    const model = { ...ADAPTIVE, bucketBy: ["context.channel", "customer.tier"] };
-    const counts = { "o1|email,gold": { successes: 9, trials: 10 }, "o1|email,_": { successes: 0, trials: 10 } };
+    const bucketBy = ["context.channel", "customer.tier"];
+    const model = { ...ADAPTIVE, bucketBy };
+    const goldEmail = contextBucket(bucketBy, { context: { channel: "email" }, customer: { tier: "gold" } });
+    const noTier = contextBucket(bucketBy, { context: { channel: "email" }, customer: {} });
+    const counts = { [`o1|${goldEmail}`]: { successes: 9, trials: 10 }, [`o1|${noTier}`]: { successes: 0, trials: 10 } };
     close(scoreOne(model, { context: { channel: "email" }, customer: { tier: "gold" }, adaptiveCounts: counts }).score, 10 / 12);
-    close(scoreOne(model, { context: { channel: "email" }, adaptiveCounts: counts }).score, 1 / 12, "missing attribute bucket is _");
+    close(scoreOne(model, { context: { channel: "email" }, adaptiveCounts: counts }).score, 1 / 12, "a missing attribute is a bucket of its own");
     assert.equal(contextBucket([], { customer: {}, context: {} }), "*");
+  });
+
+  test("a bucket is a fixed-length hash of the values: no delimiter to collide on, no raw value in a key", () => {
+    const bag = (context: Record<string, unknown>, customer: Record<string, unknown> = {}) => ({ context, customer });
+    const two = ["context.a", "context.b"];
+    const pairs: Array<[string, string, string]> = [
+      // [old bucket both shared, new bucket, new bucket]
+      ["x,y,z", contextBucket(two, bag({ a: "x,y", b: "z" })), contextBucket(two, bag({ a: "x", b: "y,z" }))],
+      ["_", contextBucket(["context.a"], bag({ a: "_" })), contextBucket(["context.a"], bag({}))],
+      ["*", contextBucket(["context.a"], bag({ a: "*" })), "*"],
+      ["gold", contextBucket(["context.a"], bag({ a: "gold" })), contextBucket(["customer.tier"], bag({}, { tier: "gold" }))],
+      ["[object Object]", contextBucket(["context.a"], bag({ a: { x: 1 } })), contextBucket(["context.a"], bag({ a: { x: 2 } }))],
+    ];
+    for (const [old, one, other] of pairs) assert.notEqual(one, other, `once both "${old}"`);
+    for (const bucket of pairs.flatMap(([, one, other]) => [one, other]).filter((b) => b !== "*")) assert.match(bucket, /^[0-9a-f]{16}$/);
+    assert.equal(contextBucket(["context.a"], bag({ a: "x".repeat(100_000) })).length, 16);
+    assert.equal(contextBucket(["context.a"], bag({ a: 7 })), contextBucket(["context.a"], bag({ a: "7" })), "values compare as text");
+    assert.equal(contextBucket(["context.a"], bag({ a: { y: 1, x: 2 } })), contextBucket(["context.a"], bag({ a: { x: 2, y: 1 } })), "objects by canonical JSON");
+  });
+
+  test("a bucket over the tenant's cap scores from the all-contexts evidence", () => {
+    const bucketBy = ["context.channel"];
+    const model = { ...ADAPTIVE, bucketBy };
+    const email = contextBucket(bucketBy, { context: { channel: "email" }, customer: {} });
+    const counts = { [`o1|${email}`]: { successes: 9, trials: 10 }, "o1|*": { successes: 0, trials: 10 } };
+    close(scoreOne(model, { context: { channel: "email" }, adaptiveCounts: counts }).score, 10 / 12);
+    close(scoreOne(model, { context: { channel: "email" }, adaptiveCounts: counts, bucketsOverCap: [email] }).score, 1 / 12);
   });
 
   test("every candidate is scored in the request's bucket", () => {
     const model = { ...ADAPTIVE, bucketBy: ["context.channel"] };
-    const counts = { "o1|email": { successes: 9, trials: 10 }, "o2|email": { successes: 1, trials: 10 }, "o2|web": { successes: 10, trials: 10 } };
+    const [email, web] = ["email", "web"].map((channel) => contextBucket(model.bucketBy, { context: { channel }, customer: {} }));
+    const counts = { [`o1|${email}`]: { successes: 9, trials: 10 }, [`o2|${email}`]: { successes: 1, trials: 10 }, [`o2|${web}`]: { successes: 10, trials: 10 } };
     const offers: ScoringOffer[] = [{ id: "o1", priority: 1, businessValue: 1 }, { id: "o2", priority: 1, businessValue: 1 }];
     const scored = (channel: string) => scoreCandidates(task(model, { context: { channel }, adaptiveCounts: counts }, offers)).map((r) => r.score);
     const [email1, email2] = scored("email");

@@ -7,25 +7,47 @@
  * which other offers were scored. Below `coldStartTrials` trials the propensity is `cold_start`.
  */
 import { resolveAttribute, isMissing, type AttributeBag } from "../attributes.js";
+import { canonicalJson } from "../canonical-json.js";
+import { fnv1a64 } from "../hash.js";
 import { createRandom } from "../random.js";
 import { betaMean, sampleBeta } from "./beta.js";
 import { DEFAULT_ADAPTIVE, type AdaptiveModel, type AdaptiveSettings } from "./models.js";
 import { numberProblem, type AdaptiveCount, type Compiled, type Explanation, type ModelScore, type ScoringContext } from "./scorer.js";
 
-/** Bucket used when `bucketBy` is empty. */
+/** Bucket used when `bucketBy` is empty, and in place of a bucket over the cap (`bucketsOverCap`). */
 export const ALL_CONTEXTS_BUCKET = "*";
-/** Bucket segment for a `bucketBy` attribute the request lacks. */
-export const MISSING_BUCKET_VALUE = "_";
 
-/** The context bucket: the `bucketBy` attribute values joined with `,`. */
+/**
+ * The context bucket: FNV-1a 64 (16 hex digits) of the canonical JSON of `[[path, value], …]` over
+ * `bucketBy`, each value as text (a string as is, anything else as its canonical JSON) or null when
+ * missing. The values are the caller's (request context, customer attributes), so they never
+ * appear in a key raw: a bucket is as long as any other, has no delimiter in it, and two different
+ * value lists (`["a,b", "c"]` and `["a", "b,c"]`) or the same values under different paths are
+ * different buckets. FNV does not resist a deliberate collision; the most one could do is mix the
+ * evidence of two of the tenant's own buckets.
+ */
 export function contextBucket(bucketBy: readonly string[] | undefined, bag: AttributeBag): string {
   if (!bucketBy || bucketBy.length === 0) return ALL_CONTEXTS_BUCKET;
-  return bucketBy
-    .map((path) => {
-      const value = resolveAttribute(bag, path);
-      return isMissing(value) ? MISSING_BUCKET_VALUE : String(value);
-    })
-    .join(",");
+  return fnv1a64(canonicalJson(bucketBy.map((path) => [path, bucketValue(resolveAttribute(bag, path))])));
+}
+
+function bucketValue(value: unknown): string | null {
+  if (isMissing(value)) return null;
+  return typeof value === "string" ? value : canonicalJson(value);
+}
+
+/**
+ * The bucket a model counts this request's evidence in: its context bucket, or the all-contexts
+ * bucket when the service found that bucket over the tenant's cap (DecisionInput.bucketsOverCap).
+ */
+export function countingBucket(bucketBy: readonly string[] | undefined, bag: AttributeBag, bucketsOverCap: readonly string[] | undefined): string {
+  const bucket = contextBucket(bucketBy, bag);
+  return bucketsOverCap?.includes(bucket) ? ALL_CONTEXTS_BUCKET : bucket;
+}
+
+/** Names a `bucketBy` list: models bucketed by the same paths share their buckets, and the cap on them. */
+export function bucketSpace(bucketBy: readonly string[]): string {
+  return fnv1a64(canonicalJson(bucketBy));
 }
 
 /** Key of `adaptiveCounts`: `<offerId>|<bucket>`. */
@@ -64,7 +86,9 @@ function requestBucket(bucketBy: readonly string[] | undefined, context: Scoring
   let byPaths = requestBuckets.get(context);
   if (!byPaths) requestBuckets.set(context, (byPaths = new Map()));
   let bucket = byPaths.get(bucketBy);
-  if (bucket === undefined) byPaths.set(bucketBy, (bucket = contextBucket(bucketBy, { customer: context.bag.customer, context: context.bag.context })));
+  if (bucket === undefined) {
+    byPaths.set(bucketBy, (bucket = countingBucket(bucketBy, { customer: context.bag.customer, context: context.bag.context }, context.bucketsOverCap)));
+  }
   return bucket;
 }
 

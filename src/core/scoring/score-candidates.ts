@@ -24,6 +24,8 @@ export interface ScoreTask {
   modelKey: string;
   shadowModelKeys: string[];
   adaptiveCounts: Record<string, AdaptiveCount>;
+  /** DecisionInput.bucketsOverCap. */
+  bucketsOverCap?: string[];
   clv: ClvInput | null;
   seed: string;
   /** Build `explanations[]`; without it they are empty, which saves work on unsampled decisions. */
@@ -62,7 +64,15 @@ export function scoreCandidates(task: ScoreTask): CandidateScore[] {
   // One context per task, pointed at each candidate in turn: scorers read it synchronously and keep
   // none of it, and a context and a bag per candidate were most of what scoring allocated.
   const bag = { customer: task.customer, context: task.context, offer: {} as Attributes };
-  const context: ScoringContext = { offer: task.candidates[0], bag, adaptiveCounts: task.adaptiveCounts, clv: task.clv, seed: task.seed, explain: task.explain };
+  const context: ScoringContext = {
+    offer: task.candidates[0],
+    bag,
+    adaptiveCounts: task.adaptiveCounts,
+    bucketsOverCap: task.bucketsOverCap,
+    clv: task.clv,
+    seed: task.seed,
+    explain: task.explain,
+  };
   const shadowContext: ScoringContext = { ...context, explain: false };
   return task.candidates.map((offer) => {
     context.offer = shadowContext.offer = offer;

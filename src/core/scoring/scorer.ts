@@ -44,6 +44,8 @@ export interface ScoringContext {
   bag: AttributeBag;
   /** Keyed by adaptiveCountKey(offerId, bucket). */
   adaptiveCounts: Readonly<Record<string, AdaptiveCount>>;
+  /** Context buckets that count in the all-contexts bucket instead (DecisionInput.bucketsOverCap). */
+  bucketsOverCap?: readonly string[];
   clv: ClvInput | null;
   /** The request seed; models that sample derive their own stream from it. */
   seed: string;
