@@ -94,7 +94,7 @@ function reachableBinaries(binaries: Binaries, account: Account, runtimeDir: str
   }
   const initdb = join(copy, "bin", "initdb");
   if (!canExecute(account, initdb)) {
-    throw new EmbeddedPostgresError(`the postgres user cannot run ${initdb}: make ${runtimeDir} reachable (mode 0755), run npm start as another user, or set DATABASE_URL`);
+    throw new EmbeddedPostgresError(`the postgres user cannot run ${initdb}: set EMBEDDED_PG_DIR (now ${runtimeDir}) to a directory it can reach, run npm start as another user, or set DATABASE_URL`);
   }
   return { initdb, postgres: join(copy, "bin", "postgres") };
 }
@@ -122,7 +122,7 @@ function reachableDatabaseDir(link: string, account: Account, runtimeDir: string
   chownSync(target, account.uid, account.gid);
   if (!canWrite(account, target)) {
     rmdirSync(target);
-    throw new EmbeddedPostgresError(`the postgres user can reach neither ${link} nor ${target}: make ${runtimeDir} reachable (mode 0755), run npm start as another user, or set DATABASE_URL`);
+    throw new EmbeddedPostgresError(`the postgres user can reach neither ${link} nor ${target}: set EMBEDDED_PG_DIR (now ${runtimeDir}) to a directory it can reach, run npm start as another user, or set DATABASE_URL`);
   }
   rmdirSync(link);
   symlinkSync(target, link);

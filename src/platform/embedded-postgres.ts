@@ -110,9 +110,6 @@ async function initdb(layout: EmbeddedLayout, password: string): Promise<void> {
     child.stderr!.on("data", (c) => (output += c));
     const [code] = await once(child, "close"); // rejects on "error": the program could not be run
     if (code !== 0) throw new EmbeddedPostgresError(`initdb failed for ${layout.databaseDir}: ${tail(output)}`);
-  } catch (err) {
-    if (err instanceof EmbeddedPostgresError) throw err;
-    throw new EmbeddedPostgresError(`could not run ${layout.initdb}: ${(err as Error).message}`);
   } finally {
     rmSync(secretDir, { recursive: true, force: true });
   }
@@ -193,10 +190,16 @@ export async function startEmbeddedPostgres(
         `runs it (if none does, kill ${running.pid}), or set DATABASE_URL to reach its database`,
     );
   }
-  const layout = await embeddedLayout(root, resolve(options.runtimeDir), logger);
-  const created = !existsSync(join(layout.databaseDir, "PG_VERSION"));
-  if (created) await initdb(layout, password);
-  const port = await freePort();
-  const stop = await startPostmaster(layout, port, logger);
-  return { url: urlFor(password, port), created, stop };
+  try {
+    const layout = await embeddedLayout(root, resolve(options.runtimeDir), logger);
+    const created = !existsSync(join(layout.databaseDir, "PG_VERSION"));
+    if (created) await initdb(layout, password);
+    const port = await freePort();
+    const stop = await startPostmaster(layout, port, logger);
+    return { url: urlFor(password, port), created, stop };
+  } catch (err) {
+    // A file system refusal (EACCES, ENOSPC, EROFS) is the operator's to fix too: one line, no stack.
+    if (err instanceof EmbeddedPostgresError) throw err;
+    throw new EmbeddedPostgresError(`the embedded PostgreSQL could not start (${(err as Error).message}): fix that, or set DATABASE_URL`);
+  }
 }
