@@ -49,7 +49,7 @@ async function run(argv: string[]): Promise<unknown> {
   if (!known.includes(command)) throw new UsageError(command ? `unknown command "${command}"` : "no command given");
   const config = loadConfig();
   const logger = createLogger(process.env.LOG_LEVEL ?? "warn", 2);
-  const f = await openFoundation(config, logger);
+  const f = await openFoundation(config, logger, { shareEmbeddedDatabase: true });
   const services = createServices(f);
   try {
     const { identity } = services;

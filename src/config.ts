@@ -15,6 +15,8 @@ export interface Config {
   /** Prepended to every Redis key and channel, so deployments (and test files) can share a Redis. */
   redisKeyPrefix: string;
   dataDir: string;
+  /** As root: where the embedded PostgreSQL goes when the postgres user cannot reach dataDir or the checkout. */
+  embeddedPgDir: string;
   /** Raw environment values; secrets.ts decides whether they are usable. */
   apiKeyPepper: string | null;
   jwtSigningSecret: string | null;
@@ -99,6 +101,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: optional(env, "REDIS_URL"),
     redisKeyPrefix: env.REDIS_KEY_PREFIX ?? "",
     dataDir: env.DATA_DIR || ".data",
+    embeddedPgDir: env.EMBEDDED_PG_DIR || "/var/lib/decisioning-service",
     apiKeyPepper: optional(env, "API_KEY_PEPPER"),
     jwtSigningSecret: optional(env, "JWT_SIGNING_SECRET") ?? optional(env, "SESSION_SECRET"),
     internalApiKey: optional(env, "API_KEY"),

