@@ -1,18 +1,25 @@
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { Code } from "@connectrpc/connect";
 import { AppError, isAppError, type ErrorCode } from "../platform/errors.js";
+import { isTransientConflict, transientConflictError } from "../platform/db.js";
 import type { Logger } from "../platform/logger.js";
 import type { ErrorFormatName } from "../platform/method-policy.js";
 import type { RateLimitDecision } from "../platform/rate-limiter.js";
 
-/** Every failure becomes an AppError; anything unexpected is logged with its cause and never leaked. */
+/**
+ * Every failure becomes an AppError; anything unexpected is logged with its cause and never leaked.
+ * A deadlock or serialization failure that escaped a retrying transaction is the caller's to retry
+ * (503 with Retry-After), and a 503 caused by a failure underneath is logged with that failure.
+ */
 export function toAppError(err: unknown, logger: Logger, requestId?: string): AppError {
-  if (isAppError(err)) {
-    if (err.code === "INTERNAL") logger.error({ err, requestId }, "internal error");
-    return err;
+  const app = isAppError(err) ? err : isTransientConflict(err) ? transientConflictError(err) : null;
+  if (!app) {
+    logger.error({ err, requestId }, "unexpected error");
+    return new AppError({ code: "INTERNAL", reason: "INTERNAL", message: "Internal server error" });
   }
-  logger.error({ err, requestId }, "unexpected error");
-  return new AppError({ code: "INTERNAL", reason: "INTERNAL", message: "Internal server error" });
+  if (app.code === "INTERNAL") logger.error({ err: app, requestId }, "internal error");
+  else if (app.code === "UNAVAILABLE" && app.cause !== undefined) logger.warn({ err: app, requestId }, "unavailable");
+  return app;
 }
 
 export const GRPC_CODES: Record<ErrorCode, GrpcStatus> = {
