@@ -7,7 +7,8 @@ import type { AuditRow } from "./audit-entry.js";
 export interface AuditFilter {
   entityType?: string;
   entityId?: string;
-  action?: string;
+  /** Any of these stored actions (audit-entry.ts actionsMatching). */
+  actions?: string[];
   /** Inclusive. */
   since?: Date;
   /** Inclusive. */
@@ -23,7 +24,7 @@ function where(tenantId: string, filter: AuditFilter, bind: unknown[]): string {
   };
   if (filter.entityType) add("entity_type = ?", filter.entityType);
   if (filter.entityId) add("entity_id = ?", filter.entityId);
-  if (filter.action) add("action = ?", filter.action);
+  if (filter.actions) add("action = ANY(?::text[])", filter.actions);
   if (filter.since) add(`"timestamp" >= ?`, filter.since);
   if (filter.until) add(`"timestamp" <= ?`, filter.until);
   return parts.join(" AND ");
