@@ -1,6 +1,6 @@
-import { fromJson, type JsonValue } from "@bufbuild/protobuf";
-import { DecisionTraceSchema, type DecisionTrace } from "../../gen/decisioning/v1/decisions_pb.js";
+import type { DecisionTrace } from "../../gen/decisioning/v1/decisions_pb.js";
 import type { TraceRow } from "./decision-store.js";
+import { traceMessage } from "./trace-record.js";
 
 /**
  * What a trace held before migration 0006 (replay records, ADR 4): the explanation itself, in the
@@ -23,29 +23,15 @@ export function isStoredExplanation(stored: unknown): stored is StoredExplanatio
   return typeof s === "object" && s !== null && !("refusals" in s) && Array.isArray(s.qualificationResults);
 }
 
-/** The stored explanation read straight into the message, as the reader of that time did. */
+/** The stored explanation read into the message, with the defaults the reader of that time used. */
 export function storedExplanationTrace(row: Omit<TraceRow, "trace">, stored: StoredExplanation): DecisionTrace {
-  return fromJson(
-    DecisionTraceSchema,
-    JSON.parse(
-      JSON.stringify({
-        id: row.id,
-        recommendationId: row.recommendation_id,
-        customerId: row.customer_id,
-        flowId: row.flow_id,
-        scoringResults: stored.scoringResults ?? [],
-        selectedOffers: stored.selectedOffers ?? [],
-        qualificationResults: stored.qualificationResults,
-        contactPolicyResults: stored.contactPolicyResults ?? [],
-        rejectedOffers: stored.rejectedOffers ?? [],
-        degradedScoring: row.degraded_scoring,
-        rankingWeights: stored.rankingWeights ?? {},
-        inputsHash: row.inputs_hash,
-        policyVersionHash: row.policy_version_hash,
-        inputs: stored.inputs ?? {},
-        createdAt: row.created_at.toISOString(),
-      }),
-    ) as JsonValue,
-    { ignoreUnknownFields: true },
-  );
+  return traceMessage(row, {
+    scoringResults: stored.scoringResults ?? [],
+    selectedOffers: stored.selectedOffers ?? [],
+    qualificationResults: stored.qualificationResults,
+    contactPolicyResults: stored.contactPolicyResults ?? [],
+    rejectedOffers: stored.rejectedOffers ?? [],
+    rankingWeights: stored.rankingWeights ?? {},
+    inputs: stored.inputs ?? {},
+  });
 }

@@ -1,9 +1,8 @@
 import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
-import { request } from "node:http";
 import { Code } from "@connectrpc/connect";
 import { startTestService, type TestService } from "../support/service.js";
-import { connectClient, grpcClient, rest, rpcError, type RestResponse } from "../support/clients.js";
+import { connectClient, grpcClient, postFrom, rest, rpcError, type RestResponse } from "../support/clients.js";
 import { ApiKeyService } from "../../gen/decisioning/v1/identity_pb.js";
 
 let svc: TestService;
@@ -131,7 +130,7 @@ describe("the token endpoint's limiter (20 per 60 s per client_id, per IP when a
     const c = await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { key: t.apiKey, body: {} });
     const victim = { grant_type: "client_credentials", client_id: c.body.clientId, client_secret: c.body.clientSecret };
     const attacker = { ...victim, client_secret: "kcs_guess" };
-    const from = (address: string, body: unknown) => postFrom(svc.baseUrl, address, "/api/v1/oauth/token", body);
+    const from = (address: string, body: unknown) => postFrom(address, svc.baseUrl, "/api/v1/oauth/token", body);
 
     const attempts = [];
     for (let i = 0; i < 5; i++) attempts.push((await from("127.0.0.2", attacker)).status);
@@ -149,18 +148,3 @@ describe("the token endpoint's limiter (20 per 60 s per client_id, per IP when a
   });
 });
 
-/** A JSON POST sent from another loopback address (Linux routes all of 127/8 to lo), as a second client machine would. */
-function postFrom(baseUrl: string, localAddress: string, path: string, body: unknown): Promise<RestResponse> {
-  return new Promise((resolve, reject) => {
-    const req = request(new URL(path, baseUrl), { method: "POST", localAddress, headers: { "content-type": "application/json" } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8");
-        resolve({ status: res.statusCode!, headers: new Headers(res.headers as Record<string, string>), body: text ? JSON.parse(text) : null });
-      });
-    });
-    req.on("error", reject);
-    req.end(JSON.stringify(body));
-  });
-}
