@@ -2,6 +2,8 @@ import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import type { Sequelize } from "sequelize";
+import { create } from "@bufbuild/protobuf";
+import { ListApiKeysRequestSchema, RevokeApiKeyRequestSchema } from "../../gen/decisioning/v1/identity_pb.js";
 import { createSequelize } from "../../src/platform/db.js";
 import { createRedis, connectRedis, type Redis } from "../../src/platform/redis.js";
 import { createRedisBus, type Bus } from "../../src/platform/bus.js";
@@ -77,7 +79,7 @@ describe("a revocation racing an API-key lookup (real Postgres and Redis)", () =
     const secrets = createSecrets({ apiKeyPepper: TEST_PEPPER, jwtSigningSecret: TEST_JWT_SECRET });
     const identity = new IdentityService(new IdentityStore(db), secrets, buses[0]);
     const { tenantId, userId, apiKey } = await identity.createTenant("race");
-    const [key] = (await identity.listApiKeys({ tenantId } as TenantContext, { includeRevoked: false } as never)).data;
+    const [key] = (await identity.listApiKeys({ tenantId } as TenantContext, create(ListApiKeysRequestSchema))).data;
 
     // The authenticating process (the other bus) reads the key, then is held before it caches it.
     const read = deferred();
@@ -101,7 +103,7 @@ describe("a revocation racing an API-key lookup (real Postgres and Redis)", () =
     const started = auth.authenticate(call);
     await read.promise;
     const ctx: TenantContext = { tenantId, userId, actorName: "admin", role: "admin", principal: { kind: "internal" }, requestId: "" };
-    await identity.revokeApiKey(ctx, { id: key.id, reason: "leaked" } as never);
+    await identity.revokeApiKey(ctx, create(RevokeApiKeyRequestSchema, { id: key.id, reason: "leaked" }));
     const later = auth.authenticate(call);
     release.resolve();
     await assert.rejects(later, { reason: "INVALID_API_KEY" }, "a request after the revocation does not join the old lookup");

@@ -39,7 +39,8 @@ function crossedLocks(meet: () => Promise<void>, first: number) {
   };
 }
 
-function silentLogger(warnings: unknown[] = []): Logger {
+/** Records warnings; an error log fails the test. */
+function warningRecorder(warnings: unknown[] = []): Logger {
   return { warn: (o: unknown) => warnings.push(o), error: () => assert.fail("a transient conflict is not logged as an error"), info() {}, debug() {} } as unknown as Logger;
 }
 
@@ -52,7 +53,7 @@ describe("deadlocks and serialization failures", () => {
     assert.equal(pgErrorCode(failed[0].reason), "40P01");
 
     const warnings: unknown[] = [];
-    const app = toAppError(failed[0].reason, silentLogger(warnings), "req-1");
+    const app = toAppError(failed[0].reason, warningRecorder(warnings), "req-1");
     assert.equal(app.code, "UNAVAILABLE");
     assert.equal(app.reason, "TRANSACTION_CONFLICT");
     assert.equal(GRPC_CODES[app.code], GrpcStatus.UNAVAILABLE);
