@@ -8,18 +8,19 @@ import type { RateLimitDecision } from "../platform/rate-limiter.js";
 
 /**
  * Every failure becomes an AppError; anything unexpected is logged with its cause and never leaked.
- * A deadlock or serialization failure that escaped a retrying transaction is the caller's to retry
- * (503 with Retry-After), and a 503 caused by a failure underneath is logged with that failure.
+ * An AppError that carries a cause answers with its own stable message and hides a failure
+ * underneath (Redis down, for one), which is logged here, with the request id, for the operator.
  */
 export function toAppError(err: unknown, logger: Logger, requestId?: string): AppError {
-  const app = isAppError(err) ? err : isTransientConflict(err) ? transientConflictError(err) : null;
-  if (!app) {
-    logger.error({ err, requestId }, "unexpected error");
-    return new AppError({ code: "INTERNAL", reason: "INTERNAL", message: "Internal server error" });
+  if (isAppError(err)) {
+    if (err.code === "INTERNAL") logger.error({ err, requestId }, "internal error");
+    else if (err.cause !== undefined) logger.warn({ err, requestId }, "request failed on a dependency");
+    return err;
   }
-  if (app.code === "INTERNAL") logger.error({ err: app, requestId }, "internal error");
-  else if (app.code === "UNAVAILABLE" && app.cause !== undefined) logger.warn({ err: app, requestId }, "unavailable");
-  return app;
+  // A deadlock or serialization failure that escaped a retrying transaction: the caller may retry (503).
+  if (isTransientConflict(err)) return toAppError(transientConflictError(err), logger, requestId);
+  logger.error({ err, requestId }, "unexpected error");
+  return new AppError({ code: "INTERNAL", reason: "INTERNAL", message: "Internal server error" });
 }
 
 export const GRPC_CODES: Record<ErrorCode, GrpcStatus> = {

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file decisioning/v1/options.proto.
  */
 export const file_decisioning_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChxkZWNpc2lvbmluZy92MS9vcHRpb25zLnByb3RvEg5kZWNpc2lvbmluZy52MSKbAQoJUmF0ZUxpbWl0Eg4KBmJ1Y2tldBgBIAEoCRINCgVsaW1pdBgCIAEoDRIWCg53aW5kb3dfc2Vjb25kcxgDIAEoDRIpCgNrZXkYBCABKA4yHC5kZWNpc2lvbmluZy52MS5SYXRlTGltaXRLZXkSEwoLZmFpbF9jbG9zZWQYBSABKAgSFwoPY291bnRfc3VjY2Vzc2VzGAYgASgIIpoCCgxNZXRob2RQb2xpY3kSJAoFcGxhbmUYASABKA4yFS5kZWNpc2lvbmluZy52MS5QbGFuZRImCghtaW5fcm9sZRgCIAEoDjIULmRlY2lzaW9uaW5nLnYxLlJvbGUSFgoObWF4X2JvZHlfYnl0ZXMYAyABKA0SEwoLaHR0cF9zdGF0dXMYBCABKA0SEwoLYWNjZXB0X2Zvcm0YBSABKAgSLQoKcmF0ZV9saW1pdBgGIAEoCzIZLmRlY2lzaW9uaW5nLnYxLlJhdGVMaW1pdBIxCgxlcnJvcl9mb3JtYXQYByABKA4yGy5kZWNpc2lvbmluZy52MS5FcnJvckZvcm1hdBIYChBhbnlfY29udGVudF90eXBlGAggASgIIjMKC0ZpZWxkUG9saWN5EhAKCG51bGxhYmxlGAEgASgIEhIKCmVuZF9vZl9kYXkYAiABKAgqUwoFUGxhbmUSFQoRUExBTkVfVU5TUEVDSUZJRUQQABIRCg1QTEFORV9DT05UUk9MEAESDgoKUExBTkVfREFUQRACEhAKDFBMQU5FX1BVQkxJQxADKk4KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg8KC1JPTEVfVklFV0VSEAESDwoLUk9MRV9FRElUT1IQAhIOCgpST0xFX0FETUlOEAMqegoLRXJyb3JGb3JtYXQSHAoYRVJST1JfRk9STUFUX1VOU1BFQ0lGSUVEEAASGwoXRVJST1JfRk9STUFUX1NUUlVDVFVSRUQQARIYChRFUlJPUl9GT1JNQVRfUFJPQkxFTRACEhYKEkVSUk9SX0ZPUk1BVF9PQVVUSBADKmcKDFJhdGVMaW1pdEtleRIeChpSQVRFX0xJTUlUX0tFWV9VTlNQRUNJRklFRBAAEhkKFVJBVEVfTElNSVRfS0VZX1RFTkFOVBABEhwKGFJBVEVfTElNSVRfS0VZX0NMSUVOVF9JRBACOlYKBnBvbGljeRIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGNGGAyABKAsyHC5kZWNpc2lvbmluZy52MS5NZXRob2RQb2xpY3lSBnBvbGljeTpSCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMY0YYDIAEoCzIbLmRlY2lzaW9uaW5nLnYxLkZpZWxkUG9saWN5UgVmaWVsZGIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("ChxkZWNpc2lvbmluZy92MS9vcHRpb25zLnByb3RvEg5kZWNpc2lvbmluZy52MSKbAQoJUmF0ZUxpbWl0Eg4KBmJ1Y2tldBgBIAEoCRINCgVsaW1pdBgCIAEoDRIWCg53aW5kb3dfc2Vjb25kcxgDIAEoDRIpCgNrZXkYBCABKA4yHC5kZWNpc2lvbmluZy52MS5SYXRlTGltaXRLZXkSEwoLZmFpbF9jbG9zZWQYBSABKAgSFwoPY291bnRfc3VjY2Vzc2VzGAYgASgIIpoCCgxNZXRob2RQb2xpY3kSJAoFcGxhbmUYASABKA4yFS5kZWNpc2lvbmluZy52MS5QbGFuZRImCghtaW5fcm9sZRgCIAEoDjIULmRlY2lzaW9uaW5nLnYxLlJvbGUSFgoObWF4X2JvZHlfYnl0ZXMYAyABKA0SEwoLaHR0cF9zdGF0dXMYBCABKA0SEwoLYWNjZXB0X2Zvcm0YBSABKAgSLQoKcmF0ZV9saW1pdBgGIAEoCzIZLmRlY2lzaW9uaW5nLnYxLlJhdGVMaW1pdBIxCgxlcnJvcl9mb3JtYXQYByABKA4yGy5kZWNpc2lvbmluZy52MS5FcnJvckZvcm1hdBIYChBhbnlfY29udGVudF90eXBlGAggASgIIjMKC0ZpZWxkUG9saWN5EhIKCmVuZF9vZl9kYXkYAyABKAgSEAoIbnVsbGFibGUYASABKAgqUwoFUGxhbmUSFQoRUExBTkVfVU5TUEVDSUZJRUQQABIRCg1QTEFORV9DT05UUk9MEAESDgoKUExBTkVfREFUQRACEhAKDFBMQU5FX1BVQkxJQxADKk4KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg8KC1JPTEVfVklFV0VSEAESDwoLUk9MRV9FRElUT1IQAhIOCgpST0xFX0FETUlOEAMqegoLRXJyb3JGb3JtYXQSHAoYRVJST1JfRk9STUFUX1VOU1BFQ0lGSUVEEAASGwoXRVJST1JfRk9STUFUX1NUUlVDVFVSRUQQARIYChRFUlJPUl9GT1JNQVRfUFJPQkxFTRACEhYKEkVSUk9SX0ZPUk1BVF9PQVVUSBADKmcKDFJhdGVMaW1pdEtleRIeChpSQVRFX0xJTUlUX0tFWV9VTlNQRUNJRklFRBAAEhkKFVJBVEVfTElNSVRfS0VZX1RFTkFOVBABEhwKGFJBVEVfTElNSVRfS0VZX0NMSUVOVF9JRBACOlYKBnBvbGljeRIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGNGGAyABKAsyHC5kZWNpc2lvbmluZy52MS5NZXRob2RQb2xpY3lSBnBvbGljeTpSCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMY0YYDIAEoCzIbLmRlY2lzaW9uaW5nLnYxLkZpZWxkUG9saWN5UgVmaWVsZGIGcHJvdG8z", [file_google_protobuf_descriptor]);
 
 /**
  * A sliding-window limit that replaces the tenant default on the routes that name it.
@@ -137,19 +137,20 @@ export const MethodPolicySchema: GenMessage<MethodPolicy> = /*@__PURE__*/
  */
 export type FieldPolicy = Message<"decisioning.v1.FieldPolicy"> & {
   /**
+   * On a Timestamp that ends an inclusive range: a date without a time (2025-01-31) means the last
+   * instant of that day rather than its first, so the range covers the whole day. (Number 2 is
+   * taken on main by omit_empty.)
+   *
+   * @generated from field: bool end_of_day = 3;
+   */
+  endOfDay: boolean;
+
+  /**
    * Written as JSON null when unset, where the spec shows null.
    *
    * @generated from field: bool nullable = 1;
    */
   nullable: boolean;
-
-  /**
-   * On a Timestamp that ends an inclusive range: a date without a time (2025-01-31) means the last
-   * instant of that day rather than its first, so the range covers the whole day.
-   *
-   * @generated from field: bool end_of_day = 2;
-   */
-  endOfDay: boolean;
 };
 
 /**
