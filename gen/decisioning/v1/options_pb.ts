@@ -138,8 +138,7 @@ export const MethodPolicySchema: GenMessage<MethodPolicy> = /*@__PURE__*/
 export type FieldPolicy = Message<"decisioning.v1.FieldPolicy"> & {
   /**
    * On a Timestamp that ends an inclusive range: a date without a time (2025-01-31) means the last
-   * instant of that day rather than its first, so the range covers the whole day. (Number 2 is
-   * taken on main by omit_empty.)
+   * instant of that day rather than its first, so the range covers the whole day.
    *
    * @generated from field: bool end_of_day = 3;
    */
