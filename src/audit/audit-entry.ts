@@ -39,6 +39,16 @@ export const AUDIT_ACTIONS = [
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /**
+ * The stored actions an `action` filter value finds. `delete` is what a user filtering for
+ * deletions means, and the spec's export filter offers only create, update and delete: it finds
+ * soft deletes (how every catalog deletion is stored) as well as hard ones (a workspace reset).
+ * `soft_delete` still finds soft deletes alone.
+ */
+export function actionsMatching(filter: string): AuditAction[] {
+  return filter === "delete" ? ["delete", "soft_delete"] : [filter as AuditAction];
+}
+
+/**
  * The entry as the API and the exports show it (spec 2.6): camelCase, null where unset, the
  * timestamp as `toISOString()` (always three fractional digits). The JSON export writes exactly this,
  * so an auditor can recompute every hash from an export alone (docs/audit.md).

@@ -20,7 +20,7 @@ import { DownloadDispositionSchema } from "../../gen/decisioning/v1/common_pb.js
 import type { TenantContext } from "../platform/context.js";
 import { invalidField, invalidFields, type FieldViolation } from "../platform/errors.js";
 import { limitOffsetRequest, offsetPageRequest } from "../platform/pagination.js";
-import { AUDIT_ACTIONS, entryJson, integrityHash, type AuditRow } from "./audit-entry.js";
+import { AUDIT_ACTIONS, actionsMatching, entryJson, integrityHash, type AuditRow } from "./audit-entry.js";
 import type { AuditFilter, AuditStore } from "./audit-store.js";
 import { changeSummary, changedFields } from "./change-summary.js";
 import { auditCsv, auditSoc2 } from "./audit-export.js";
@@ -93,7 +93,7 @@ export class AuditService {
     const { since, until } = dateRange(req.startDate, req.endDate, violations);
     if (violations.length) throw invalidFields(violations);
 
-    const filter: AuditFilter = { entityType: req.entityType || undefined, action: req.action || undefined, since, until };
+    const filter: AuditFilter = { entityType: req.entityType || undefined, actions: req.action ? actionsMatching(req.action) : undefined, since, until };
     const [rows, total] = await Promise.all([this.store.page(ctx.tenantId, filter, limit, offset, "oldest"), this.store.count(ctx.tenantId, filter)]);
     const day = new Date().toISOString().slice(0, 10);
     if (format === "csv") return download(auditCsv(rows), "text/csv; charset=utf-8", `audit-log-${day}.csv`);
@@ -120,7 +120,7 @@ export class AuditService {
     const filter: AuditFilter = {
       entityType: req.entityType || undefined,
       entityId: req.entityId || undefined,
-      action: req.action || undefined,
+      actions: req.action ? actionsMatching(req.action) : undefined,
       since: req.since ? timestampDate(req.since) : undefined,
     };
     const [rows, total] = await Promise.all([this.store.page(ctx.tenantId, filter, limit, offset, "newest"), this.store.count(ctx.tenantId, filter)]);

@@ -1,15 +1,14 @@
 import type { Sequelize } from "sequelize";
 import { execReturning, selectRows, type Transaction } from "../platform/db.js";
+import { lockTenantWrites } from "../platform/tenant-write-lock.js";
 import type { AuditRow } from "./audit-entry.js";
-
-/** Arbitrary constant, the first half of the per-tenant chain lock (the second is the tenant's hash). */
-const CHAIN_LOCK_CLASS = 727_003;
 
 /** Equality and range filters of the read routes; every one is optional. */
 export interface AuditFilter {
   entityType?: string;
   entityId?: string;
-  action?: string;
+  /** Any of these stored actions (audit-entry.ts actionsMatching). */
+  actions?: string[];
   /** Inclusive. */
   since?: Date;
   /** Inclusive. */
@@ -25,7 +24,7 @@ function where(tenantId: string, filter: AuditFilter, bind: unknown[]): string {
   };
   if (filter.entityType) add("entity_type = ?", filter.entityType);
   if (filter.entityId) add("entity_id = ?", filter.entityId);
-  if (filter.action) add("action = ?", filter.action);
+  if (filter.actions) add("action = ANY(?::text[])", filter.actions);
   if (filter.since) add(`"timestamp" >= ?`, filter.since);
   if (filter.until) add(`"timestamp" <= ?`, filter.until);
   return parts.join(" AND ");
@@ -37,10 +36,11 @@ export class AuditStore {
 
   /**
    * Serializes the tenant's chain writers until the transaction ends, across every process: the
-   * next writer reads the previous entry only after it has committed.
+   * next writer reads the previous entry only after it has committed. This is the tenant's write
+   * lock, which writers of configuration have already taken first of all (tenant-write-lock.ts).
    */
-  async lockChain(t: Transaction, tenantId: string): Promise<void> {
-    await this.db.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", { bind: [CHAIN_LOCK_CLASS, tenantId], transaction: t });
+  lockChain(t: Transaction, tenantId: string): Promise<void> {
+    return lockTenantWrites(this.db, t, tenantId);
   }
 
   async lastHash(t: Transaction, tenantId: string): Promise<string | null> {

@@ -1,5 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { execReturning, selectRows, type Transaction } from "../platform/db.js";
+import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import type { CursorPageRequest } from "../platform/pagination.js";
 import type { ColumnValues } from "./write-fields.js";
 
@@ -53,8 +54,13 @@ export class CatalogStore {
     private readonly committed: (tenantId: string) => void = () => {},
   ) {}
 
+  /**
+   * Every catalog write runs here: the tenant's write lock first, then whatever row locks `fn`
+   * takes (the one lock order, tenant-write-lock.ts), retried when PostgreSQL still aborts it for a
+   * deadlock or serialization failure, so `fn` may run more than once.
+   */
   async transaction<T>(tenantId: string, fn: (t: Transaction) => Promise<T>): Promise<T> {
-    const result = await this.db.transaction(fn);
+    const result = await tenantWriteTransaction(this.db, tenantId, fn);
     this.committed(tenantId);
     return result;
   }

@@ -5,6 +5,7 @@
  * Unknown keys are errors: a misspelt `onMisssing` would otherwise be silently ignored.
  */
 import { validateCondition } from "./conditions.js";
+import { parseInstant } from "./time.js";
 
 type Validator = (config: unknown) => string[];
 type FieldCheck = (value: unknown, path: string) => string[];
@@ -183,7 +184,7 @@ function number(min?: number): FieldCheck {
 }
 
 function instant(value: unknown, path: string): string[] {
-  return typeof value === "string" && !Number.isNaN(Date.parse(value)) ? [] : [`${path}: must be an ISO 8601 timestamp`];
+  return typeof value === "string" && parseInstant(value) !== null ? [] : [`${path}: must be an ISO 8601 timestamp`];
 }
 
 function range(min: number, max: number): FieldCheck {

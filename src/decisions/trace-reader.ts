@@ -4,9 +4,11 @@ import type { Logger } from "../platform/logger.js";
 import { TtlCache } from "../platform/ttl-cache.js";
 import type { DecisionStore } from "./decision-store.js";
 import { renderTrace } from "./trace-record.js";
+import { isStoredExplanation, storedExplanationTrace } from "./stored-explanation.js";
 
 /**
- * Reads a trace by re-running its decision (trace-record.ts). Configuration versions never change,
+ * Reads a trace by re-running its decision (trace-record.ts), or, for a trace written before replay
+ * records, by reading its stored explanation (stored-explanation.ts). Configuration versions never change,
  * so their compiled snapshots are kept for a while: reading the traces of one hour re-compiles
  * nothing.
  */
@@ -22,6 +24,8 @@ export class TraceReader {
   async get(tenantId: string, id: string): Promise<DecisionTrace | null> {
     const row = await this.store.trace(tenantId, id);
     if (!row) return null;
+    // Written before replay records (migration 0006): the explanation itself, served as stored.
+    if (isStoredExplanation(row.trace)) return storedExplanationTrace(row, row.trace);
     const hash = row.policy_version_hash;
     const snapshot = await this.snapshots.get(`${tenantId} ${hash}`, async () => {
       const config = await this.store.policy(tenantId, hash);

@@ -135,7 +135,32 @@ export function renderTrace(row: Omit<TraceRow, "trace">, record: TraceRecord, s
   const input = replayInput(snapshot, record.inputs);
   const decision = decide(snapshot, input);
   const { evidence: _evidence, ...shown } = record.inputs;
-  const trace = fromJson(
+  const trace = traceMessage(row, {
+    scoringResults: decision.scoringResults,
+    selectedOffers: record.selectedOffers,
+    qualificationResults: decision.qualificationResults,
+    contactPolicyResults: decision.contactPolicyResults,
+    rejectedOffers: [...decision.rejectedOffers, ...record.refusals],
+    rankingWeights: decision.rankingWeights,
+    inputs: { ...shown, adaptiveCounts: input.adaptiveCounts },
+  });
+  return { trace, decision };
+}
+
+/** The explanation parts of spec 2.16, replayed or as stored before replay records (stored-explanation.ts). */
+export interface TraceExplanation {
+  scoringResults: unknown[];
+  selectedOffers: unknown[];
+  qualificationResults: unknown[];
+  contactPolicyResults: unknown[];
+  rejectedOffers: unknown[];
+  rankingWeights: unknown;
+  inputs: unknown;
+}
+
+/** The trace message: the row's columns and an explanation, through JSON so that any plain value fits. */
+export function traceMessage(row: Omit<TraceRow, "trace">, explanation: TraceExplanation): DecisionTrace {
+  return fromJson(
     DecisionTraceSchema,
     JSON.parse(
       JSON.stringify({
@@ -143,19 +168,12 @@ export function renderTrace(row: Omit<TraceRow, "trace">, record: TraceRecord, s
         recommendationId: row.recommendation_id,
         customerId: row.customer_id,
         flowId: row.flow_id,
-        scoringResults: decision.scoringResults,
-        selectedOffers: record.selectedOffers,
-        qualificationResults: decision.qualificationResults,
-        contactPolicyResults: decision.contactPolicyResults,
-        rejectedOffers: [...decision.rejectedOffers, ...record.refusals],
+        ...explanation,
         degradedScoring: row.degraded_scoring,
-        rankingWeights: decision.rankingWeights,
         inputsHash: row.inputs_hash,
         policyVersionHash: row.policy_version_hash,
-        inputs: { ...shown, adaptiveCounts: input.adaptiveCounts },
         createdAt: row.created_at.toISOString(),
       }),
     ) as JsonValue,
   );
-  return { trace, decision };
 }

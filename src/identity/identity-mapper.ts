@@ -39,6 +39,8 @@ export function toApiKeySummary(row: ApiKeyRow): ApiKeySummary {
     createdAt: ts(row.created_at),
     expiresAt: ts(row.expires_at),
     lastUsedAt: ts(row.last_used_at),
+    revokedAt: ts(row.revoked_at),
+    revokeReason: row.revoke_reason ?? undefined,
   });
 }
 
@@ -62,5 +64,6 @@ export function toOAuthClientSummary(row: OAuthClientRow): OAuthClientSummary {
     clientId: row.client_id,
     scopes: row.scopes,
     createdAt: ts(row.created_at),
+    revokedAt: ts(row.revoked_at),
   });
 }

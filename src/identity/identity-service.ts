@@ -10,7 +10,9 @@ import {
   type CreateOAuthClientResponse,
   type IssueTokenRequest,
   type IssueTokenResponse,
+  type ListApiKeysRequest,
   type ListApiKeysResponse,
+  type ListOAuthClientsRequest,
   type ListOAuthClientsResponse,
   type RevokeApiKeyRequest,
   type RevokeOAuthClientRequest,
@@ -99,8 +101,8 @@ export class IdentityService {
     return toCreatedApiKey(row, raw);
   }
 
-  async listApiKeys(ctx: TenantContext): Promise<ListApiKeysResponse> {
-    const rows = await this.store.listActiveApiKeys(ctx.tenantId);
+  async listApiKeys(ctx: TenantContext, req: ListApiKeysRequest): Promise<ListApiKeysResponse> {
+    const rows = await this.store.listApiKeys(ctx.tenantId, req.includeRevoked);
     return create(ListApiKeysResponseSchema, { data: rows.map(toApiKeySummary), total: rows.length });
   }
 
@@ -137,8 +139,8 @@ export class IdentityService {
     return toCreatedOAuthClient(row, secret);
   }
 
-  async listOAuthClients(ctx: TenantContext): Promise<ListOAuthClientsResponse> {
-    const rows = await this.store.listActiveOAuthClients(ctx.tenantId, OAUTH_CLIENT_LIST_MAX);
+  async listOAuthClients(ctx: TenantContext, req: ListOAuthClientsRequest): Promise<ListOAuthClientsResponse> {
+    const rows = await this.store.listOAuthClients(ctx.tenantId, OAUTH_CLIENT_LIST_MAX, req.includeRevoked);
     return create(ListOAuthClientsResponseSchema, { data: rows.map(toOAuthClientSummary), total: rows.length });
   }
 

@@ -137,12 +137,13 @@ export class IdentityStore {
     return row;
   }
 
-  listActiveApiKeys(tenantId: string): Promise<ApiKeyRow[]> {
+  /** Newest first: the working keys, or with `includeRevoked` every key, revoked and expired ones too. */
+  listApiKeys(tenantId: string, includeRevoked: boolean): Promise<ApiKeyRow[]> {
     return selectRows<ApiKeyRow>(
       this.db,
-      `SELECT * FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL
-         AND (expires_at IS NULL OR expires_at > now()) ORDER BY id DESC`,
-      [tenantId],
+      `SELECT * FROM api_keys WHERE tenant_id = $1
+         AND ($2 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))) ORDER BY id DESC`,
+      [tenantId, includeRevoked],
     );
   }
 
@@ -179,11 +180,12 @@ export class IdentityStore {
     return row;
   }
 
-  listActiveOAuthClients(tenantId: string, limit: number): Promise<OAuthClientRow[]> {
+  /** Newest first: the working clients, or with `includeRevoked` revoked ones too. */
+  listOAuthClients(tenantId: string, limit: number, includeRevoked: boolean): Promise<OAuthClientRow[]> {
     return selectRows<OAuthClientRow>(
       this.db,
-      "SELECT * FROM oauth_clients WHERE tenant_id = $1 AND revoked_at IS NULL ORDER BY id DESC LIMIT $2",
-      [tenantId, limit],
+      "SELECT * FROM oauth_clients WHERE tenant_id = $1 AND ($3 OR revoked_at IS NULL) ORDER BY id DESC LIMIT $2",
+      [tenantId, limit, includeRevoked],
     );
   }
 

@@ -6,13 +6,15 @@ import type { MigrationFn } from "../platform/migrator.js";
  * configuration it ran with. That configuration is stored once per version in decision_policies,
  * keyed by the policyVersionHash every trace names (docs/decisioning.md, "Decision traces").
  *
- * Traces written before this migration hold the full explanation in another shape; they are
- * sampled diagnostics of a version that was never released, so they are removed, not converted.
+ * Traces written before this migration hold the full explanation in the shape of spec 2.16 and
+ * name no stored configuration. They are kept as they are and read as they were written
+ * (src/decisions/stored-explanation.ts): a migration never destroys user data. (This migration
+ * first shipped deleting them; a database it ran on then holds replay records only, which is what
+ * the edited migration leaves too, so the schema is the same either way.)
  */
 export const up: MigrationFn = async ({ context: db }) => {
   await db.query(`
-    DELETE FROM decision_traces;
-    COMMENT ON COLUMN decision_traces.trace IS 'gzip of the trace record JSON (src/decisions/trace-record.ts)';
+    COMMENT ON COLUMN decision_traces.trace IS 'gzip of the trace record JSON (src/decisions/trace-record.ts), or of the explanation itself before 0006 (src/decisions/stored-explanation.ts)';
     CREATE TABLE decision_policies (
       tenant_id uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
       policy_version_hash text NOT NULL,

@@ -1,4 +1,6 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { Sequelize, QueryTypes, type Transaction } from "sequelize";
+import { AppError } from "./errors.js";
 
 export type { Transaction };
 
@@ -67,4 +69,51 @@ export function pgErrorCode(err: unknown): string | undefined {
 
 export function isUniqueViolation(err: unknown): boolean {
   return pgErrorCode(err) === "23505";
+}
+
+/**
+ * 40001 serialization_failure and 40P01 deadlock_detected: PostgreSQL aborted the transaction for
+ * losing a race, not for anything wrong with the request, so running it again may well succeed.
+ */
+export function isTransientConflict(err: unknown): boolean {
+  const code = pgErrorCode(err);
+  return code === "40001" || code === "40P01";
+}
+
+/** What the caller sees when a transient conflict outlasts the retries: 503 with Retry-After, never 500. */
+export function transientConflictError(cause: unknown): AppError {
+  return new AppError({
+    code: "UNAVAILABLE",
+    reason: "TRANSACTION_CONFLICT",
+    message: "The change collided with concurrent changes and was not applied; retry shortly",
+    details: { retryAfterSeconds: 1 },
+    cause,
+  });
+}
+
+export interface RetryOptions {
+  /** Runs in all, the first included. */
+  attempts?: number;
+  /** Hears of each retried failure (tests count them). */
+  onRetry?: (err: unknown, attempt: number) => void;
+}
+
+/**
+ * A managed transaction that is run again, after a short random pause, when PostgreSQL aborts it
+ * for a deadlock or a serialization failure; a conflict that persists becomes
+ * {@link transientConflictError}. `fn` may run more than once, so it must do nothing but database
+ * work on `t` (announce changes after the commit, not inside).
+ */
+export async function retryingTransaction<T>(db: Sequelize, fn: (t: Transaction) => Promise<T>, options: RetryOptions = {}): Promise<T> {
+  const attempts = options.attempts ?? 3;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction(fn);
+    } catch (err) {
+      if (!isTransientConflict(err)) throw err;
+      if (attempt >= attempts) throw transientConflictError(err);
+      options.onRetry?.(err, attempt);
+      await sleep(Math.round(attempt * 20 * (0.5 + Math.random())));
+    }
+  }
 }

@@ -4,7 +4,8 @@ import type { Bus } from "./bus.js";
  * Per-key values rebuilt on demand and dropped when any process announces a change on the bus, so
  * the Recommend path reads configuration from memory and never queries per request. The process
  * that made a change drops its copy at once (read-your-writes); the others within a pub/sub hop.
- * A load in flight when its key is invalidated finishes for its waiting callers but is not kept.
+ * A load in flight when its key is invalidated, here or through the bus, finishes for the callers
+ * already waiting on it, but is neither kept nor joined by later callers: the entry is the load itself.
  */
 export class InvalidatedCache<V> {
   private readonly entries = new Map<string, Promise<V>>();

@@ -1,8 +1,21 @@
-import { pino, destination, stdTimeFunctions, type Logger } from "pino";
+import { pino, destination, stdTimeFunctions, type DestinationStream, type Logger } from "pino";
+import { REDACTED, REDACT_PATHS, serializeError } from "./log-redaction.js";
 
 export type { Logger };
 
-/** JSON lines; stdout for the server, stderr for the CLI (whose stdout is its JSON answer). */
-export function createLogger(level: string, fd: 1 | 2 = 1): Logger {
-  return pino({ level, base: undefined, timestamp: stdTimeFunctions.isoTime }, destination({ fd, sync: fd === 2 }));
+/**
+ * JSON lines; stdout for the server, stderr for the CLI (whose stdout is its JSON answer), or a
+ * stream of the caller's. Credentials and query values are redacted (log-redaction.ts).
+ */
+export function createLogger(level: string, output: 1 | 2 | DestinationStream = 1): Logger {
+  return pino(
+    {
+      level,
+      base: undefined,
+      timestamp: stdTimeFunctions.isoTime,
+      serializers: { err: serializeError },
+      redact: { paths: REDACT_PATHS, censor: REDACTED },
+    },
+    typeof output === "number" ? destination({ fd: output, sync: output === 2 }) : output,
+  );
 }

@@ -17,6 +17,8 @@ export interface RouteRateLimit {
   windowSeconds: number;
   key: "tenant" | "client_id";
   failClosed: boolean;
+  /** Successes count per key; every attempt counts per key and caller address (options.proto). */
+  countSuccesses: boolean;
 }
 
 /** The proto method options, resolved with defaults: what every door enforces. */
@@ -39,6 +41,7 @@ export const DEFAULT_RATE_LIMIT: RouteRateLimit = {
   windowSeconds: 60,
   key: "tenant",
   failClosed: false,
+  countSuccesses: false,
 };
 
 const PLANES: Record<Plane, PlaneName> = {
@@ -76,6 +79,7 @@ export function methodPolicy(method: DescMethod, defaultBodyLimitBytes: number):
           windowSeconds: rl.windowSeconds,
           key: rl.key === RateLimitKey.CLIENT_ID ? "client_id" : "tenant",
           failClosed: rl.failClosed,
+          countSuccesses: rl.countSuccesses,
         }
       : null,
     errorFormat:

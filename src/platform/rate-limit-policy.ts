@@ -10,6 +10,8 @@ export interface RateLimitSubject {
   tenantId: string | null;
   /** client_id from the body, or the remote address when absent (token endpoint). */
   clientKey: string;
+  /** The caller's address, for routes whose failed attempts count per key and address. */
+  source: string;
 }
 
 /**
@@ -27,17 +29,36 @@ export class RateLimitPolicy {
     private readonly logger: Logger,
   ) {}
 
-  async check(route: RouteRateLimit | null, subject: RateLimitSubject): Promise<RateLimitDecision | null> {
+  /**
+   * Runs `call` within the route's limit. Usually one hit before the call. A route that counts
+   * successes (the token endpoint) takes a hit per key and address before the call, so that wrong
+   * secrets sent from one address spend that address's window and nobody else's, and a hit per
+   * key after a successful call, which keeps the spec's limit on what one client is issued.
+   */
+  async limit<T>(route: RouteRateLimit | null, subject: RateLimitSubject, call: () => Promise<T>): Promise<{ result: T; rateLimit: RateLimitDecision | null }> {
     const rule = route ?? DEFAULT_RATE_LIMIT;
+    const key = this.windowKey(rule, subject);
+    if (!rule.countSuccesses) {
+      const rateLimit = await this.hit(rule, subject, key);
+      return { result: await call(), rateLimit };
+    }
+    await this.hit(rule, subject, `${key}:from:${subject.source}`);
+    const result = await call();
+    return { result, rateLimit: await this.hit(rule, subject, key) };
+  }
+
+  private windowKey(rule: RouteRateLimit, subject: RateLimitSubject): string {
+    return rule.key === "client_id" || !subject.tenantId
+      ? `rl:{${rule.bucket}:${subject.clientKey}}`
+      : tenantKey(subject.tenantId, "rl", rule.bucket);
+  }
+
+  private async hit(rule: RouteRateLimit, subject: RateLimitSubject, key: string): Promise<RateLimitDecision | null> {
     try {
       const tenantOverride = subject.tenantId
         ? (await this.tenantOverrides.get(subject.tenantId, () => this.loadTenantOverrides(subject.tenantId!)))[rule.bucket]
         : undefined;
       const effective = tenantOverride ?? this.deploymentOverrides[rule.bucket] ?? rule;
-      const key =
-        rule.key === "client_id" || !subject.tenantId
-          ? `rl:{${rule.bucket}:${subject.clientKey}}`
-          : tenantKey(subject.tenantId, "rl", rule.bucket);
       const decision = await this.limiter.hit(key, effective.limit, effective.windowSeconds * 1000);
       if (!decision.allowed) {
         throw new AppError({

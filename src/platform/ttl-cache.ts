@@ -1,6 +1,10 @@
 /**
  * A bounded time-to-live cache for lookups on the request path. Concurrent misses for one key share
  * a single load; failed loads are not cached, so a caller that fails closed retries next time.
+ *
+ * `delete` also disowns a load in flight for the key: that load may have read the row before the
+ * change that caused the delete (a revocation), so it still answers the callers already waiting on
+ * it but is not stored, and the next caller starts a fresh load.
  */
 export class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; expiresAt: number }>();
@@ -17,22 +21,29 @@ export class TtlCache<V> {
     if (hit && hit.expiresAt > this.now()) return hit.value;
     const pending = this.inflight.get(key);
     if (pending) return pending;
-    const p = load()
+    const p: Promise<V> = load()
       .then((value) => {
-        if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-        this.entries.set(key, { value, expiresAt: this.now() + this.ttlMs });
+        // Still this key's load, i.e. no delete since it started: its value may be kept.
+        if (this.inflight.get(key) === p) {
+          if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+          this.entries.set(key, { value, expiresAt: this.now() + this.ttlMs });
+        }
         return value;
       })
-      .finally(() => this.inflight.delete(key));
+      .finally(() => {
+        if (this.inflight.get(key) === p) this.inflight.delete(key);
+      });
     this.inflight.set(key, p);
     return p;
   }
 
   delete(key: string): void {
     this.entries.delete(key);
+    this.inflight.delete(key);
   }
 
   clear(): void {
     this.entries.clear();
+    this.inflight.clear();
   }
 }

@@ -105,12 +105,13 @@ export class Gateway {
     }
     const request = await decode();
     const clientId = (request as { clientId?: unknown }).clientId;
-    const rateLimit = await this.rateLimits.check(policy.rateLimit, {
+    const subject = {
       tenantId: ctx.tenantId || null,
       // Prefixed so that a client_id chosen to look like an address cannot spend that address's window.
       clientKey: clientId ? `client_id:${String(clientId)}` : `ip:${inv.call.remoteAddress}`,
-    });
-    const response = await handler(ctx, request, inv.call);
+      source: inv.call.remoteAddress,
+    };
+    const { result: response, rateLimit } = await this.rateLimits.limit(policy.rateLimit, subject, () => handler(ctx, request, inv.call));
     return { response, requestId, rateLimit };
   }
 }

@@ -11,6 +11,7 @@ import {
 import { isFieldSet } from "@bufbuild/protobuf";
 import { field as fieldExt } from "../../gen/decisioning/v1/options_pb.js";
 import { AppError, badRequest, invalidFields, type FieldViolation } from "../platform/errors.js";
+import { withRfc3339Timestamps } from "./iso-timestamps.js";
 
 const DECODE_PREFIX = /^cannot decode .*? from JSON: /;
 
@@ -45,6 +46,7 @@ export function readJson<D extends DescMessage>(schema: D, json: JsonValue): Mes
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
     throw invalidFields([{ field: "body", message: "must be a JSON object" }]);
   }
+  json = withRfc3339Timestamps(schema, json);
   try {
     return fromJson(schema, json, { ignoreUnknownFields: true });
   } catch (err) {

@@ -188,6 +188,55 @@ describe("GET and POST /api/v1/audit-export", () => {
     assert.equal(empty.body.total, 0);
   });
 
+  test("dates as ISO 8601 allows them (spec: date-only, zone-less as UTC); a date-only endDate covers that whole day", async () => {
+    const tenant = await svc.createTenant("dated");
+    await createOffer({}, tenant.apiKey);
+    const [entry] = (await get("/api/v1/audit-export?entityType=offer", tenant.apiKey)).body.data;
+    const at = Date.parse(entry.timestamp);
+    const day = (offsetDays: number) => new Date(at + offsetDays * 86_400_000).toISOString().slice(0, 10);
+    const zoneless = (ms: number) => new Date(ms).toISOString().slice(0, 19);
+    const found = async (query: string) => {
+      const res = await get(`/api/v1/audit-export?entityType=offer&${query}`, tenant.apiKey);
+      assert.equal(res.status, 200, `${query}: ${JSON.stringify(res.body)}`);
+      return res.body.data.map((r: any) => r.id);
+    };
+    assert.deepEqual(await found(`startDate=${day(0)}`), [entry.id]);
+    assert.deepEqual(await found(`startDate=${day(1)}`), []);
+    assert.deepEqual(await found(`startDate=${day(0)}&endDate=${day(0)}`), [entry.id], "endDate=<that day> includes the whole day");
+    assert.deepEqual(await found(`endDate=${day(-1)}`), []);
+    assert.deepEqual(await found(`startDate=${zoneless(at - 60_000)}`), [entry.id], "a zone-less time is UTC");
+    assert.deepEqual(await found(`startDate=${zoneless(at + 60_000)}`), []);
+    assert.deepEqual(await found(`startDate=${encodeURIComponent(zoneless(at - 60_000) + "+0000")}`), [entry.id], "an offset without a colon");
+    assert.deepEqual(await found(`endDate=${zoneless(at - 60_000).slice(0, 16)}`), [], "minutes without seconds");
+
+    const verified = await rest(svc.baseUrl, "POST", "/api/v1/audit-export", { key: tenant.apiKey, body: { action: "verify_integrity", startDate: day(0), endDate: day(0) } });
+    assert.equal(verified.status, 200, JSON.stringify(verified.body));
+    assert.equal(verified.body.intact, true);
+    assert.ok(verified.body.total >= 1);
+    const since = await get(`/api/v1/change-history?entityId=${entry.entityId}&since=${day(0)}`, tenant.apiKey);
+    assert.equal(since.status, 200, JSON.stringify(since.body));
+    assert.equal(since.body.total, 1);
+    assert.equal((await get(`/api/v1/change-history?entityId=${entry.entityId}&since=${zoneless(at + 60_000)}`, tenant.apiKey)).body.total, 0);
+    for (const bad of ["2025-13-01", "2025-01-01T25:00", "01/02/2025"]) {
+      const res = await get(`/api/v1/audit-export?startDate=${encodeURIComponent(bad)}`, tenant.apiKey);
+      assert.equal(res.status, 400, bad);
+      assert.match(res.body.detail, /^startDate: /, bad);
+    }
+  });
+
+  test("action=delete finds soft deletes too (what the spec's create/update/delete filter means)", async () => {
+    const tenant = await svc.createTenant("deleting");
+    const offer = await createOffer({}, tenant.apiKey);
+    await rest(svc.baseUrl, "DELETE", `/api/v1/offers?id=${offer.id}`, { key: tenant.apiKey, headers: { "x-requested-with": "test" } });
+    const exported = await get("/api/v1/audit-export?action=delete", tenant.apiKey);
+    assert.deepEqual(exported.body.data.map((r: any) => [r.action, r.entityId]), [["soft_delete", offer.id]]);
+    assert.equal(exported.body.total, 1);
+    const history = await get(`/api/v1/change-history?action=delete`, tenant.apiKey);
+    assert.deepEqual(history.body.changes.map((c: any) => c.entityId), [offer.id]);
+    assert.equal((await get(`/api/v1/change-history?action=soft_delete`, tenant.apiKey)).body.total, 1, "soft_delete alone still works");
+    assert.equal((await get(`/api/v1/audit-export?action=update`, tenant.apiKey)).body.total, 0);
+  });
+
   test("bad export parameters are 400 naming the field", async () => {
     for (const [query, field] of [
       ["format=xml", "format"],

@@ -37,6 +37,14 @@ describe("API keys (spec 2.3, 4.2)", () => {
     assert.ok("lastUsedAt" in row && "expiresAt" in row);
   });
 
+  test("expiresAt takes ISO 8601 as the spec writes it: a date alone is its first instant, a zone-less time is UTC", async () => {
+    for (const [given, stored] of [["2099-06-30", "2099-06-30T00:00:00Z"], ["2099-06-30T08:15", "2099-06-30T08:15:00Z"]]) {
+      const created = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: "dated", expiresAt: given } });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      assert.equal(created.body.expiresAt, stored);
+    }
+  });
+
   test("a data-plane key (no scopes) is refused on the control plane with 403 Forbidden", async () => {
     const created = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: "dp" } });
     const res = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: created.body.key });
@@ -60,6 +68,13 @@ describe("API keys (spec 2.3, 4.2)", () => {
     assert.equal(after.status, 401);
     const list = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: tenant.apiKey });
     assert.equal(list.body.data.some((k: any) => k.id === created.body.id), false);
+    assert.ok(list.body.data.every((k: any) => k.revokedAt === null && k.revokeReason === null), "a working key shows revokedAt: null");
+    // Spec 2.3: revoked is a soft state with an optional reason; includeRevoked shows both.
+    const all = await rest(svc.baseUrl, "GET", "/api/v1/api-keys?includeRevoked=true", { key: tenant.apiKey });
+    const shown = all.body.data.find((k: any) => k.id === created.body.id);
+    assert.equal(shown.revokeReason, "rotated");
+    assert.ok(Math.abs(Date.parse(shown.revokedAt) - Date.now()) < 60_000, shown.revokedAt);
+    assert.equal(all.body.total, list.body.total + 1);
   });
 
   test("bad input is a 400 naming the field, and writes nothing", async () => {
@@ -191,13 +206,19 @@ describe("OAuth clients and tokens (spec 4.1, 7)", () => {
     const ids = list.body.data.map((c: any) => c.id);
     assert.ok(ids.indexOf(b.id) < ids.indexOf(a.id), "newest first");
     const row = list.body.data.find((c: any) => c.id === a.id);
-    assert.deepEqual(Object.keys(row).sort(), ["clientId", "clientIdPrefix", "createdAt", "id", "name", "scopes"]);
+    assert.deepEqual(Object.keys(row).sort(), ["clientId", "clientIdPrefix", "createdAt", "id", "name", "revokedAt", "scopes"]);
+    assert.equal(row.revokedAt, null);
     assert.equal(list.body.total, list.body.data.length);
     const other = await svc.createTenant("foreign");
     assert.equal((await rest(svc.baseUrl, "DELETE", `/api/v1/oauth/clients?id=${a.id}`, { key: other.apiKey, body: {} })).status, 404);
     assert.equal((await rest(svc.baseUrl, "DELETE", `/api/v1/oauth/clients?id=${a.id}`, { key: tenant.apiKey, body: {} })).status, 204);
     const after = await rest(svc.baseUrl, "GET", "/api/v1/oauth/clients", { key: tenant.apiKey });
     assert.equal(after.body.data.some((c: any) => c.id === a.id), false);
+    // Spec 2.2: revokedAt is set on revoke; includeRevoked lists revoked clients with it.
+    const all = await rest(svc.baseUrl, "GET", "/api/v1/oauth/clients?includeRevoked=true", { key: tenant.apiKey });
+    const revoked = all.body.data.find((c: any) => c.id === a.id);
+    assert.ok(Math.abs(Date.parse(revoked.revokedAt) - Date.now()) < 60_000, revoked.revokedAt);
+    assert.equal(all.body.data.find((c: any) => c.id === b.id).revokedAt, null);
   });
 
   test("token: JSON and form bodies, claims, and a token whose client is revoked stops working", async () => {

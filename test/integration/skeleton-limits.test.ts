@@ -2,7 +2,7 @@ import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
 import { startTestService, type TestService } from "../support/service.js";
-import { connectClient, grpcClient, rest, rpcError, type RestResponse } from "../support/clients.js";
+import { connectClient, grpcClient, postFrom, rest, rpcError, type RestResponse } from "../support/clients.js";
 import { ApiKeyService } from "../../gen/decisioning/v1/identity_pb.js";
 
 let svc: TestService;
@@ -108,7 +108,7 @@ describe("the token endpoint's limiter (20 per 60 s per client_id, per IP when a
     const second = await credentials();
     const token = (body: unknown) => rest(svc.baseUrl, "POST", "/api/v1/oauth/token", { body });
     assert.equal((await token(first)).status, 200);
-    assert.equal((await token({ ...first, client_secret: "kcs_wrong" })).status, 401, "failed attempts count too");
+    assert.equal((await token({ ...first, client_secret: "kcs_wrong" })).status, 401, "failed attempts from the same address count too");
     const limited = await token(first);
     assert.equal(limited.status, 429);
     assert.equal(limited.body.error, "rate_limit_exceeded");
@@ -124,4 +124,27 @@ describe("the token endpoint's limiter (20 per 60 s per client_id, per IP when a
     assert.equal((await token({ grant_type: "client_credentials" })).status, 400);
     assert.equal((await token({ grant_type: "client_credentials" })).status, 429, "without client_id the address is counted");
   });
+
+  test("wrong secrets sent with a victim's client_id from another address do not lock the victim out", async () => {
+    const t = await svc.createTenant();
+    const c = await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { key: t.apiKey, body: {} });
+    const victim = { grant_type: "client_credentials", client_id: c.body.clientId, client_secret: c.body.clientSecret };
+    const attacker = { ...victim, client_secret: "kcs_guess" };
+    const from = (address: string, body: unknown) => postFrom(address, svc.baseUrl, "/api/v1/oauth/token", body);
+
+    const attempts = [];
+    for (let i = 0; i < 5; i++) attempts.push((await from("127.0.0.2", attacker)).status);
+    assert.deepEqual(attempts, [401, 401, 429, 429, 429], "the attacker's address has its own window (2 per 60 s here)");
+    const own = await from("127.0.0.1", victim);
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.equal(typeof own.body.access_token, "string");
+
+    // What one client is issued stays at the limit, whichever addresses it asks from.
+    assert.equal((await from("127.0.0.3", victim)).status, 200);
+    const third = await from("127.0.0.4", victim);
+    assert.equal(third.status, 429, "a third token in the window is refused, from a fresh address too");
+    assert.equal(third.body.error, "rate_limit_exceeded");
+    assert.equal(third.headers.get("retry-after"), String(third.body.retryAfter));
+  });
 });
+

@@ -1,4 +1,4 @@
-import { request } from "node:http";
+import { request, type ClientRequest, type RequestOptions } from "node:http";
 import { createClient, ConnectError, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import type { DescService } from "@bufbuild/protobuf";
@@ -60,8 +60,22 @@ export async function rest(
  * body limit must be enforced while reading rather than from the declared length.
  */
 export function chunkedPost(baseUrl: string, path: string, headers: Record<string, string>, size: number): Promise<RestResponse> {
+  return post(new URL(path, baseUrl), { headers: { ...headers, "transfer-encoding": "chunked" } }, (req) => {
+    req.write('{"name":"');
+    const chunk = Buffer.alloc(64 * 1024, "a");
+    for (let sent = 0; sent < size; sent += chunk.length) req.write(chunk);
+    req.end('"}');
+  });
+}
+
+/** A JSON POST sent from another loopback address (Linux routes all of 127/8 to lo), as from a second machine. */
+export function postFrom(localAddress: string, baseUrl: string, path: string, body: unknown): Promise<RestResponse> {
+  return post(new URL(path, baseUrl), { localAddress, headers: { "content-type": "application/json" } }, (req) => req.end(JSON.stringify(body)));
+}
+
+function post(url: URL, options: RequestOptions, send: (req: ClientRequest) => void): Promise<RestResponse> {
   return new Promise((resolve, reject) => {
-    const req = request(new URL(path, baseUrl), { method: "POST", headers: { ...headers, "transfer-encoding": "chunked" } }, (res) => {
+    const req = request(url, { ...options, method: "POST" }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => {
@@ -70,9 +84,6 @@ export function chunkedPost(baseUrl: string, path: string, headers: Record<strin
       });
     });
     req.on("error", reject);
-    req.write('{"name":"');
-    const chunk = Buffer.alloc(64 * 1024, "a");
-    for (let sent = 0; sent < size; sent += chunk.length) req.write(chunk);
-    req.end('"}');
+    send(req);
   });
 }

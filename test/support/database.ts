@@ -63,3 +63,10 @@ export async function createTestDatabase(): Promise<string> {
   await admin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
   return withDatabase(base, name);
 }
+
+/** A database of its own with no migration applied, for tests of the migrations themselves. */
+export async function createEmptyTestDatabase(): Promise<string> {
+  const name = `test_${randomBytes(6).toString("hex")}`;
+  await admin((c) => c.query(`CREATE DATABASE ${name}`));
+  return withDatabase(requireEnv("TEST_DATABASE_URL"), name);
+}

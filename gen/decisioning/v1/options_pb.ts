@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file decisioning/v1/options.proto.
  */
 export const file_decisioning_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChxkZWNpc2lvbmluZy92MS9vcHRpb25zLnByb3RvEg5kZWNpc2lvbmluZy52MSKCAQoJUmF0ZUxpbWl0Eg4KBmJ1Y2tldBgBIAEoCRINCgVsaW1pdBgCIAEoDRIWCg53aW5kb3dfc2Vjb25kcxgDIAEoDRIpCgNrZXkYBCABKA4yHC5kZWNpc2lvbmluZy52MS5SYXRlTGltaXRLZXkSEwoLZmFpbF9jbG9zZWQYBSABKAgimgIKDE1ldGhvZFBvbGljeRIkCgVwbGFuZRgBIAEoDjIVLmRlY2lzaW9uaW5nLnYxLlBsYW5lEiYKCG1pbl9yb2xlGAIgASgOMhQuZGVjaXNpb25pbmcudjEuUm9sZRIWCg5tYXhfYm9keV9ieXRlcxgDIAEoDRITCgtodHRwX3N0YXR1cxgEIAEoDRITCgthY2NlcHRfZm9ybRgFIAEoCBItCgpyYXRlX2xpbWl0GAYgASgLMhkuZGVjaXNpb25pbmcudjEuUmF0ZUxpbWl0EjEKDGVycm9yX2Zvcm1hdBgHIAEoDjIbLmRlY2lzaW9uaW5nLnYxLkVycm9yRm9ybWF0EhgKEGFueV9jb250ZW50X3R5cGUYCCABKAgiMwoLRmllbGRQb2xpY3kSEAoIbnVsbGFibGUYASABKAgSEgoKb21pdF9lbXB0eRgCIAEoCCpTCgVQbGFuZRIVChFQTEFORV9VTlNQRUNJRklFRBAAEhEKDVBMQU5FX0NPTlRST0wQARIOCgpQTEFORV9EQVRBEAISEAoMUExBTkVfUFVCTElDEAMqTgoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9WSUVXRVIQARIPCgtST0xFX0VESVRPUhACEg4KClJPTEVfQURNSU4QAyp6CgtFcnJvckZvcm1hdBIcChhFUlJPUl9GT1JNQVRfVU5TUEVDSUZJRUQQABIbChdFUlJPUl9GT1JNQVRfU1RSVUNUVVJFRBABEhgKFEVSUk9SX0ZPUk1BVF9QUk9CTEVNEAISFgoSRVJST1JfRk9STUFUX09BVVRIEAMqZwoMUmF0ZUxpbWl0S2V5Eh4KGlJBVEVfTElNSVRfS0VZX1VOU1BFQ0lGSUVEEAASGQoVUkFURV9MSU1JVF9LRVlfVEVOQU5UEAESHAoYUkFURV9MSU1JVF9LRVlfQ0xJRU5UX0lEEAI6VgoGcG9saWN5Eh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMY0YYDIAEoCzIcLmRlY2lzaW9uaW5nLnYxLk1ldGhvZFBvbGljeVIGcG9saWN5OlIKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxjRhgMgASgLMhsuZGVjaXNpb25pbmcudjEuRmllbGRQb2xpY3lSBWZpZWxkYgZwcm90bzM", [file_google_protobuf_descriptor]);
+  fileDesc("ChxkZWNpc2lvbmluZy92MS9vcHRpb25zLnByb3RvEg5kZWNpc2lvbmluZy52MSKbAQoJUmF0ZUxpbWl0Eg4KBmJ1Y2tldBgBIAEoCRINCgVsaW1pdBgCIAEoDRIWCg53aW5kb3dfc2Vjb25kcxgDIAEoDRIpCgNrZXkYBCABKA4yHC5kZWNpc2lvbmluZy52MS5SYXRlTGltaXRLZXkSEwoLZmFpbF9jbG9zZWQYBSABKAgSFwoPY291bnRfc3VjY2Vzc2VzGAYgASgIIpoCCgxNZXRob2RQb2xpY3kSJAoFcGxhbmUYASABKA4yFS5kZWNpc2lvbmluZy52MS5QbGFuZRImCghtaW5fcm9sZRgCIAEoDjIULmRlY2lzaW9uaW5nLnYxLlJvbGUSFgoObWF4X2JvZHlfYnl0ZXMYAyABKA0SEwoLaHR0cF9zdGF0dXMYBCABKA0SEwoLYWNjZXB0X2Zvcm0YBSABKAgSLQoKcmF0ZV9saW1pdBgGIAEoCzIZLmRlY2lzaW9uaW5nLnYxLlJhdGVMaW1pdBIxCgxlcnJvcl9mb3JtYXQYByABKA4yGy5kZWNpc2lvbmluZy52MS5FcnJvckZvcm1hdBIYChBhbnlfY29udGVudF90eXBlGAggASgIIkcKC0ZpZWxkUG9saWN5EhIKCmVuZF9vZl9kYXkYAyABKAgSEAoIbnVsbGFibGUYASABKAgSEgoKb21pdF9lbXB0eRgCIAEoCCpTCgVQbGFuZRIVChFQTEFORV9VTlNQRUNJRklFRBAAEhEKDVBMQU5FX0NPTlRST0wQARIOCgpQTEFORV9EQVRBEAISEAoMUExBTkVfUFVCTElDEAMqTgoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9WSUVXRVIQARIPCgtST0xFX0VESVRPUhACEg4KClJPTEVfQURNSU4QAyp6CgtFcnJvckZvcm1hdBIcChhFUlJPUl9GT1JNQVRfVU5TUEVDSUZJRUQQABIbChdFUlJPUl9GT1JNQVRfU1RSVUNUVVJFRBABEhgKFEVSUk9SX0ZPUk1BVF9QUk9CTEVNEAISFgoSRVJST1JfRk9STUFUX09BVVRIEAMqZwoMUmF0ZUxpbWl0S2V5Eh4KGlJBVEVfTElNSVRfS0VZX1VOU1BFQ0lGSUVEEAASGQoVUkFURV9MSU1JVF9LRVlfVEVOQU5UEAESHAoYUkFURV9MSU1JVF9LRVlfQ0xJRU5UX0lEEAI6VgoGcG9saWN5Eh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMY0YYDIAEoCzIcLmRlY2lzaW9uaW5nLnYxLk1ldGhvZFBvbGljeVIGcG9saWN5OlIKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxjRhgMgASgLMhsuZGVjaXNpb25pbmcudjEuRmllbGRQb2xpY3lSBWZpZWxkYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * A sliding-window limit that replaces the tenant default on the routes that name it.
@@ -48,6 +48,16 @@ export type RateLimit = Message<"decisioning.v1.RateLimit"> & {
    * @generated from field: bool fail_closed = 5;
    */
   failClosed: boolean;
+
+  /**
+   * Only calls that succeed count in `key`'s window (checked once the method has run; a success
+   * over the limit is answered 429 and its result dropped). Every call, failures included, counts
+   * first in a window of the same size per `key` and caller address, so that one caller's failures
+   * cannot spend another's window (the token endpoint: wrong secrets sent with a victim's client_id).
+   *
+   * @generated from field: bool count_successes = 6;
+   */
+  countSuccesses: boolean;
 };
 
 /**
@@ -121,11 +131,19 @@ export const MethodPolicySchema: GenMessage<MethodPolicy> = /*@__PURE__*/
   messageDesc(file_decisioning_v1_options, 1);
 
 /**
- * How the REST door writes one field.
+ * How the JSON doors (REST and Connect) write or read one field.
  *
  * @generated from message decisioning.v1.FieldPolicy
  */
 export type FieldPolicy = Message<"decisioning.v1.FieldPolicy"> & {
+  /**
+   * On a Timestamp that ends an inclusive range: a date without a time (2025-01-31) means the last
+   * instant of that day rather than its first, so the range covers the whole day.
+   *
+   * @generated from field: bool end_of_day = 3;
+   */
+  endOfDay: boolean;
+
   /**
    * Written as JSON null when unset, where the spec shows null.
    *

@@ -1,0 +1,40 @@
+import { test, describe, after } from "node:test";
+import assert from "node:assert/strict";
+import { isoToRfc3339, parseInstant } from "../../src/core/time.js";
+
+describe("ISO 8601 instants (spec: timestamps are ISO 8601 strings)", () => {
+  test("date-only, zone-less and colon-less forms become RFC 3339 in UTC; other text is not ISO 8601", () => {
+    const cases: Array<[string, string | null]> = [
+      ["2025-01-01", "2025-01-01T00:00:00Z"],
+      ["2025-01-01T10:30", "2025-01-01T10:30:00Z"],
+      ["2025-01-01T10:30:15", "2025-01-01T10:30:15Z"],
+      ["2025-01-01T10:30:15.123456", "2025-01-01T10:30:15.123456Z"],
+      ["2025-01-01T10:30:15,5", "2025-01-01T10:30:15.5Z"],
+      ["2025-01-01T10:30:15Z", "2025-01-01T10:30:15Z"],
+      ["2025-01-01T10:30:15+0130", "2025-01-01T10:30:15+01:30"],
+      ["2025-01-01T10:30:15-05", "2025-01-01T10:30:15-05:00"],
+      ["2025-01-01T10:30+02:00", "2025-01-01T10:30:00+02:00"],
+      ["yesterday", null],
+      ["01/02/2025", null],
+      ["2025-01-01 10:30", null],
+    ];
+    for (const [input, expected] of cases) assert.equal(isoToRfc3339(input), expected, input);
+    assert.equal(isoToRfc3339("2025-01-31", true), "2025-01-31T23:59:59.999999999Z", "a range's last day ends at its last instant");
+    assert.equal(isoToRfc3339("2025-01-31T12:00", true), "2025-01-31T12:00:00Z", "a time given is kept");
+  });
+
+  test("a zone-less instant is UTC whatever the server's zone (Date.parse alone reads it in local time)", () => {
+    const zone = process.env.TZ;
+    after(() => {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    });
+    process.env.TZ = "America/New_York";
+    assert.equal(new Date(Date.UTC(2025, 0, 1)).getHours(), 19, "the process now runs in New York");
+    assert.equal(parseInstant("2025-01-01T10:00"), Date.UTC(2025, 0, 1, 10));
+    assert.equal(parseInstant("2025-01-01T10:00:00"), Date.UTC(2025, 0, 1, 10));
+    assert.equal(parseInstant("2025-01-01"), Date.UTC(2025, 0, 1));
+    assert.equal(parseInstant("2025-01-01T10:00:00+01:00"), Date.UTC(2025, 0, 1, 9));
+    assert.equal(parseInstant("not a date"), null);
+  });
+});
