@@ -1,6 +1,7 @@
 import { gunzipSync } from "node:zlib";
 import type { Sequelize } from "sequelize";
 import { execReturning, preparedRows, selectRows, type Transaction } from "../platform/db.js";
+import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import type { TraceRecord } from "./trace-record.js";
 
 export interface RecommendationRow {
@@ -218,7 +219,8 @@ export class DecisionStore {
    * tenant starts with, in one transaction.
    */
   async resetWorkspace(tenantId: string, reseed: (t: Transaction) => Promise<void>): Promise<void> {
-    await this.db.transaction(async (t) => {
+    // The tenant's write lock before any row is touched: the one lock order of every catalog write.
+    await tenantWriteTransaction(this.db, tenantId, async (t) => {
       for (const table of WORKSPACE_TABLES) await this.db.query(`DELETE FROM ${table} WHERE tenant_id = $1`, { bind: [tenantId], transaction: t });
       await reseed(t);
     });
