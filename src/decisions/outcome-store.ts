@@ -138,7 +138,7 @@ export class OutcomeStore {
 
   /**
    * The customer's most recent impression row at `rank`, whichever impression-category outcome
-   * (`impressionOutcomes`) it was recorded as. Served by interactions_customer_rank (0008).
+   * (`impressionOutcomes`) it was recorded as. Served by interactions_customer_rank (0007).
    */
   async latestImpressionWithRank(tenantId: string, customerId: string, rank: number, impressionOutcomes: readonly string[]): Promise<StoredImpression | null> {
     const [row] = await preparedRows<StoredImpression>(
