@@ -81,7 +81,7 @@ describe("rollback guard", () => {
 
 describe("serving model and family-scoped shadows", () => {
   const model = (key: string, family: string | undefined, registryStatus: RegistryStatus, patch: Partial<ModelConfig> = {}): ModelConfig =>
-    ({ id: `id-${key}`, key, type: "logistic_regression", intercept: 0, coefficients: { priority: key.length / 100 }, family, registryStatus, ...patch }) as ModelConfig;
+    ({ id: `id-${key}`, key, type: "logistic_regression", intercept: 0, coefficients: { "offer.priority": key.length / 100 }, family, registryStatus, ...patch }) as ModelConfig;
   const models = [
     model("churn-v1", "churn", "challenger"),
     model("churn-v2", "churn", "champion"),
@@ -115,7 +115,7 @@ describe("serving model and family-scoped shadows", () => {
   test("a shadow is recorded and never changes the ranking; its id counts as having scored", () => {
     const offers = ["a", "b", "c"].map((id, i) => ({ id, name: id, status: "active" as const, priority: 10 + 40 * i, businessValue: 50, createdAt: "2024-01-01T00:00:00Z" }));
     // The shadow ranks in the opposite order to the champion.
-    const shadow = model("churn-shadow", "churn", "shadow", { coefficients: { priority: -1 } } as Partial<ModelConfig>);
+    const shadow = model("churn-shadow", "churn", "shadow", { coefficients: { "offer.priority": -1 } } as Partial<ModelConfig>);
     const input = { customerId: "c", customer: {}, context: {}, clv: null, seed: "s", explain: true, now: "2024-06-01T00:00:00Z", flowId: "f" };
     const withShadow = prepareSnapshot({ offers, models: [...models.filter((m) => m.key !== "churn-shadow"), shadow], flows: [flow("churn-v1")] });
     const without = prepareSnapshot({ offers, models: models.filter((m) => m.key !== "churn-shadow"), flows: [flow("churn-v1")] });
