@@ -329,6 +329,8 @@ describe("GET /api/v1/algorithm-models/resolve-lifecycle", () => {
     assert.equal(betaFamily.champion, null);
     assert.deepEqual(ids(betaFamily.shadowModels), [beta.id]);
 
+    const put = await rest(svc.baseUrl, "PUT", "/api/v1/algorithm-models/resolve-lifecycle", { key: t.apiKey, body: { name: "x" } });
+    assert.equal(put.status, 405, "the literal path is never read as a model id");
     const filtered = await rest(svc.baseUrl, "GET", "/api/v1/algorithm-models/resolve-lifecycle?family=beta", { key: t.apiKey });
     assert.deepEqual(filtered.body.families.map((f: any) => f.family), ["beta"]);
     const viewerKey = (await svc.createUser(t.tenantId, "viewer")).apiKey;
