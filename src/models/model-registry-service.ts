@@ -16,6 +16,7 @@ import {
   rollbackGuard,
   type FlowModelUse,
   type GuardTrip,
+  type RegistryStatus,
 } from "../core/index.js";
 import type { TenantContext } from "../platform/context.js";
 import { isUniqueViolation, type Transaction } from "../platform/db.js";
@@ -62,11 +63,9 @@ export class ModelRegistryService implements ModelPromoter {
   }
 
   async promoteAlgorithmModel(ctx: TenantContext, req: PromoteAlgorithmModelRequest): Promise<PromoteAlgorithmModelResponse> {
-    const toStatus = req.toStatus.trim();
-    if (!toStatus) throw invalidField("toStatus", `is required: one of ${REGISTRY_STATES.join(", ")}`);
-    if (!isRegistryStatus(toStatus)) throw invalidField("toStatus", `must be one of ${REGISTRY_STATES.join(", ")}, got "${toStatus}"`);
     const result = await this.move(ctx, req.id, {
-      toStatus,
+      // Checked by the move, which other domains call with whatever they hold.
+      toStatus: req.toStatus.trim() as RegistryStatus,
       family: req.family,
       bypassRollbackGuard: req.bypassRollbackGuard,
       metricsSnapshot: req.metricsSnapshot,
@@ -86,7 +85,8 @@ export class ModelRegistryService implements ModelPromoter {
 
   private async move(ctx: TenantContext, modelId: string, promotion: ModelPromotion): Promise<MoveResult> {
     const { toStatus: to } = promotion;
-    if (!isRegistryStatus(to)) throw invalidField("toStatus", `must be one of ${REGISTRY_STATES.join(", ")}`);
+    if (!to) throw invalidField("toStatus", `is required: one of ${REGISTRY_STATES.join(", ")}`);
+    if (!isRegistryStatus(to)) throw invalidField("toStatus", `must be one of ${REGISTRY_STATES.join(", ")}, got "${to}"`);
     const familyGiven = promotion.family?.trim();
     if (familyGiven !== undefined && (!familyGiven || familyGiven.length > MAX_FAMILY)) {
       throw invalidField("family", `must be 1 to ${MAX_FAMILY} characters when given`);
