@@ -29,6 +29,8 @@ import { createDecisions } from "./decisions/decisions.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
+import { createModelRegistry } from "./models/model-registry.js";
+import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
 import { createHttpServer } from "./transport/http-server.js";
@@ -121,6 +123,8 @@ export interface Services {
   audit: AuditService;
   catalog: Catalog;
   decisions: ReturnType<typeof createDecisions>;
+  /** Registry moves, for experiments' automatic promotion. */
+  modelPromoter: ModelPromoter;
   registrations: ServiceRegistration[];
   /** Subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
@@ -154,6 +158,12 @@ export function createServices(f: Foundation): Services {
     decisionQuota: f.config.decisionQuota,
   });
   configChanged = decisions.configChanged;
+  const models = createModelRegistry({
+    db: f.db,
+    audit: auditLog,
+    configChanged: decisions.configChanged,
+    minScoredDecisions: f.config.modelPromotionMinDecisions,
+  });
   const identity = new IdentityService(identityStore, f.secrets, f.bus, catalog.seedTenant);
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
@@ -161,6 +171,7 @@ export function createServices(f: Foundation): Services {
     { service: AuditServiceDesc, impl: audit as never },
     ...catalog.services,
     ...decisions.services,
+    ...models.services,
   ];
   return {
     identityStore,
@@ -168,6 +179,7 @@ export function createServices(f: Foundation): Services {
     audit,
     catalog,
     decisions,
+    modelPromoter: models.promoter,
     registrations,
     listen: async () => void (await decisions.listen()),
     close: async () => {

@@ -9,6 +9,7 @@ import {
   readsRecentOutcomes,
   refill,
   scoreCandidates,
+  scoredModelIds,
   type AdaptiveCount,
   type CandidateScore,
   type Decision,
@@ -90,18 +91,19 @@ export class RecommendService {
         : scoreCandidates(task);
     const decision = completeDecision(prepared, scores);
     const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context }, task.bucketsOverCap);
-    const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket);
+    const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket, scoredModelIds(task));
     if (sampled) this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, traceRecord(input, evidence, offers, refusals), createdAt), snapshot.config);
     return toRecommendResponse({ recommendationId, interactionId, customerId: input.customerId, decision, offers, rejected: [...decision.rejectedOffers, ...refusals], explain: req.explain, createdAt });
   }
 
   /**
    * Makes the decision count: reserves its caps and budgets, counts it with its impressions'
-   * trials and stores the recommendation (id = the input's seed) with its impression rows. From the
+   * trials and stores the recommendation (id = the input's seed, with the models that scored it)
+   * with its impression rows. From the
    * first reservation until the rows are stored, any failure gives back what was taken: a cap or
    * budget unit held by a decision nobody received would be lost until its window ends.
    */
-  private async commit(ctx: TenantContext, input: DecisionInput, decision: Decision, bucket: string) {
+  private async commit(ctx: TenantContext, input: DecisionInput, decision: Decision, bucket: string, scoredBy: string[]) {
     const held: Held = new Map();
     let counted: string[] = [];
     try {
@@ -140,6 +142,7 @@ export class RecommendService {
             bucket,
           })),
           context: input.context,
+          scored_by: scoredBy,
         },
         // Multi-placement responses write no interaction rows (spec 4.4): Respond then needs creativeId.
         singleSlot
