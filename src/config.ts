@@ -1,3 +1,5 @@
+import { parseSettingsKeys, type SettingsKey } from "./platform/settings-cipher.js";
+
 /** Reads the environment once, validates it, and fails with one clear line. */
 export interface RateLimitOverride {
   limit: number;
@@ -35,6 +37,24 @@ export interface Config {
   workers: number;
   /** How old adaptive evidence may be before Recommend refreshes it from Redis; 0 reads it every time. */
   evidenceMaxAgeMs: number;
+  /** The tenant whose admins manage platform settings; null: the tenant created with --platform-owner. */
+  platformOwnerTenantId: string | null;
+  /** Keys for encrypted settings and provider secrets, the current one first; empty: none configured. */
+  settingsKeys: SettingsKey[];
+  /** Outbound notifications: how they retry, and whether private and loopback addresses may be reached. */
+  outbound: OutboundConfig;
+}
+
+export interface OutboundConfig {
+  /** Loopback, private, link-local and similar addresses are refused unless this is true. */
+  allowPrivate: boolean;
+  /** Attempts per destination, the first included. */
+  maxAttempts: number;
+  /** Backoff before the second attempt; it doubles per attempt up to backoffMaxMs. */
+  backoffMs: number;
+  backoffMaxMs: number;
+  /** Per attempt: connect, send and answer. */
+  timeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -92,6 +112,34 @@ export function parseRateLimits(raw: string, source = "RATE_LIMITS"): Record<str
   return out;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function settingsKeys(env: NodeJS.ProcessEnv): SettingsKey[] {
+  try {
+    return parseSettingsKeys(optional(env, "SETTINGS_ENCRYPTION_KEYS"), optional(env, "SETTINGS_ENCRYPTION_KEY"));
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+}
+
+function platformOwner(env: NodeJS.ProcessEnv): string | null {
+  const id = optional(env, "PLATFORM_OWNER_TENANT_ID");
+  if (id !== null && !UUID.test(id)) throw new ConfigError(`PLATFORM_OWNER_TENANT_ID must be a tenant id (a UUID), got "${id}"`);
+  return id;
+}
+
+function outbound(env: NodeJS.ProcessEnv): OutboundConfig {
+  const allow = optional(env, "OUTBOUND_ALLOW_PRIVATE");
+  if (allow !== null && allow !== "true" && allow !== "false") throw new ConfigError(`OUTBOUND_ALLOW_PRIVATE must be true or false, got "${allow}"`);
+  return {
+    allowPrivate: allow === "true",
+    maxAttempts: positiveInt(env, "OUTBOUND_MAX_ATTEMPTS", 5),
+    backoffMs: positiveInt(env, "OUTBOUND_BACKOFF_MS", 1000),
+    backoffMaxMs: positiveInt(env, "OUTBOUND_BACKOFF_MAX_MS", 60_000),
+    timeoutMs: positiveInt(env, "OUTBOUND_TIMEOUT_MS", 10_000),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     host: env.HOST || "0.0.0.0",
@@ -113,5 +161,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     scoringPoolMinTreeWalks: positiveInt(env, "SCORING_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS),
     workers: positiveInt(env, "WORKERS", 1),
     evidenceMaxAgeMs: env.EVIDENCE_MAX_AGE_MS === "0" ? 0 : positiveInt(env, "EVIDENCE_MAX_AGE_MS", 1000),
+    platformOwnerTenantId: platformOwner(env),
+    settingsKeys: settingsKeys(env),
+    outbound: outbound(env),
   };
 }
