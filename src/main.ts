@@ -13,6 +13,9 @@ import { createMemoryRateLimiter, createRedisRateLimiter } from "./platform/rate
 import { RateLimitPolicy } from "./platform/rate-limit-policy.js";
 import { createSecrets, loadOrCreateLocalSecrets, type Secrets } from "./platform/secrets.js";
 import { startEmbeddedPostgres, EmbeddedPostgresError } from "./platform/embedded-postgres.js";
+import { createSettingsCipher, derivedKeyId, type SettingsCipher } from "./platform/settings-cipher.js";
+import { createNotifications, type Notifications } from "./notifications/notifications.js";
+import type { Dispatcher } from "./notifications/outbound.js";
 import { createFirstTenant } from "./first-tenant.js";
 import { migrations } from "./migrations/index.js";
 import { IdentityStore } from "./identity/identity-store.js";
@@ -43,6 +46,8 @@ export interface Foundation {
   redis: Redis | null;
   bus: Bus;
   secrets: Secrets;
+  /** Encrypts platform settings and provider secrets (SETTINGS_ENCRYPTION_KEY[S], or the local key). */
+  settingsCipher: SettingsCipher;
   /** This start created the embedded database (never true with DATABASE_URL). */
   embeddedDatabaseCreated: boolean;
   close(): Promise<void>;
@@ -60,6 +65,7 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
   };
   let databaseUrl = config.databaseUrl;
   let secretValues = { apiKeyPepper: config.apiKeyPepper, jwtSigningSecret: config.jwtSigningSecret };
+  let settingsKeys = config.settingsKeys;
   let embeddedDatabaseCreated = false;
   if (databaseUrl === null) {
     const local = loadOrCreateLocalSecrets(config.dataDir);
@@ -67,6 +73,7 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
       apiKeyPepper: config.apiKeyPepper ?? local.apiKeyPepper,
       jwtSigningSecret: config.jwtSigningSecret ?? local.jwtSigningSecret,
     };
+    if (!settingsKeys.length) settingsKeys = [{ id: derivedKeyId(local.settingsEncryptionKey), secret: local.settingsEncryptionKey }];
     const pg = await startEmbeddedPostgres(config.dataDir, local.postgresPassword, logger, {
       runtimeDir: config.embeddedPgDir,
       shareRunning: options.shareEmbeddedDatabase,
@@ -81,6 +88,9 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
   const secrets = createSecrets(secretValues);
   for (const problem of secrets.problems()) {
     logger.warn(`SECURITY: ${problem}; key and client creation, authentication and token verification will fail until it is set`);
+  }
+  if (!settingsKeys.length) {
+    logger.warn("SECURITY: SETTINGS_ENCRYPTION_KEY is not set; encrypted platform settings and notification-provider secrets can be neither stored nor read until it is set");
   }
   const db = createSequelize(databaseUrl);
   closers.unshift(() => db.close());
@@ -109,6 +119,7 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
     redis,
     bus,
     secrets,
+    settingsCipher: createSettingsCipher(settingsKeys),
     embeddedDatabaseCreated,
     close: closeAll,
   };
@@ -121,6 +132,9 @@ export interface Services {
   audit: AuditService;
   catalog: Catalog;
   decisions: ReturnType<typeof createDecisions>;
+  notifications: Notifications;
+  /** Sends every outbound message (alerts, reports, triggers): src/notifications/outbound.ts. */
+  dispatcher: Dispatcher;
   registrations: ServiceRegistration[];
   /** Subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
@@ -155,12 +169,23 @@ export function createServices(f: Foundation): Services {
   });
   configChanged = decisions.configChanged;
   const identity = new IdentityService(identityStore, f.secrets, f.bus, catalog.seedTenant);
+  const notifications = createNotifications({
+    db: f.db,
+    bus: f.bus,
+    audit: auditLog,
+    cipher: f.settingsCipher,
+    outbound: f.config.outbound,
+    isPlatformOwner: async (tenantId) =>
+      f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
+    logger: f.logger,
+  });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
     { service: AuditServiceDesc, impl: audit as never },
     ...catalog.services,
     ...decisions.services,
+    ...notifications.services,
   ];
   return {
     identityStore,
@@ -168,8 +193,13 @@ export function createServices(f: Foundation): Services {
     audit,
     catalog,
     decisions,
+    notifications,
+    dispatcher: notifications.dispatcher,
     registrations,
-    listen: async () => void (await decisions.listen()),
+    listen: async () => {
+      await decisions.listen();
+      await notifications.listen();
+    },
     close: async () => {
       await decisions.close();
       await pool.close();
