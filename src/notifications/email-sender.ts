@@ -2,7 +2,7 @@ import { isIP } from "node:net";
 import nodemailer from "nodemailer";
 import type { OutboundConfig } from "../config.js";
 import type { OutboundMessage } from "./outbound.js";
-import { OutboundBlockedError, resolveAllowed } from "./outbound-guard.js";
+import { forbiddenAddresses, OutboundBlockedError, resolveAllowed } from "./outbound-guard.js";
 import { SendError, type SendOutcome } from "./send-outcome.js";
 
 export interface SmtpSettings {
@@ -46,7 +46,7 @@ function failure(err: Error & { responseCode?: number; code?: string }): SendErr
  */
 export async function sendEmail(smtp: SmtpSettings, to: string[], message: OutboundMessage, deliveryId: string, outbound: OutboundConfig): Promise<SendOutcome> {
   try {
-    const address = await resolveAllowed(smtp.host, outbound.allowPrivate);
+    const address = await resolveAllowed(smtp.host, forbiddenAddresses(outbound.allowPrivate));
     const transport = nodemailer.createTransport({
       host: address,
       port: smtp.port,

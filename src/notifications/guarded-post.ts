@@ -1,10 +1,17 @@
 import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { assertHostAllowed, guardedLookup } from "./outbound-guard.js";
+import type { OutboundConfig } from "../config.js";
+import { assertHostAllowed, forbiddenAddresses, guardedLookup, type ForbiddenAddress } from "./outbound-guard.js";
 
 export interface PostOptions {
-  allowPrivate: boolean;
+  /** Plain http is for closed networks and tests only; it comes with OUTBOUND_ALLOW_PRIVATE=true. */
+  allowHttp: boolean;
+  forbidden: ForbiddenAddress;
   timeoutMs: number;
+}
+
+export function postOptions(outbound: OutboundConfig): PostOptions {
+  return { allowHttp: outbound.allowPrivate, forbidden: forbiddenAddresses(outbound.allowPrivate), timeoutMs: outbound.timeoutMs };
 }
 
 export interface PostAnswer {
@@ -54,11 +61,11 @@ export async function guardedPost(url: string, body: string, headers: Record<str
 }
 
 function postOnce(url: URL, body: string, headers: Record<string, string>, options: PostOptions): Promise<PostAnswer> {
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && options.allowPrivate)) {
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && options.allowHttp)) {
     return Promise.reject(new PostFailure(`${url.protocol} URLs are not allowed: use https`, true));
   }
   try {
-    assertHostAllowed(url.hostname, options.allowPrivate);
+    assertHostAllowed(url.hostname, options.forbidden);
   } catch (err) {
     return Promise.reject(new PostFailure((err as Error).message, true));
   }
@@ -69,7 +76,7 @@ function postOnce(url: URL, body: string, headers: Record<string, string>, optio
       {
         method: "POST",
         headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
-        lookup: guardedLookup(options.allowPrivate),
+        lookup: guardedLookup(options.forbidden),
         // No pooled sockets: each delivery connects, and so resolves and is checked, afresh.
         agent: false,
         timeout: options.timeoutMs,

@@ -68,15 +68,22 @@ export class OutboundBlockedError extends Error {
   }
 }
 
+/** Which addresses outbound connections may not reach; nothing under OUTBOUND_ALLOW_PRIVATE=true. */
+export type ForbiddenAddress = (address: string) => boolean;
+
+export function forbiddenAddresses(allowPrivate: boolean): ForbiddenAddress {
+  return allowPrivate ? () => false : isForbiddenAddress;
+}
+
 /**
  * A `lookup` for net/http/tls connections that refuses a name when any of its addresses is internal
  * (one inward answer among public ones is how DNS rebinding gets through a filter that checks one).
  */
-export function guardedLookup(allowPrivate: boolean): LookupFunction {
+export function guardedLookup(forbidden: ForbiddenAddress): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err, "", 0);
-      if (!allowPrivate && addresses.some((a) => isForbiddenAddress(a.address))) {
+      if (addresses.some((a) => forbidden(a.address))) {
         return callback(new OutboundBlockedError(hostname) as NodeJS.ErrnoException, "", 0);
       }
       if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
@@ -86,16 +93,16 @@ export function guardedLookup(allowPrivate: boolean): LookupFunction {
 }
 
 /** Literal addresses skip `lookup`, so they are checked before connecting. */
-export function assertHostAllowed(host: string, allowPrivate: boolean): void {
+export function assertHostAllowed(host: string, forbidden: ForbiddenAddress): void {
   const bare = host.replace(/^\[|\]$/g, "");
-  if (!allowPrivate && isIP(bare) && isForbiddenAddress(bare)) throw new OutboundBlockedError(host);
+  if (isIP(bare) && forbidden(bare)) throw new OutboundBlockedError(host);
 }
 
 /** Resolves a host to one allowed address (for clients such as SMTP that resolve names themselves). */
-export function resolveAllowed(host: string, allowPrivate: boolean): Promise<string> {
-  assertHostAllowed(host, allowPrivate);
+export function resolveAllowed(host: string, forbidden: ForbiddenAddress): Promise<string> {
+  assertHostAllowed(host, forbidden);
   if (isIP(host.replace(/^\[|\]$/g, ""))) return Promise.resolve(host.replace(/^\[|\]$/g, ""));
   return new Promise((resolve, reject) => {
-    guardedLookup(allowPrivate)(host, { all: false }, (err, address) => (err ? reject(err) : resolve(address as string)));
+    guardedLookup(forbidden)(host, { all: false }, (err, address) => (err ? reject(err) : resolve(address as string)));
   });
 }

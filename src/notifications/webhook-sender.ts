@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import type { OutboundConfig } from "../config.js";
-import { guardedPost, PostFailure } from "./guarded-post.js";
+import { guardedPost, postOptions, PostFailure } from "./guarded-post.js";
 import { messageIdOf, retryableStatus, SendError, type SendOutcome } from "./send-outcome.js";
 
 /**
@@ -43,7 +43,7 @@ export async function postDelivery(d: HttpDelivery, outbound: OutboundConfig): P
   if (d.bearerToken) headers.authorization = `Bearer ${d.bearerToken}`;
   let answer;
   try {
-    answer = await guardedPost(d.url, d.body, headers, { allowPrivate: outbound.allowPrivate, timeoutMs: outbound.timeoutMs });
+    answer = await guardedPost(d.url, d.body, headers, postOptions(outbound));
   } catch (err) {
     if (err instanceof PostFailure) throw new SendError(err.message, err.permanent);
     throw err;
