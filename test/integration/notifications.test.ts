@@ -250,6 +250,21 @@ describe("notification providers and the outbound dispatcher", () => {
     });
   });
 
+  test("a workspace reset deletes the tenant's providers and deliveries, as it does the rest of its configuration", async () => {
+    const t = await svc.createTenant();
+    receiver.routes.set("/reset", { statuses: [200] });
+    const p = await createProvider({ type: "webhook", name: "gone-after-reset", config: { url: `${receiver.url}/reset`, secret: SIGNING } }, t.apiKey);
+    await dispatcher().dispatch(t.tenantId, [{ providerId: p.body.id }], message());
+    const reset = await rest(svc.baseUrl, "POST", "/api/v1/workspace/reset", { key: t.apiKey, body: { confirm: t.tenantId } });
+    assert.equal(reset.status, 200, JSON.stringify(reset.body));
+    const [left] = await sql(
+      `SELECT (SELECT count(*) FROM notification_providers WHERE tenant_id = $1)::int AS providers,
+              (SELECT count(*) FROM notification_deliveries WHERE tenant_id = $1)::int AS deliveries`,
+      [t.tenantId],
+    );
+    assert.deepEqual(left, { providers: 0, deliveries: 0 });
+  });
+
   describe("the SSRF guard (OUTBOUND_ALLOW_PRIVATE unset)", () => {
     const guarded = (): OutboundDispatcher => {
       const services = svc.running.services;

@@ -2,7 +2,8 @@ import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
 import pg from "pg";
 import { startTestService, TEST_JWT_SECRET, TEST_PEPPER, type TestService } from "../support/service.js";
-import { rest } from "../support/clients.js";
+import { connectClient, grpcClient, rest, rpcError } from "../support/clients.js";
+import { PlatformSettingsService } from "../../gen/decisioning/v1/platform_settings_pb.js";
 import { runCli } from "../support/server-process.js";
 import { createTestDatabase } from "../support/database.js";
 
@@ -72,6 +73,17 @@ describe("platform settings (spec 2.13, 4.9)", () => {
     });
     // The process itself reads the plaintext.
     assert.equal((await svc.running.services.notifications.platformSettings.settings("email")).smtp_password, "p@ss-w0rd-in-clear");
+  });
+
+  test("Connect and gRPC answer the same object, and the same 403", async () => {
+    const headers = { headers: { "x-api-key": owner.apiKey } };
+    const viaConnect = await connectClient(PlatformSettingsService, svc.baseUrl).getPlatformSettings({ category: "email" }, headers);
+    const viaGrpc = await grpcClient(PlatformSettingsService, svc.grpcAddress).getPlatformSettings({ category: "email" }, headers);
+    for (const s of [viaConnect, viaGrpc]) assert.deepEqual(s.fields.smtp_password.kind, { case: "stringValue", value: "****" });
+    const other = await svc.createTenant();
+    const refused = await rpcError(grpcClient(PlatformSettingsService, svc.grpcAddress).getPlatformSettings({}, { headers: { "x-api-key": other.apiKey } }));
+    assert.equal(refused.reason, "NOT_PLATFORM_OWNER");
+    assert.equal(refused.code, 7, "PERMISSION_DENIED");
   });
 
   test("encrypted at rest: the row holds ciphertext and its key id, never the plaintext", async () => {
