@@ -69,15 +69,20 @@ export class ProviderService {
   async createNotificationProvider(ctx: TenantContext, req: NotificationProviderWrite): Promise<NotificationProvider> {
     const id = newId();
     const write = this.validated(ctx.tenantId, id, req.type, req.name, req.config, null);
-    const row = await this.write(ctx, write.name, (t) => this.store.insert(t, ctx.tenantId, write));
+    const row = await this.writeTransaction(ctx.tenantId, async (t) => {
+      const created = await this.store.insert(t, ctx.tenantId, write);
+      await this.record(t, ctx, "create", null, created);
+      return created;
+    });
     return toNotificationProvider(row);
   }
 
   async updateNotificationProvider(ctx: TenantContext, req: NotificationProviderWrite): Promise<NotificationProvider> {
     await this.existing(ctx.tenantId, req.id);
     const fields = writtenFieldNames(NotificationProviderWriteSchema, req);
-    const row = await this.write(ctx, req.name ?? "", async (t) => {
-      const before = (await this.store.find(ctx.tenantId, req.id, t, true)) ?? (() => { throw notFound("notification provider", req.id); })();
+    const row = await this.writeTransaction(ctx.tenantId, async (t) => {
+      const before = await this.store.find(ctx.tenantId, req.id, t, true);
+      if (!before) throw notFound("notification provider", req.id);
       // Absent fields keep their values; a new type needs a config of that type.
       const type = fields.has("type") ? req.type : before.type;
       const config = fields.has("config") ? req.config : fields.has("type") ? undefined : this.currentConfig(before);
@@ -85,7 +90,7 @@ export class ProviderService {
       const after = await this.store.update(t, ctx.tenantId, write);
       await this.record(t, ctx, "update", before, after);
       return after;
-    }, false);
+    });
     return toNotificationProvider(row);
   }
 
@@ -150,16 +155,13 @@ export class ProviderService {
     };
   }
 
-  private async write(ctx: TenantContext, name: string, fn: (t: Transaction) => Promise<ProviderRow>, isCreate = true): Promise<ProviderRow> {
+  /** Under the tenant's write lock (the audit chain's), with a taken name answered as 409. */
+  private async writeTransaction(tenantId: string, fn: (t: Transaction) => Promise<ProviderRow>): Promise<ProviderRow> {
     try {
-      return await tenantWriteTransaction(this.db, ctx.tenantId, async (t) => {
-        const row = await fn(t);
-        if (isCreate) await this.record(t, ctx, "create", null, row);
-        return row;
-      });
+      return await tenantWriteTransaction(this.db, tenantId, fn);
     } catch (err) {
       if (isAppError(err) || !isUniqueViolation(err)) throw err;
-      throw conflict("DUPLICATE_NAME", `name: a notification provider named "${name.trim()}" already exists`);
+      throw conflict("DUPLICATE_NAME", "name: another notification provider of this tenant has this name");
     }
   }
 
