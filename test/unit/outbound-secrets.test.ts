@@ -83,3 +83,24 @@ describe("the settings cipher", () => {
 test("the webhook signature is HMAC-SHA256 over `<timestamp>.<raw body>` (known answer, computed with Python's hmac)", () => {
   assert.equal(webhookSignature("whsec_0123456789abcdef", 1700000000, '{"a":1}'), "sha256=9f5e37cdc7ea587c7c02062d93283cad000d66a831b2a1676418696db47ed6c2");
 });
+
+describe("local secrets of the embedded default", () => {
+  test("a new data directory gets a settings encryption key; an older secrets.json gains one and keeps the rest", async () => {
+    const { mkdtempSync, readFileSync, writeFileSync, statSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { loadOrCreateLocalSecrets } = await import("../../src/platform/secrets.js");
+    const fresh = loadOrCreateLocalSecrets(join(mkdtempSync(join(tmpdir(), "notify-secrets-")), "data"));
+    assert.ok(Buffer.byteLength(fresh.settingsEncryptionKey) >= 32);
+    const dir = mkdtempSync(join(tmpdir(), "notify-secrets-"));
+    const old = { apiKeyPepper: "p".repeat(64), jwtSigningSecret: "j".repeat(64), postgresPassword: "pw" };
+    writeFileSync(join(dir, "secrets.json"), JSON.stringify(old), { mode: 0o600 });
+    const upgraded = loadOrCreateLocalSecrets(dir);
+    assert.equal(upgraded.apiKeyPepper, old.apiKeyPepper);
+    assert.equal(upgraded.postgresPassword, "pw");
+    assert.ok(Buffer.byteLength(upgraded.settingsEncryptionKey) >= 32);
+    assert.equal(JSON.parse(readFileSync(join(dir, "secrets.json"), "utf8")).settingsEncryptionKey, upgraded.settingsEncryptionKey, "kept for the next start");
+    assert.equal(loadOrCreateLocalSecrets(dir).settingsEncryptionKey, upgraded.settingsEncryptionKey);
+    assert.equal(statSync(join(dir, "secrets.json")).mode & 0o777, 0o600);
+  });
+});
