@@ -89,8 +89,9 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
   for (const problem of secrets.problems()) {
     logger.warn(`SECURITY: ${problem}; key and client creation, authentication and token verification will fail until it is set`);
   }
+  // Info, not a warning: nothing is exposed without the key, a feature is off until it is set.
   if (!settingsKeys.length) {
-    logger.warn("SECURITY: SETTINGS_ENCRYPTION_KEY is not set; encrypted platform settings and notification-provider secrets can be neither stored nor read until it is set");
+    logger.info("SETTINGS_ENCRYPTION_KEY is not set: encrypted platform settings and notification-provider secrets can be neither stored nor read until it is set");
   }
   const db = createSequelize(databaseUrl);
   closers.unshift(() => db.close());

@@ -93,8 +93,4 @@ export class DeliveryStore {
       { bind: [tenantId, id, status, messageId, error] },
     );
   }
-
-  attempts(tenantId: string, deliveryId: string): Promise<AttemptRow[]> {
-    return selectRows<AttemptRow>(this.db, "SELECT * FROM notification_delivery_attempts WHERE tenant_id = $1 AND delivery_id = $2 ORDER BY attempt", [tenantId, deliveryId]);
-  }
 }

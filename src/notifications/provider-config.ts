@@ -12,12 +12,12 @@ export function isProviderType(value: string): value is ProviderType {
 /** What a secret reads as: it is set, and that is all a reader learns. */
 export const MASK = "****";
 
-/** Config fields that are credentials: write-only, encrypted at rest, `****` on read. */
-export const SECRET_FIELDS = ["password", "secret", "authToken", "token", "apiKey", "accessToken", "clientSecret"] as const;
-
 type FieldKind = "string" | "port" | "boolean" | "url" | "emails" | "strings" | "headers" | "secret";
 
-/** The fields each type takes; anything else is refused, so a typo is a 400 rather than a silent no-op. */
+/**
+ * The fields each type takes; anything else is refused, so a typo is a 400 rather than a silent
+ * no-op. `secret` fields are credentials: write-only, encrypted at rest, `****` on read.
+ */
 const FIELDS: Record<ProviderType, Record<string, FieldKind>> = {
   email: { host: "string", port: "port", secure: "boolean", user: "string", password: "secret", from: "string", to: "emails" },
   webhook: { url: "url", secret: "secret", headers: "headers" },
