@@ -48,8 +48,16 @@ function destinationKey(d: Destination): string {
 export class OutboundDispatcher implements Dispatcher {
   constructor(private readonly deps: DispatcherDeps) {}
 
+  /** A destination listed twice is sent once; each listing gets its result. */
   dispatch(tenantId: string, destinations: readonly Destination[], message: OutboundMessage): Promise<DeliveryResult[]> {
-    return Promise.all(destinations.map((d) => this.deliver(tenantId, d, message)));
+    const once = new Map<string, Promise<DeliveryResult>>();
+    return Promise.all(
+      destinations.map((d) => {
+        const key = destinationKey(d);
+        if (!once.has(key)) once.set(key, this.deliver(tenantId, d, message));
+        return once.get(key)!.then((r) => ({ ...r, destination: d }));
+      }),
+    );
   }
 
   private async deliver(tenantId: string, destination: Destination, message: OutboundMessage): Promise<DeliveryResult> {

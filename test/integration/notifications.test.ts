@@ -177,7 +177,12 @@ describe("notification providers and the outbound dispatcher", () => {
       const msg = message();
       const to = [{ type: "webhook" as const, target: `${receiver.url}/once` }];
       const [a, b] = await Promise.all([dispatcher().dispatch(tenant.tenantId, to, msg), dispatcher().dispatch(tenant.tenantId, to, msg)]);
-      const third = await dispatcher().dispatch(tenant.tenantId, to, msg);
+      const third = await dispatcher().dispatch(tenant.tenantId, [...to, ...to], msg);
+      assert.equal(third.length, 2, "one result per listed destination");
+      receiver.routes.set("/twice", { statuses: [200] });
+      const listedTwice = await dispatcher().dispatch(tenant.tenantId, [{ type: "webhook", target: `${receiver.url}/twice` }, { type: "webhook", target: `${receiver.url}/twice` }], message());
+      assert.deepEqual(listedTwice.map((r) => r.accepted), [true, true]);
+      assert.equal(receiver.received.filter((r) => r.path === "/twice").length, 1, "a destination listed twice in one message is sent it once");
       assert.equal(receiver.received.filter((r) => r.path === "/once").length, 1, "sent once");
       assert.equal(third[0].accepted, true, "a repeat reports the earlier acceptance");
       assert.equal(third[0].messageId, [a[0], b[0]].find((r) => r.accepted)!.messageId);
