@@ -1,4 +1,5 @@
 /** Reads the environment once, validates it, and fails with one clear line. */
+import { parseSettingsKeys, type SettingsKey } from "./platform/settings-cipher.js";
 import { DEFAULT_MIN_SCORED_DECISIONS } from "./core/registry-moves.js";
 
 export interface RateLimitOverride {
@@ -39,6 +40,24 @@ export interface Config {
   evidenceMaxAgeMs: number;
   /** Scored decisions a model needs before it may replace a champion (docs/models.md); 0 turns that rule off. */
   modelPromotionMinDecisions: number;
+  /** The tenant whose admins manage platform settings; null: the tenant created with --platform-owner. */
+  platformOwnerTenantId: string | null;
+  /** Keys for encrypted settings and provider secrets, the current one first; empty: none configured. */
+  settingsKeys: SettingsKey[];
+  /** Outbound notifications: how they retry, and whether private and loopback addresses may be reached. */
+  outbound: OutboundConfig;
+}
+
+export interface OutboundConfig {
+  /** Loopback, private, link-local and similar addresses are refused unless this is true. */
+  allowPrivate: boolean;
+  /** Attempts per destination, the first included. */
+  maxAttempts: number;
+  /** Backoff before the second attempt; it doubles per attempt up to backoffMaxMs. */
+  backoffMs: number;
+  backoffMaxMs: number;
+  /** Per attempt: connect, send and answer. */
+  timeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -96,6 +115,34 @@ export function parseRateLimits(raw: string, source = "RATE_LIMITS"): Record<str
   return out;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function settingsKeys(env: NodeJS.ProcessEnv): SettingsKey[] {
+  try {
+    return parseSettingsKeys(optional(env, "SETTINGS_ENCRYPTION_KEYS"), optional(env, "SETTINGS_ENCRYPTION_KEY"));
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+}
+
+function platformOwner(env: NodeJS.ProcessEnv): string | null {
+  const id = optional(env, "PLATFORM_OWNER_TENANT_ID");
+  if (id !== null && !UUID.test(id)) throw new ConfigError(`PLATFORM_OWNER_TENANT_ID must be a tenant id (a UUID), got "${id}"`);
+  return id;
+}
+
+function outbound(env: NodeJS.ProcessEnv): OutboundConfig {
+  const allow = optional(env, "OUTBOUND_ALLOW_PRIVATE");
+  if (allow !== null && allow !== "true" && allow !== "false") throw new ConfigError(`OUTBOUND_ALLOW_PRIVATE must be true or false, got "${allow}"`);
+  return {
+    allowPrivate: allow === "true",
+    maxAttempts: positiveInt(env, "OUTBOUND_MAX_ATTEMPTS", 5),
+    backoffMs: positiveInt(env, "OUTBOUND_BACKOFF_MS", 1000),
+    backoffMaxMs: positiveInt(env, "OUTBOUND_BACKOFF_MAX_MS", 60_000),
+    timeoutMs: positiveInt(env, "OUTBOUND_TIMEOUT_MS", 10_000),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     host: env.HOST || "0.0.0.0",
@@ -119,5 +166,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     evidenceMaxAgeMs: env.EVIDENCE_MAX_AGE_MS === "0" ? 0 : positiveInt(env, "EVIDENCE_MAX_AGE_MS", 1000),
     modelPromotionMinDecisions:
       env.MODEL_PROMOTION_MIN_DECISIONS === "0" ? 0 : positiveInt(env, "MODEL_PROMOTION_MIN_DECISIONS", DEFAULT_MIN_SCORED_DECISIONS),
+    platformOwnerTenantId: platformOwner(env),
+    settingsKeys: settingsKeys(env),
+    outbound: outbound(env),
   };
 }

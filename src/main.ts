@@ -13,6 +13,9 @@ import { createMemoryRateLimiter, createRedisRateLimiter } from "./platform/rate
 import { RateLimitPolicy } from "./platform/rate-limit-policy.js";
 import { createSecrets, loadOrCreateLocalSecrets, type Secrets } from "./platform/secrets.js";
 import { startEmbeddedPostgres, EmbeddedPostgresError } from "./platform/embedded-postgres.js";
+import { createSettingsCipher, derivedKeyId, type SettingsCipher } from "./platform/settings-cipher.js";
+import { createNotifications, type Notifications } from "./notifications/notifications.js";
+import type { Dispatcher } from "./notifications/outbound.js";
 import { createFirstTenant } from "./first-tenant.js";
 import { migrations } from "./migrations/index.js";
 import { IdentityStore } from "./identity/identity-store.js";
@@ -45,6 +48,8 @@ export interface Foundation {
   redis: Redis | null;
   bus: Bus;
   secrets: Secrets;
+  /** Encrypts platform settings and provider secrets (SETTINGS_ENCRYPTION_KEY[S], or the local key). */
+  settingsCipher: SettingsCipher;
   /** This start created the embedded database (never true with DATABASE_URL). */
   embeddedDatabaseCreated: boolean;
   close(): Promise<void>;
@@ -62,6 +67,7 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
   };
   let databaseUrl = config.databaseUrl;
   let secretValues = { apiKeyPepper: config.apiKeyPepper, jwtSigningSecret: config.jwtSigningSecret };
+  let settingsKeys = config.settingsKeys;
   let embeddedDatabaseCreated = false;
   if (databaseUrl === null) {
     const local = loadOrCreateLocalSecrets(config.dataDir);
@@ -69,6 +75,7 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
       apiKeyPepper: config.apiKeyPepper ?? local.apiKeyPepper,
       jwtSigningSecret: config.jwtSigningSecret ?? local.jwtSigningSecret,
     };
+    if (!settingsKeys.length) settingsKeys = [{ id: derivedKeyId(local.settingsEncryptionKey), secret: local.settingsEncryptionKey }];
     const pg = await startEmbeddedPostgres(config.dataDir, local.postgresPassword, logger, {
       runtimeDir: config.embeddedPgDir,
       shareRunning: options.shareEmbeddedDatabase,
@@ -83,6 +90,10 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
   const secrets = createSecrets(secretValues);
   for (const problem of secrets.problems()) {
     logger.warn(`SECURITY: ${problem}; key and client creation, authentication and token verification will fail until it is set`);
+  }
+  // Info, not a warning: nothing is exposed without the key, a feature is off until it is set.
+  if (!settingsKeys.length) {
+    logger.info("SETTINGS_ENCRYPTION_KEY is not set: encrypted platform settings and notification-provider secrets can be neither stored nor read until it is set");
   }
   const db = createSequelize(databaseUrl);
   closers.unshift(() => db.close());
@@ -111,6 +122,7 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
     redis,
     bus,
     secrets,
+    settingsCipher: createSettingsCipher(settingsKeys),
     embeddedDatabaseCreated,
     close: closeAll,
   };
@@ -125,6 +137,9 @@ export interface Services {
   decisions: ReturnType<typeof createDecisions>;
   /** Registry moves, for experiments' automatic promotion. */
   modelPromoter: ModelPromoter;
+  notifications: Notifications;
+  /** Sends every outbound message (alerts, reports, triggers): src/notifications/outbound.ts. */
+  dispatcher: Dispatcher;
   registrations: ServiceRegistration[];
   /** Subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
@@ -165,6 +180,16 @@ export function createServices(f: Foundation): Services {
     minScoredDecisions: f.config.modelPromotionMinDecisions,
   });
   const identity = new IdentityService(identityStore, f.secrets, f.bus, catalog.seedTenant);
+  const notifications = createNotifications({
+    db: f.db,
+    bus: f.bus,
+    audit: auditLog,
+    cipher: f.settingsCipher,
+    outbound: f.config.outbound,
+    isPlatformOwner: async (tenantId) =>
+      f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
+    logger: f.logger,
+  });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
@@ -172,6 +197,7 @@ export function createServices(f: Foundation): Services {
     ...catalog.services,
     ...decisions.services,
     ...models.services,
+    ...notifications.services,
   ];
   return {
     identityStore,
@@ -180,8 +206,13 @@ export function createServices(f: Foundation): Services {
     catalog,
     decisions,
     modelPromoter: models.promoter,
+    notifications,
+    dispatcher: notifications.dispatcher,
     registrations,
-    listen: async () => void (await decisions.listen()),
+    listen: async () => {
+      await decisions.listen();
+      await notifications.listen();
+    },
     close: async () => {
       await decisions.close();
       await pool.close();

@@ -72,6 +72,7 @@ export interface CustomerRow {
 
 /** Tables the workspace reset empties, children first; identity and the audit log stay. */
 const WORKSPACE_TABLES = [
+  "notification_delivery_attempts", "notification_deliveries", "notification_providers",
   "decision_traces", "decision_policies", "interactions", "recommendations", "customers", "decision_flow_versions", "decision_flows",
   "budgets", "algorithm_models", "creatives", "offers", "catalog_entries", "tenant_settings",
 ];
