@@ -26,6 +26,9 @@ import { AuditService } from "./audit/audit-service.js";
 import { CatalogStore, DecisionConfigStore } from "./catalog/catalog-store.js";
 import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
+import { createExperiments, type Experiments } from "./experiments/experiments.js";
+import type { ModelPromoter } from "./models/model-promotion.js";
+import { AppError } from "./platform/errors.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
@@ -121,12 +124,23 @@ export interface Services {
   audit: AuditService;
   catalog: Catalog;
   decisions: ReturnType<typeof createDecisions>;
+  experiments: Experiments;
   registrations: ServiceRegistration[];
   /** Subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
   /** Flushes queued traces and stops the scoring workers. */
   close(): Promise<void>;
 }
+
+/**
+ * LEAD: replace with the model registry's promoter (h-models, src/models/) when merging; until then
+ * auto-promotion finds winners but the registry refuses the move, which is logged and retried.
+ */
+const registryPromoter: ModelPromoter = {
+  async promote() {
+    throw new AppError({ code: "UNIMPLEMENTED", reason: "REGISTRY_UNAVAILABLE", message: "the model registry's promote is not wired in this build" });
+  },
+};
 
 export function createServices(f: Foundation): Services {
   const identityStore = new IdentityStore(f.db);
@@ -140,6 +154,14 @@ export function createServices(f: Foundation): Services {
     auditLog,
     (tenantId, userId) => identityStore.isActiveAdmin(tenantId, userId),
   );
+  const experiments = createExperiments({
+    db: f.db,
+    audit: auditLog,
+    logger: f.logger,
+    references: { liveIds: catalog.liveIds, positiveOutcomes: (tenantId) => decisions.positiveOutcomes(tenantId) },
+    promoter: registryPromoter,
+    changed: (tenantId) => configChanged(tenantId),
+  });
   const pool = createScoringPool(f.logger);
   const decisions = createDecisions({
     db: f.db,
@@ -152,6 +174,7 @@ export function createServices(f: Foundation): Services {
     pool,
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,
+    activeExperiments: experiments.activeExperiments,
   });
   configChanged = decisions.configChanged;
   const identity = new IdentityService(identityStore, f.secrets, f.bus, catalog.seedTenant);
@@ -161,6 +184,7 @@ export function createServices(f: Foundation): Services {
     { service: AuditServiceDesc, impl: audit as never },
     ...catalog.services,
     ...decisions.services,
+    ...experiments.services,
   ];
   return {
     identityStore,
@@ -168,6 +192,7 @@ export function createServices(f: Foundation): Services {
     audit,
     catalog,
     decisions,
+    experiments,
     registrations,
     listen: async () => void (await decisions.listen()),
     close: async () => {

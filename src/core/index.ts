@@ -19,6 +19,7 @@ export * from "./decide.js";
 export * from "./distributions.js";
 export * from "./evidence.js";
 export * from "./experiment-assignment.js";
+export * from "./experiment-results.js";
 export * from "./experiment-statistics.js";
 export * from "./flow.js";
 export * from "./frequency-caps.js";
