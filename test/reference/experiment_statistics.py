@@ -116,6 +116,8 @@ reference = {
         "variants90": variants(THREE, 0.90),
         "srm": dict(zip(["chiSquare", "pValue"], srm([n for _, n, _ in THREE], THREE_SHARES))),
         "requiredSampleSize": sample_size(9 / 120, 0.1, 0.05, 0.8),
+        # ?mde=0.25&alpha=0.01&power=0.9
+        "requiredSampleSizeCustom": sample_size(9 / 120, 0.25, 0.01, 0.9),
         "challengerVsChampion": dict(zip(["zScore", "pValue"], pooled_z(71, 470, 52, 480))),
     },
     "four": {
