@@ -2,6 +2,7 @@ import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
 import { startTestService, type TestService } from "../support/service.js";
 import { connectClient, rest, rpcError } from "../support/clients.js";
+import { startChildService } from "../support/child-service.js";
 import { ExperimentService } from "../../gen/decisioning/v1/experiments_pb.js";
 import { assignVariant, CHAMPION_VARIANT, HOLDOUT_BASELINE_MODEL, HOLDOUT_VARIANT, type ExperimentSplit } from "../../src/core/index.js";
 import { tenantKey } from "../../src/platform/redis.js";
@@ -335,5 +336,26 @@ describe("Recommend under an experiment", () => {
     const res = await call("POST", "/api/v1/recommend", key, { customerId: "c" });
     assert.equal(res.body.experiment, null);
     assert.equal(res.body.degraded, false);
+  });
+
+  test("across processes: an activation reaches the other process's snapshot, and both give a customer the same variant", async () => {
+    const { t, champion, challenger, key } = await setup();
+    const child = await startChildService(svc);
+    try {
+      const e = await create("experiments", experimentBody(champion, challenger), t);
+      const before = await rest(child.baseUrl, "POST", "/api/v1/recommend", { key, body: { customerId: "x1" } });
+      assert.equal(before.body.experiment, null, "a draft covers nothing (and the child has compiled its snapshot)");
+      assert.equal((await call("PUT", `/api/v1/experiments/${e.id}`, t.apiKey, { status: "active" })).status, 200);
+      let there: any = null;
+      for (let i = 0; i < 50 && !there?.experiment; i++) {
+        there = (await rest(child.baseUrl, "POST", "/api/v1/recommend", { key, body: { customerId: "x1" } })).body;
+        if (!there.experiment) await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(there.experiment?.id, e.id, "the bus invalidated the child's snapshot");
+      const here = await call("POST", "/api/v1/recommend", key, { customerId: "x1" });
+      assert.equal(here.body.experiment.variant, there.experiment.variant);
+    } finally {
+      await child.stop();
+    }
   });
 });
