@@ -94,7 +94,8 @@ export class ExperimentService {
       const before = await this.mustFind(ctx.tenantId, req.id, t);
       if (before.status === "archived") throw invalidField("status", "an archived experiment cannot change");
       if (written.key !== undefined && written.key !== before.key) violations.push({ field: "key", message: "cannot change: it seeds the variant assignment" });
-      const move = written.status === undefined ? null : transitionViolation(before.status, written.status);
+      const statusValid = written.status !== undefined && !violations.some((v) => v.field === "status");
+      const move = statusValid ? transitionViolation(before.status, written.status!) : null;
       if (move) violations.push(move);
       const after = { ...fieldsOf(before), ...written };
       await this.validate(ctx.tenantId, after, false, violations);
