@@ -31,6 +31,7 @@ export class ExperimentArms {
 
   async assign(tenantId: string, compiled: CompiledTenant, input: Pick<DecisionInput, "flowId" | "customerId">): Promise<ExperimentArm | null> {
     const { snapshot } = compiled;
+    if (!compiled.experiments.length) return null;
     const experiment = coveringExperiment(compiled.experiments, requestFlow(snapshot, input), (key) => snapshot.models.get(key)?.id);
     if (!experiment) return null;
     const { customerId } = input;

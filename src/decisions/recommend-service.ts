@@ -230,7 +230,11 @@ export class RecommendService {
     }
     if (violations.length) throw invalidFields(violations);
 
-    const stored = await this.deps.customers.attributes(ctx.tenantId, customerId);
+    // The variant needs only the customer id and the flow: its Redis round trip overlaps the attributes' read.
+    const [stored, experiment] = await Promise.all([
+      this.deps.customers.attributes(ctx.tenantId, customerId),
+      this.arms.assign(ctx.tenantId, compiled, { customerId, flowId }),
+    ]);
     const input: DecisionInput = {
       customerId,
       channel: channel ?? null,
@@ -243,7 +247,6 @@ export class RecommendService {
       clv: null,
       seed: newId(),
     };
-    const experiment = await this.arms.assign(ctx.tenantId, compiled, input);
     if (experiment) input.modelKey = experiment.modelKey;
     const bucketsOverCap = await this.buckets.bucketsOverCap(ctx, compiled.snapshot, input);
     if (bucketsOverCap.length) input.bucketsOverCap = bucketsOverCap;
