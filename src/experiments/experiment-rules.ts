@@ -1,10 +1,9 @@
 import { randomBytes } from "node:crypto";
-import type { ExperimentWrite } from "../../gen/decisioning/v1/experiments_pb.js";
+import { ExperimentWriteSchema, type ExperimentWrite } from "../../gen/decisioning/v1/experiments_pb.js";
 import { challengerVariant, CHAMPION_VARIANT, HOLDOUT_VARIANT, type ChallengerArm } from "../core/index.js";
 import type { FieldViolation } from "../platform/errors.js";
 import { isUuid } from "../platform/ids.js";
 import { writtenFieldNames } from "../catalog/write-fields.js";
-import { ExperimentWriteSchema } from "../../gen/decisioning/v1/experiments_pb.js";
 import { EXPERIMENT_STATUSES, type ExperimentRow, type ExperimentStatus, type ExperimentValues } from "./experiment-store.js";
 
 /** The writable fields of an experiment, as stored. */
