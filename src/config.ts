@@ -1,4 +1,6 @@
 /** Reads the environment once, validates it, and fails with one clear line. */
+import { DEFAULT_MIN_SCORED_DECISIONS } from "./core/registry-moves.js";
+
 export interface RateLimitOverride {
   limit: number;
   windowSeconds: number;
@@ -35,6 +37,8 @@ export interface Config {
   workers: number;
   /** How old adaptive evidence may be before Recommend refreshes it from Redis; 0 reads it every time. */
   evidenceMaxAgeMs: number;
+  /** Scored decisions a model needs before it may replace a champion (docs/models.md); 0 turns that rule off. */
+  modelPromotionMinDecisions: number;
 }
 
 export class ConfigError extends Error {}
@@ -113,5 +117,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     scoringPoolMinTreeWalks: positiveInt(env, "SCORING_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS),
     workers: positiveInt(env, "WORKERS", 1),
     evidenceMaxAgeMs: env.EVIDENCE_MAX_AGE_MS === "0" ? 0 : positiveInt(env, "EVIDENCE_MAX_AGE_MS", 1000),
+    modelPromotionMinDecisions:
+      env.MODEL_PROMOTION_MIN_DECISIONS === "0" ? 0 : positiveInt(env, "MODEL_PROMOTION_MIN_DECISIONS", DEFAULT_MIN_SCORED_DECISIONS),
   };
 }

@@ -27,11 +27,11 @@ import { CatalogStore, DecisionConfigStore } from "./catalog/catalog-store.js";
 import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
 import { createExperiments, type Experiments } from "./experiments/experiments.js";
-import type { ModelPromoter } from "./models/model-promotion.js";
-import { AppError } from "./platform/errors.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
+import { createModelRegistry } from "./models/model-registry.js";
+import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
 import { createHttpServer } from "./transport/http-server.js";
@@ -124,6 +124,8 @@ export interface Services {
   audit: AuditService;
   catalog: Catalog;
   decisions: ReturnType<typeof createDecisions>;
+  /** Registry moves, for experiments' automatic promotion. */
+  modelPromoter: ModelPromoter;
   experiments: Experiments;
   registrations: ServiceRegistration[];
   /** Subscribes caches to cross-process invalidation; call before serving. */
@@ -131,16 +133,6 @@ export interface Services {
   /** Flushes queued traces and stops the scoring workers. */
   close(): Promise<void>;
 }
-
-/**
- * LEAD: replace with the model registry's promoter (h-models, src/models/) when merging; until then
- * auto-promotion finds winners but the registry refuses the move, which is logged and retried.
- */
-const registryPromoter: ModelPromoter = {
-  async promote() {
-    throw new AppError({ code: "UNIMPLEMENTED", reason: "REGISTRY_UNAVAILABLE", message: "the model registry's promote is not wired in this build" });
-  },
-};
 
 export function createServices(f: Foundation): Services {
   const identityStore = new IdentityStore(f.db);
@@ -159,7 +151,8 @@ export function createServices(f: Foundation): Services {
     audit: auditLog,
     logger: f.logger,
     references: { liveIds: catalog.liveIds, positiveOutcomes: (tenantId) => decisions.positiveOutcomes(tenantId) },
-    promoter: registryPromoter,
+    // The registry is built after the decisions it invalidates; auto-promotion calls it only later.
+    promoter: { promote: (ctx, modelId, promotion) => models.promoter.promote(ctx, modelId, promotion) },
     changed: (tenantId) => configChanged(tenantId),
   });
   const pool = createScoringPool(f.logger);
@@ -177,6 +170,12 @@ export function createServices(f: Foundation): Services {
     activeExperiments: experiments.activeExperiments,
   });
   configChanged = decisions.configChanged;
+  const models = createModelRegistry({
+    db: f.db,
+    audit: auditLog,
+    configChanged: decisions.configChanged,
+    minScoredDecisions: f.config.modelPromotionMinDecisions,
+  });
   const identity = new IdentityService(identityStore, f.secrets, f.bus, catalog.seedTenant);
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
@@ -184,6 +183,7 @@ export function createServices(f: Foundation): Services {
     { service: AuditServiceDesc, impl: audit as never },
     ...catalog.services,
     ...decisions.services,
+    ...models.services,
     ...experiments.services,
   ];
   return {
@@ -192,6 +192,7 @@ export function createServices(f: Foundation): Services {
     audit,
     catalog,
     decisions,
+    modelPromoter: models.promoter,
     experiments,
     registrations,
     listen: async () => void (await decisions.listen()),

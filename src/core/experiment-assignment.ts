@@ -7,7 +7,6 @@
  * BUCKETS. The holdout takes the first holdoutPercent of all buckets; the rest of the population is
  * split between the champion and the challengers in their configured order, by their shares of 100.
  */
-import { flowScoreNode, type DecisionFlow } from "./flow.js";
 import { fnv1a32 } from "./hash.js";
 
 export const HOLDOUT_VARIANT = "__holdout__";
@@ -80,17 +79,12 @@ export function assignVariant(split: ExperimentSplit, customerId: string): strin
 }
 
 /**
- * The active experiment that covers a decision on `flow`: one whose flowId names the flow, or,
- * without a flowId, one whose champion is the model the flow's score node names. `modelIdOfKey`
- * maps the score node's model key to the model's id. The oldest such experiment wins (the list is
- * in creation order), so a second experiment on the same flow waits until the first one stops.
+ * The active experiment that covers a decision on the flow `flowId`: one whose flowId names the
+ * flow, or, without a flowId, one whose champion is the model the flow scores with
+ * (`servingModelId`: the family champion of the model its score node names, model-lineup.ts). The
+ * oldest such experiment wins (the list is in creation order), so a second experiment on the same
+ * flow waits until the first one stops.
  */
-export function coveringExperiment<T extends ExperimentSplit>(
-  experiments: readonly T[],
-  flow: DecisionFlow,
-  modelIdOfKey: (key: string) => string | undefined,
-): T | null {
-  if (!experiments.length) return null;
-  const flowModelId = modelIdOfKey(flowScoreNode(flow).modelKey);
-  return experiments.find((e) => (e.flowId ? e.flowId === flow.id : e.championModelId === flowModelId)) ?? null;
+export function coveringExperiment<T extends ExperimentSplit>(experiments: readonly T[], flowId: string, servingModelId: string | undefined): T | null {
+  return experiments.find((e) => (e.flowId ? e.flowId === flowId : e.championModelId === servingModelId)) ?? null;
 }

@@ -13,6 +13,8 @@ export interface RecommendationRow {
   multi_placement: boolean;
   offers: unknown[];
   context: Record<string, unknown>;
+  /** Ids of the models that scored the decision, serving model first (scoredModelIds). */
+  scored_by: string[];
   /** The experiment that covered the decision, and the customer's variant in it. */
   experiment_id: string | null;
   experiment_variant: string | null;
@@ -87,7 +89,8 @@ export class DecisionStore {
    */
   async saveRecommendation(tenantId: string, rec: Omit<RecommendationRow, "created_at">, impressions: ImpressionRow[]): Promise<Date> {
     const bind: unknown[] = [tenantId, rec.id, rec.customer_id, rec.flow_id, rec.interaction_id, rec.channel_id, rec.multi_placement,
-      JSON.stringify(rec.offers), JSON.stringify(rec.context), rec.experiment_id, rec.experiment_variant];
+      JSON.stringify(rec.offers), JSON.stringify(rec.context), rec.scored_by,
+      rec.experiment_id, rec.experiment_variant];
     const tuples = impressions.map((i) => {
       const at = bind.length;
       bind.push(i.id, i.rank, i.offer_id, i.creative_id, i.channel_id, i.placement_id, i.context_bucket);
@@ -105,9 +108,9 @@ export class DecisionStore {
       this.db,
       `save-recommendation-${tuples.length}`,
       `WITH rec AS (
-         INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context,
+         INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context, scored_by,
            experiment_id, experiment_variant)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING created_at)${impressionsCte}
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text[], $11, $12) RETURNING created_at)${impressionsCte}
        SELECT created_at FROM rec`,
       bind,
     );

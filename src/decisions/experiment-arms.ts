@@ -1,8 +1,10 @@
 import {
   assignVariant,
   coveringExperiment,
+  flowScoreNode,
   HOLDOUT_BASELINE_MODEL,
   requestFlow,
+  servingModelKey,
   variantModelId,
   variantNames,
   type DecisionInput,
@@ -22,7 +24,8 @@ export interface ExperimentArm {
 
 /**
  * Puts a decision into its experiment: finds the active experiment covering the request's flow
- * (from the compiled snapshot, never a query), keeps or makes the customer's variant (Redis, 30
+ * (from the compiled snapshot, never a query; "the model the flow scores with" is its serving
+ * model, the family champion when there is one: ADR 6), keeps or makes the customer's variant (Redis, 30
  * days), and names the model the variant scores with: the holdout's is the priority baseline
  * (docs/experiments.md).
  */
@@ -32,7 +35,9 @@ export class ExperimentArms {
   async assign(tenantId: string, compiled: CompiledTenant, input: Pick<DecisionInput, "flowId" | "customerId">): Promise<ExperimentArm | null> {
     const { snapshot } = compiled;
     if (!compiled.experiments.length) return null;
-    const experiment = coveringExperiment(compiled.experiments, requestFlow(snapshot, input), (key) => snapshot.models.get(key)?.id);
+    const flow = requestFlow(snapshot, input);
+    const serving = snapshot.models.get(servingModelKey(snapshot, flowScoreNode(flow).modelKey));
+    const experiment = coveringExperiment(compiled.experiments, flow.id, serving?.id);
     if (!experiment) return null;
     const { customerId } = input;
     const variant = await this.assignments.keep(tenantId, experiment.id, customerId, assignVariant(experiment, customerId), variantNames(experiment));

@@ -9,6 +9,7 @@ import {
   readsRecentOutcomes,
   refill,
   scoreCandidates,
+  scoredModelIds,
   type AdaptiveCount,
   type CandidateScore,
   type Decision,
@@ -93,7 +94,7 @@ export class RecommendService {
         : scoreCandidates(task);
     const decision = completeDecision(prepared, scores);
     const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context }, task.bucketsOverCap);
-    const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket, experiment);
+    const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket, scoredModelIds(task), experiment);
     if (sampled) {
       const record = traceRecord(input, evidence, offers, refusals, experiment);
       this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, record, createdAt), snapshot.config);
@@ -113,11 +114,19 @@ export class RecommendService {
 
   /**
    * Makes the decision count: reserves its caps and budgets, counts it with its impressions'
-   * trials and stores the recommendation (id = the input's seed) with its impression rows. From the
+   * trials and stores the recommendation (id = the input's seed, with the models that scored it)
+   * with its impression rows. From the
    * first reservation until the rows are stored, any failure gives back what was taken: a cap or
    * budget unit held by a decision nobody received would be lost until its window ends.
    */
-  private async commit(ctx: TenantContext, input: DecisionInput, decision: Decision, bucket: string, experiment: ExperimentArm | null) {
+  private async commit(
+    ctx: TenantContext,
+    input: DecisionInput,
+    decision: Decision,
+    bucket: string,
+    scoredBy: string[],
+    experiment: ExperimentArm | null,
+  ) {
     const held: Held = new Map();
     let counted: string[] = [];
     try {
@@ -156,6 +165,7 @@ export class RecommendService {
             bucket,
           })),
           context: input.context,
+          scored_by: scoredBy,
           experiment_id: experiment?.id ?? null,
           experiment_variant: experiment?.variant ?? null,
         },

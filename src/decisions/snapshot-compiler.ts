@@ -101,8 +101,17 @@ function toFlow(row: CatalogRow): DecisionFlow {
   return { id: row.id, name: row.name, nodes };
 }
 
+/** Registry status and family come from their columns (a `config` that names them is not read). */
 function toModel(row: CatalogRow): ModelConfig {
-  return { ...obj(row.config), id: row.id, key: row.key as string, type: row.type, registryStatus: row.registry_status } as ModelConfig;
+  return {
+    ...obj(row.config),
+    id: row.id,
+    key: row.key as string,
+    type: row.type,
+    registryStatus: row.registry_status,
+    // Left out when empty, so configurations without families keep their policyVersionHash.
+    family: (row.family as string) || undefined,
+  } as ModelConfig;
 }
 
 /**

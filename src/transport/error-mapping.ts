@@ -70,6 +70,8 @@ const HTTP_BY_REASON: Record<string, number> = {
   INVALID_CRON_EXPRESSION: 422,
   RATE_LIMITED: 429,
   CONFLICT: 409,
+  // FAILED_PRECONDITION on gRPC and Connect; spec 3.3 answers the model registry's guard with 409.
+  ROLLBACK_GUARD: 409,
 };
 
 export function httpStatusOf(err: AppError): number {

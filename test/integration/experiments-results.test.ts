@@ -6,8 +6,7 @@ import { rest } from "../support/clients.js";
 import { AuditLog } from "../../src/audit/audit-log.js";
 import { AuditStore } from "../../src/audit/audit-store.js";
 import { createExperiments, type Experiments } from "../../src/experiments/experiments.js";
-import type { ModelPromoter, ModelPromotion } from "../../src/models/model-promotion.js";
-import { AppError } from "../../src/platform/errors.js";
+import type { ModelPromoter } from "../../src/models/model-promotion.js";
 import { CHAMPION_VARIANT, HOLDOUT_VARIANT } from "../../src/core/index.js";
 
 let svc: TestService;
@@ -193,24 +192,8 @@ describe("GET /api/v1/experiments/{id}/results", () => {
   });
 });
 
-describe("auto-promotion", () => {
-  /**
-   * LEAD: the one place to switch to the model registry's real promoter (h-models). This stand-in
-   * makes the same registry move with SQL (one champion per family) and remembers each call.
-   */
-  function sqlPromoter(calls: Array<{ tenantId: string; actor: string; modelId: string; promotion: ModelPromotion }>): ModelPromoter {
-    return {
-      async promote(ctx, modelId, promotion) {
-        await sql(
-          `UPDATE algorithm_models SET registry_status = CASE WHEN id = $2 THEN 'champion' ELSE 'challenger' END
-           WHERE tenant_id = $1 AND (id = $2 OR (registry_status = 'champion' AND family = (SELECT family FROM algorithm_models WHERE tenant_id = $1 AND id = $2)))`,
-          [ctx.tenantId, modelId],
-        );
-        calls.push({ tenantId: ctx.tenantId, actor: ctx.actorName, modelId, promotion });
-      },
-    };
-  }
-
+describe("auto-promotion through the model registry", () => {
+  /** Auto-promotion over the service's own registry promoter, so moves, guard and audit are the real ones. */
   function experimentsWith(promoter: ModelPromoter): Experiments {
     const { db } = svc.running.foundation;
     const { catalog, decisions } = svc.running.services;
@@ -227,12 +210,29 @@ describe("auto-promotion", () => {
   const startedDaysAgo = (t: Tenant, id: string, days: number) =>
     sql("UPDATE experiments SET started_at = now() - make_interval(days => $3::int) WHERE tenant_id = $1 AND id = $2", [t.tenantId, id, days]);
 
+  /** The experiment's models in the registry: the champion serving family `f`, the challenger staged. */
+  async function staged(s: Awaited<ReturnType<typeof setup>>) {
+    const promote = async (m: any, toStatus: string) => {
+      const res = await call("POST", `/api/v1/algorithm-models/${m.id}/promote`, s.t.apiKey, { toStatus });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+    };
+    await promote(s.champion, "challenger");
+    await promote(s.champion, "champion");
+    await promote(s.challenger, "challenger");
+    // What Recommend records for the decisions a variant scored: the rollback guard counts them.
+    await sql("UPDATE recommendations SET scored_by = ARRAY[$3]::text[] WHERE tenant_id = $1 AND experiment_variant = 'b' AND experiment_id = $2", [
+      s.t.tenantId,
+      s.experiment.id,
+      s.challenger.id,
+    ]);
+  }
+
   test("a challenger beating the champion by the threshold, significantly, after promoteAfterDays becomes champion", async () => {
-    const calls: Parameters<typeof sqlPromoter>[0] = [];
-    const experiments = experimentsWith(sqlPromoter(calls));
-    const { t, offer, champion, challenger, experiment } = await setup({ status: "active", autoPromote: true, promoteThreshold: 0.3, promoteAfterDays: 7 });
-    await sql("UPDATE algorithm_models SET registry_status = 'champion' WHERE tenant_id = $1 AND id = $2", [t.tenantId, champion.id]);
+    const experiments = experimentsWith(svc.running.services.modelPromoter);
+    const s = await setup({ status: "active", autoPromote: true, promoteThreshold: 0.3, promoteAfterDays: 7 });
+    const { t, offer, champion, challenger, experiment } = s;
     await seedReference(t, experiment.id, offer.id);
+    await staged(s);
     const mine = (outcomes: Awaited<ReturnType<Experiments["autoPromotion"]["runAcrossTenants"]>>) => outcomes.filter((o) => o.tenantId === t.tenantId);
 
     assert.deepEqual(mine(await experiments.autoPromotion.runAcrossTenants(new Date())), [], "promoteAfterDays have not passed");
@@ -240,11 +240,15 @@ describe("auto-promotion", () => {
     const outcomes = mine(await experiments.autoPromotion.runAcrossTenants(new Date()));
     assert.deepEqual(outcomes, [{ tenantId: t.tenantId, experimentId: experiment.id, result: "promoted", modelId: challenger.id }]);
 
-    assert.equal(calls.length, 1);
-    const { promotion, actor } = calls[0];
-    assert.equal(promotion.toStatus, "champion");
-    assert.equal(actor, "system (experiment auto-promotion)");
-    const snapshot = promotion.metricsSnapshot as Record<string, any>;
+    const registry = await sql("SELECT id, registry_status FROM algorithm_models WHERE tenant_id = $1 ORDER BY registry_status", [t.tenantId]);
+    assert.deepEqual(registry.map((r) => [r.id, r.registry_status]), [[champion.id, "challenger"], [challenger.id, "champion"]]);
+    const [move] = await sql(
+      `SELECT user_name, changes FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 AND entity_type = 'algorithm_model' ORDER BY seq DESC LIMIT 1`,
+      [t.tenantId, challenger.id],
+    );
+    assert.equal(move.user_name, "system (experiment auto-promotion)");
+    assert.deepEqual(move.changes.registryMove, { from: "challenger", to: "champion" });
+    const snapshot = move.changes.metricsSnapshot;
     assert.deepEqual([snapshot.experimentId, snapshot.variant, snapshot.replacedChampionModelId], [experiment.id, "b", champion.id]);
     assert.deepEqual([snapshot.challenger, snapshot.champion], [{ samples: 470, conversions: 71 }, { samples: 480, conversions: 52 }]);
     // Reference "three", challengerVsChampion: z 1.961390097749455, p 0.04983353423946338 (< 0.05).
@@ -252,8 +256,6 @@ describe("auto-promotion", () => {
     close(snapshot.pValue, 0.04983353423946338, "p vs champion");
     close(snapshot.relativeUplift, 71 / 470 / (52 / 480) - 1, "relative uplift vs champion");
 
-    const registry = await sql("SELECT id, registry_status FROM algorithm_models WHERE tenant_id = $1 ORDER BY registry_status", [t.tenantId]);
-    assert.deepEqual(registry.map((r) => [r.id, r.registry_status]), [[champion.id, "challenger"], [challenger.id, "champion"]]);
     const after = (await call("GET", `/api/v1/experiments/${experiment.id}`, t.apiKey)).body;
     assert.equal(after.status, "archived");
     assert.equal(after.promotedModelId, challenger.id);
@@ -267,29 +269,26 @@ describe("auto-promotion", () => {
   });
 
   test("no promotion below the threshold; a registry refusal leaves the experiment running; the scheduled job runs the same", async () => {
-    const calls: Parameters<typeof sqlPromoter>[0] = [];
-    const experiments = experimentsWith(sqlPromoter(calls));
+    const experiments = experimentsWith(svc.running.services.modelPromoter);
     const high = await setup({ status: "active", autoPromote: true, promoteThreshold: 0.5, promoteAfterDays: 1 });
     await seedReference(high.t, high.experiment.id, high.offer.id);
+    await staged(high);
     await startedDaysAgo(high.t, high.experiment.id, 2);
     const [job] = experiments.jobs;
     assert.deepEqual([job.name, job.route, job.schedule], ["experiments.auto-promote", "tick", { everyMs: 3_600_000 }]);
     await job.run(new Date());
-    assert.equal(calls.length, 0, "a relative uplift of 0.39 is below 0.5");
     const outcome = (await experiments.autoPromotion.runAcrossTenants(new Date())).find((o) => o.tenantId === high.t.tenantId);
-    assert.deepEqual(outcome, { tenantId: high.t.tenantId, experimentId: high.experiment.id, result: "no_winner" });
+    assert.deepEqual(outcome, { tenantId: high.t.tenantId, experimentId: high.experiment.id, result: "no_winner" }, "a relative uplift of 0.39 is below 0.5");
+    const [unmoved] = await sql("SELECT registry_status FROM algorithm_models WHERE tenant_id = $1 AND id = $2", [high.t.tenantId, high.challenger.id]);
+    assert.equal(unmoved.registry_status, "challenger");
 
-    const refusing = experimentsWith({
-      async promote() {
-        throw new AppError({ code: "ALREADY_EXISTS", reason: "ROLLBACK_GUARD", message: "rollback guard: the champion has more scored decisions" });
-      },
-    });
-    const guarded = await setup({ status: "active", autoPromote: true, promoteThreshold: 0.1, promoteAfterDays: 0 });
-    await seedReference(guarded.t, guarded.experiment.id, guarded.offer.id);
-    const refused = (await refusing.autoPromotion.runAcrossTenants(new Date())).find((o) => o.tenantId === guarded.t.tenantId);
+    // A challenger still in draft: the registry refuses draft → champion (docs/models.md).
+    const draft = await setup({ status: "active", autoPromote: true, promoteThreshold: 0.1, promoteAfterDays: 0 });
+    await seedReference(draft.t, draft.experiment.id, draft.offer.id);
+    const refused = (await experiments.autoPromotion.runAcrossTenants(new Date())).find((o) => o.tenantId === draft.t.tenantId);
     assert.equal(refused?.result, "refused");
-    assert.match(refused!.reason!, /rollback guard/);
-    const still = (await call("GET", `/api/v1/experiments/${guarded.experiment.id}`, guarded.t.apiKey)).body;
+    assert.match(refused!.reason!, /toStatus/);
+    const still = (await call("GET", `/api/v1/experiments/${draft.experiment.id}`, draft.t.apiKey)).body;
     assert.deepEqual([still.status, still.promotedModelId], ["active", null]);
   });
 });

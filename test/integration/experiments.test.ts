@@ -296,6 +296,27 @@ describe("Recommend under an experiment", () => {
     assert.equal(row.experiment_id, null);
   });
 
+  test("coverage follows the family: a flow naming any model of the champion's family is covered", async () => {
+    const { t, champion, challenger, key } = await setup();
+    const named = await model(t, "relevance");
+    const promote = async (m: any, body: Record<string, unknown>) => {
+      const res = await call("POST", `/api/v1/algorithm-models/${m.id}/promote`, t.apiKey, body);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+    };
+    await promote(named, { toStatus: "challenger", family: "churn" });
+    await promote(champion, { toStatus: "challenger", family: "churn" });
+    await promote(champion, { toStatus: "champion" });
+    const flow = await create("decision-flows", {
+      name: unique("flow"),
+      key: unique("flow"),
+      status: "active",
+      config: { nodes: [{ type: "score", modelKey: named.key }] },
+    }, t);
+    const e = await create("experiments", experimentBody(champion, challenger, { status: "active", holdoutPercent: 0 }), t);
+    const res = await call("POST", "/api/v1/recommend", key, { customerId: "c1", flow: flow.key });
+    assert.equal(res.body.experiment?.id, e.id, "the flow names a model of the family, whose champion is the experiment's");
+  });
+
   test("a customer keeps the variant when the split changes (30 days in Redis); new customers follow the new split", async () => {
     const { t, champion, challenger, key } = await setup();
     const e = await create("experiments", experimentBody(champion, challenger, {

@@ -216,14 +216,13 @@ describe("variant assignment", () => {
     }
   });
 
-  test("coverage: flowId names the flow, else the flow's score node names the champion model", () => {
-    const flow = { id: "f1", nodes: [{ type: "score" as const, modelKey: "champ-key" }] };
-    const ids: Record<string, string> = { "champ-key": "m-champion" };
-    assert.equal(coveringExperiment([split], flow, (k) => ids[k])?.id, "e1");
-    assert.equal(coveringExperiment([split], { ...flow, nodes: [{ type: "score", modelKey: "other" }] }, (k) => ids[k]), null);
+  test("coverage: flowId names the flow, else the flow scores with the champion model", () => {
+    assert.equal(coveringExperiment([split], "f1", "m-champion")?.id, "e1");
+    assert.equal(coveringExperiment([split], "f1", "m-other"), null);
+    assert.equal(coveringExperiment([split], "f1", undefined), null);
     const byFlow = { ...split, id: "e2", flowId: "f2", championModelId: "m-x" };
-    assert.equal(coveringExperiment([byFlow], { id: "f2", nodes: [] }, (k) => ids[k])?.id, "e2");
-    assert.equal(coveringExperiment([byFlow], flow, (k) => ids[k]), null, "a flowId covers only that flow");
-    assert.equal(coveringExperiment([split, { ...split, id: "e3" }], flow, (k) => ids[k])?.id, "e1", "the oldest wins");
+    assert.equal(coveringExperiment([byFlow], "f2", "m-other")?.id, "e2");
+    assert.equal(coveringExperiment([byFlow], "f1", "m-x"), null, "a flowId covers only that flow");
+    assert.equal(coveringExperiment([split, { ...split, id: "e3" }], "f1", "m-champion")?.id, "e1", "the oldest wins");
   });
 });

@@ -10,8 +10,13 @@ export type RegistryStatus = "draft" | "shadow" | "challenger" | "champion" | "a
 interface ModelBase {
   id: string;
   key: string;
-  /** A model in `shadow` status is scored beside every primary model and recorded, never ranked. */
+  /**
+   * A `champion` serves the flows that name a model of its family; a `shadow` is scored beside its
+   * family's serving model and recorded, never ranked (model-lineup.ts).
+   */
   registryStatus?: RegistryStatus;
+  /** The registry family: the one-champion rule and shadow scoring are per family. */
+  family?: string;
 }
 
 /** Beta-Bernoulli settings shared by the adaptive model and the formula's propensity term. */
