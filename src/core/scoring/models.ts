@@ -103,7 +103,8 @@ export const DEFAULT_MODEL: AdaptiveModel = { id: "default-adaptive", key: "defa
 /**
  * What an experiment's holdout is decided with (docs/experiments.md): the flow as configured but
  * without model-driven scoring, each offer scored by its priority alone (priority / 100), so the
- * ranking is the business's own order. A built-in key no tenant model can take.
+ * ranking is the business's own order. Built in: every snapshot adds it last, so no tenant model
+ * with the same key can replace it.
  */
 export const HOLDOUT_BASELINE_MODEL: FormulaModel = {
   id: "holdout-baseline",
