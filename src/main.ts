@@ -29,6 +29,7 @@ import { AuditService } from "./audit/audit-service.js";
 import { CatalogStore, DecisionConfigStore } from "./catalog/catalog-store.js";
 import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
+import { createExperiments, type Experiments } from "./experiments/experiments.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
@@ -140,6 +141,7 @@ export interface Services {
   notifications: Notifications;
   /** Sends every outbound message (alerts, reports, triggers): src/notifications/outbound.ts. */
   dispatcher: Dispatcher;
+  experiments: Experiments;
   registrations: ServiceRegistration[];
   /** Subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
@@ -159,6 +161,15 @@ export function createServices(f: Foundation): Services {
     auditLog,
     (tenantId, userId) => identityStore.isActiveAdmin(tenantId, userId),
   );
+  const experiments = createExperiments({
+    db: f.db,
+    audit: auditLog,
+    logger: f.logger,
+    references: { liveIds: catalog.liveIds, positiveOutcomes: (tenantId) => decisions.positiveOutcomes(tenantId) },
+    // The registry is built after the decisions it invalidates; auto-promotion calls it only later.
+    promoter: { promote: (ctx, modelId, promotion) => models.promoter.promote(ctx, modelId, promotion) },
+    changed: (tenantId) => configChanged(tenantId),
+  });
   const pool = createScoringPool(f.logger);
   const decisions = createDecisions({
     db: f.db,
@@ -171,6 +182,7 @@ export function createServices(f: Foundation): Services {
     pool,
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,
+    activeExperiments: experiments.activeExperiments,
   });
   configChanged = decisions.configChanged;
   const models = createModelRegistry({
@@ -198,6 +210,7 @@ export function createServices(f: Foundation): Services {
     ...decisions.services,
     ...models.services,
     ...notifications.services,
+    ...experiments.services,
   ];
   return {
     identityStore,
@@ -208,6 +221,7 @@ export function createServices(f: Foundation): Services {
     modelPromoter: models.promoter,
     notifications,
     dispatcher: notifications.dispatcher,
+    experiments,
     registrations,
     listen: async () => {
       await decisions.listen();

@@ -15,6 +15,9 @@ export interface RecommendationRow {
   context: Record<string, unknown>;
   /** Ids of the models that scored the decision, serving model first (scoredModelIds). */
   scored_by: string[];
+  /** The experiment that covered the decision, and the customer's variant in it. */
+  experiment_id: string | null;
+  experiment_variant: string | null;
   created_at: Date;
 }
 
@@ -73,7 +76,7 @@ export interface CustomerRow {
 /** Tables the workspace reset empties, children first; identity and the audit log stay. */
 const WORKSPACE_TABLES = [
   "notification_delivery_attempts", "notification_deliveries", "notification_providers",
-  "decision_traces", "decision_policies", "interactions", "recommendations", "customers", "decision_flow_versions", "decision_flows",
+  "decision_traces", "decision_policies", "interactions", "recommendations", "customers", "experiments", "decision_flow_versions", "decision_flows",
   "budgets", "algorithm_models", "creatives", "offers", "catalog_entries", "tenant_settings",
 ];
 
@@ -87,7 +90,8 @@ export class DecisionStore {
    */
   async saveRecommendation(tenantId: string, rec: Omit<RecommendationRow, "created_at">, impressions: ImpressionRow[]): Promise<Date> {
     const bind: unknown[] = [tenantId, rec.id, rec.customer_id, rec.flow_id, rec.interaction_id, rec.channel_id, rec.multi_placement,
-      JSON.stringify(rec.offers), JSON.stringify(rec.context), rec.scored_by];
+      JSON.stringify(rec.offers), JSON.stringify(rec.context), rec.scored_by,
+      rec.experiment_id, rec.experiment_variant];
     const tuples = impressions.map((i) => {
       const at = bind.length;
       bind.push(i.id, i.rank, i.offer_id, i.creative_id, i.channel_id, i.placement_id, i.context_bucket);
@@ -105,8 +109,9 @@ export class DecisionStore {
       this.db,
       `save-recommendation-${tuples.length}`,
       `WITH rec AS (
-         INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context, scored_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text[]) RETURNING created_at)${impressionsCte}
+         INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context, scored_by,
+           experiment_id, experiment_variant)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text[], $11, $12) RETURNING created_at)${impressionsCte}
        SELECT created_at FROM rec`,
       bind,
     );

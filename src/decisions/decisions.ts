@@ -9,6 +9,7 @@ import type { Logger } from "../platform/logger.js";
 import { InvalidatedCache } from "../platform/invalidated-cache.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import type { DecisionConfigRows } from "../catalog/catalog-store.js";
+import type { ExperimentSplit } from "../core/index.js";
 import { AttributionLadder } from "./attribution.js";
 import type { Counters } from "./counters.js";
 import { CustomerCache } from "./customer-cache.js";
@@ -43,14 +44,20 @@ export interface DecisionsOptions {
   pool: ScoringPool | null;
   minTreeWalksForPool: number;
   decisionQuota: number | null;
+  /** The experiments' read model: the tenant's active experiments, oldest first. None when absent. */
+  activeExperiments?: (tenantId: string) => Promise<ExperimentSplit[]>;
 }
 
 /** Recommend, traces, customers and the workspace: built once at start-up. */
 export function createDecisions(o: DecisionsOptions) {
   const store = new DecisionStore(o.db);
   const snapshots = new InvalidatedCache<CompiledTenant>(o.bus, SNAPSHOT_CHANNEL, async (tenantId) => {
-    const [rows, settings] = await Promise.all([o.decisionConfig(tenantId), store.settings(tenantId)]);
-    return compileTenant(rows, settings, o.logger);
+    const [rows, settings, experiments] = await Promise.all([
+      o.decisionConfig(tenantId),
+      store.settings(tenantId),
+      o.activeExperiments ? o.activeExperiments(tenantId) : [],
+    ]);
+    return compileTenant(rows, settings, o.logger, experiments);
   });
   const customers = new CustomerCache(o.bus, store);
   /**
@@ -133,7 +140,10 @@ export function createDecisions(o: DecisionsOptions) {
     traces,
     /** Subscribes the caches to cross-process invalidation. */
     listen: () => Promise.all([snapshots.listen(), customers.listen(), o.bus.subscribe(WORKSPACE_RESET_CHANNEL, forgetTenant)]),
-    /** What the catalog calls after every committed configuration change. */
+    /** The keys of the tenant's outcome types in the `positive` category: what experiments count as conversions. */
+    positiveOutcomes: async (tenantId: string) =>
+      [...(await snapshots.get(tenantId)).outcomeTypes].filter(([, category]) => category === "positive").map(([key]) => key),
+    /** What the catalog and the experiments call after every committed configuration change. */
     configChanged: (tenantId: string) => void snapshots.invalidate(tenantId).catch((err) => o.logger.warn({ err, tenantId }, "snapshot invalidation not published")),
     close: () => traces.close(),
   };

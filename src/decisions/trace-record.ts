@@ -27,6 +27,8 @@ import {
 } from "../core/index.js";
 import type { ClvInput } from "../core/scoring/impact.js";
 import type { TraceRow } from "./decision-store.js";
+import type { ExperimentArm } from "./experiment-arms.js";
+import { experimentAssignment } from "./decision-mapper.js";
 
 /** The inputs of DecisionInput in a compact, JSON-safe form. */
 export interface RecordedInputs {
@@ -57,10 +59,18 @@ export interface TraceRecord {
   selectedOffers: SelectedOffer[];
   /** Offers whose caps or budgets a concurrent decision took first: the one thing a replay cannot know. */
   refusals: Rejection[];
+  /** The experiment that covered the decision; its variant's model is `inputs.modelKey`. Absent when none. */
+  experiment?: Pick<ExperimentArm, "id" | "key" | "variant">;
 }
 
 /** The record of a decision; `keys` are the evidence keys the service read (evidenceKeys). */
-export function traceRecord(input: DecisionInput, keys: readonly string[], offers: RankedOffer[], refusals: Rejection[]): TraceRecord {
+export function traceRecord(
+  input: DecisionInput,
+  keys: readonly string[],
+  offers: RankedOffer[],
+  refusals: Rejection[],
+  experiment: ExperimentArm | null = null,
+): TraceRecord {
   const counts = input.adaptiveCounts ?? {};
   return {
     inputs: {
@@ -82,6 +92,7 @@ export function traceRecord(input: DecisionInput, keys: readonly string[], offer
     },
     selectedOffers: offers.map(({ reservations: _r, options: _o, ...o }) => o),
     refusals,
+    ...(experiment && { experiment: { id: experiment.id, key: experiment.key, variant: experiment.variant } }),
   };
 }
 
@@ -143,6 +154,7 @@ export function renderTrace(row: Omit<TraceRow, "trace">, record: TraceRecord, s
     rejectedOffers: [...decision.rejectedOffers, ...record.refusals],
     rankingWeights: decision.rankingWeights,
     inputs: { ...shown, adaptiveCounts: input.adaptiveCounts },
+    ...(record.experiment && { experiment: experimentAssignment(record.experiment) }),
   });
   return { trace, decision };
 }
@@ -156,6 +168,7 @@ export interface TraceExplanation {
   rejectedOffers: unknown[];
   rankingWeights: unknown;
   inputs: unknown;
+  experiment?: ReturnType<typeof experimentAssignment>;
 }
 
 /** The trace message: the row's columns and an explanation, through JSON so that any plain value fits. */

@@ -8,6 +8,7 @@ import * as m0006 from "./0006-trace-records.js";
 import * as m0007 from "./0007-impressions-by-rank.js";
 import * as m0009 from "./0009-notifications.js";
 import * as m0012 from "./0012-model-registry.js";
+import * as m0013 from "./0013-experiments.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
 export const migrations: Migration[] = [
@@ -20,4 +21,5 @@ export const migrations: Migration[] = [
   { name: "0007-impressions-by-rank", up: m0007.up },
   { name: "0009-notifications", up: m0009.up },
   { name: "0012-model-registry", up: m0012.up },
+  { name: "0013-experiments", up: m0013.up },
 ];
