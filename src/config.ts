@@ -35,6 +35,16 @@ export interface Config {
   workers: number;
   /** How old adaptive evidence may be before Recommend refreshes it from Redis; 0 reads it every time. */
   evidenceMaxAgeMs: number;
+  /** The OpenAI-compatible chat-completions endpoint that writes narratives; null: the deterministic writer. */
+  llm: LlmConfig | null;
+}
+
+export interface LlmConfig {
+  /** LLM_BASE_URL, e.g. https://api.openai.com/v1; requests go to `<baseUrl>/chat/completions`. */
+  baseUrl: string;
+  model: string;
+  /** Sent as a bearer token and nowhere else (never logged or returned); null for endpoints without one. */
+  apiKey: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -92,6 +102,22 @@ export function parseRateLimits(raw: string, source = "RATE_LIMITS"): Record<str
   return out;
 }
 
+/** LLM_BASE_URL and LLM_MODEL together, or neither; LLM_API_KEY optional (a local endpoint needs none). */
+function llmConfig(env: NodeJS.ProcessEnv): LlmConfig | null {
+  const baseUrl = optional(env, "LLM_BASE_URL");
+  const model = optional(env, "LLM_MODEL");
+  if (baseUrl === null && model === null) return null;
+  if (baseUrl === null || model === null) throw new ConfigError("LLM_BASE_URL and LLM_MODEL must be set together");
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new ConfigError(`LLM_BASE_URL must be an http or https URL, got "${baseUrl}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError(`LLM_BASE_URL must be an http or https URL, got "${baseUrl}"`);
+  return { baseUrl: baseUrl.replace(/\/+$/, ""), model, apiKey: optional(env, "LLM_API_KEY") };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     host: env.HOST || "0.0.0.0",
@@ -113,5 +139,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     scoringPoolMinTreeWalks: positiveInt(env, "SCORING_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS),
     workers: positiveInt(env, "WORKERS", 1),
     evidenceMaxAgeMs: env.EVIDENCE_MAX_AGE_MS === "0" ? 0 : positiveInt(env, "EVIDENCE_MAX_AGE_MS", 1000),
+    llm: llmConfig(env),
   };
 }

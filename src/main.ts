@@ -26,6 +26,7 @@ import { AuditService } from "./audit/audit-service.js";
 import { CatalogStore, DecisionConfigStore } from "./catalog/catalog-store.js";
 import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
+import { createExplanations } from "./explanations/explanations.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
@@ -154,6 +155,7 @@ export function createServices(f: Foundation): Services {
     decisionQuota: f.config.decisionQuota,
   });
   configChanged = decisions.configChanged;
+  const explanations = createExplanations({ db: f.db, audit: auditLog, sources: decisions.readModel, llm: f.config.llm, logger: f.logger });
   const identity = new IdentityService(identityStore, f.secrets, f.bus, catalog.seedTenant);
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
@@ -161,6 +163,7 @@ export function createServices(f: Foundation): Services {
     { service: AuditServiceDesc, impl: audit as never },
     ...catalog.services,
     ...decisions.services,
+    ...explanations.services,
   ];
   return {
     identityStore,
