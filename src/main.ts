@@ -155,7 +155,7 @@ export function createServices(f: Foundation): Services {
     decisionQuota: f.config.decisionQuota,
   });
   configChanged = decisions.configChanged;
-  const explanations = createExplanations({ db: f.db, audit: auditLog, sources: decisions.readModel, llm: f.config.llm, logger: f.logger });
+  const explanations = createExplanations({ db: f.db, audit: auditLog, sources: decisions.readModel, llm: f.config.llm, pool, logger: f.logger });
   const identity = new IdentityService(identityStore, f.secrets, f.bus, catalog.seedTenant);
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },

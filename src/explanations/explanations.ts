@@ -10,7 +10,7 @@ import { ExplanationAudit } from "./explanation-audit.js";
 import { createLlmWriter } from "./llm-writer.js";
 import { NarrativeService } from "./narrative-service.js";
 import { NarrativeStore } from "./narrative-store.js";
-import { ShapService } from "./shap-service.js";
+import { ShapService, type ShapPool } from "./shap-service.js";
 
 export interface ExplanationsOptions {
   db: Sequelize;
@@ -19,6 +19,8 @@ export interface ExplanationsOptions {
   sources: ExplanationSources;
   /** null: narratives come from the deterministic writer. */
   llm: LlmConfig | null;
+  /** The scoring worker pool, which also computes large SHAP tasks; null computes them inline. */
+  pool: ShapPool | null;
   logger: Logger;
 }
 
@@ -26,7 +28,7 @@ export interface ExplanationsOptions {
 export function createExplanations(o: ExplanationsOptions): { services: ServiceRegistration[] } {
   const access = new ExplanationAccess(o.sources);
   const audit = new ExplanationAudit(o.db, o.audit);
-  const shap = new ShapService(access, audit);
+  const shap = new ShapService(access, audit, o.pool);
   const narratives = new NarrativeService({
     db: o.db,
     access,

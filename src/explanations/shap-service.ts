@@ -1,5 +1,5 @@
 import type { ExplainDecisionShapRequest, ShapExplanation } from "../../gen/decisioning/v1/explanations_pb.js";
-import { explainScoreTask } from "../core/index.js";
+import { chooseScoringPath, explainScoreTask, type DecisionShapOutcome, type ScoreTask } from "../core/index.js";
 import type { TenantContext } from "../platform/context.js";
 import { badRequest } from "../platform/errors.js";
 import type { ExplanationAccess } from "./explanation-access.js";
@@ -15,6 +15,7 @@ export class ShapService {
   constructor(
     private readonly access: ExplanationAccess,
     private readonly audit: ExplanationAudit,
+    private readonly pool: ShapPool | null,
   ) {}
 
   async explainDecisionShap(ctx: TenantContext, req: ExplainDecisionShapRequest): Promise<ShapExplanation> {
@@ -31,7 +32,7 @@ export class ShapService {
         `decision trace ${trace.id} was recorded before replay records and keeps no model version to compute SHAP values from`,
       );
     }
-    const outcome = explainScoreTask(scoreTask);
+    const outcome = await this.explain(scoreTask);
     if (outcome.problem) throw badRequest(outcome.problem.reason, outcome.problem.message);
     const { shap } = outcome;
     await this.audit.record(ctx, trace.id, {
@@ -44,4 +45,24 @@ export class ShapService {
     });
     return toShapExplanation(trace, shap);
   }
+
+  /**
+   * TreeSHAP costs about leaves × depth² per tree and candidate, several hundred times a scoring
+   * walk (100 trees of depth 6 over 200 candidates: most of a CPU second), so all but small tasks
+   * run in the worker pool, off the event loop. A pool failure falls back to the inline path.
+   */
+  private async explain(task: ScoreTask): Promise<DecisionShapOutcome> {
+    if (this.pool && chooseScoringPath(task, SHAP_POOL_MIN_TREE_WALKS) === "pool") {
+      return this.pool.explainShap(task).catch(() => explainScoreTask(task));
+    }
+    return explainScoreTask(task);
+  }
+}
+
+/** Trees × candidates from which SHAP values are computed in the worker pool (about 50 ms inline). */
+export const SHAP_POOL_MIN_TREE_WALKS = 2_000;
+
+/** The part of the scoring pool SHAP uses (src/platform/scoring-pool.ts). */
+export interface ShapPool {
+  explainShap(task: ScoreTask): Promise<DecisionShapOutcome>;
 }

@@ -9,6 +9,9 @@ import { startTestService, type TestService } from "../support/service.js";
 import { connectClient, grpcClient, rest, rpcError } from "../support/clients.js";
 import { DecisionExplanationService } from "../../gen/decisioning/v1/explanations_pb.js";
 import { createLogger } from "../../src/platform/logger.js";
+import { createScoringPool } from "../../src/platform/scoring-pool.js";
+import { chooseScoringPath, explainScoreTask, type ScoreTask } from "../../src/core/index.js";
+import { SHAP_POOL_MIN_TREE_WALKS } from "../../src/explanations/shap-service.js";
 
 /**
  * Spec 4.11 end to end: SHAP values and narratives of recorded decisions, behind the tenant
@@ -217,6 +220,27 @@ describe("POST /api/v1/decisions/{id}/shap", () => {
     assert.equal(res.body.reason, "MODEL_NOT_GRADIENT_BOOSTED");
     assert.match(res.body.detail, /logistic_regression/);
     assert.deepEqual((await auditEntries(t)).filter((e) => e.action === "explain"), []);
+  });
+
+  test("a large task is explained in the worker pool, with the inline path's exact values", async () => {
+    const stumps = Array.from({ length: 400 }, (_, i) => ({
+      nodeid: 0, split: i % 2 ? "age" : "offer.priority", split_condition: 10 + (i % 70), yes: 1, no: 2, missing: 1, cover: 10,
+      children: [{ nodeid: 1, leaf: ((i % 7) - 3) / 100, cover: 4 }, { nodeid: 2, leaf: ((i % 5) - 2) / 50, cover: 6 }],
+    }));
+    const task: ScoreTask = {
+      candidates: Array.from({ length: 5 }, (_, i) => ({ id: `o${i}`, priority: i * 20, businessValue: 1 })),
+      customer: { age: 37 }, context: {}, modelKey: "big", shadowModelKeys: [], adaptiveCounts: {}, clv: null, seed: "s", explain: false,
+      models: { big: { id: "big", key: "big", type: "gradient_boosted", trees: stumps, featureMap: { age: "customer.age" } } },
+    };
+    assert.equal(chooseScoringPath(task, SHAP_POOL_MIN_TREE_WALKS), "pool");
+    const pool = createScoringPool(createLogger("silent"), 1);
+    try {
+      const viaPool = await pool.explainShap(task);
+      assert.deepEqual(viaPool, explainScoreTask(task));
+      assert.ok(viaPool.shap!.additivityResidual < 1e-9);
+    } finally {
+      await pool.close();
+    }
   });
 });
 

@@ -53,12 +53,15 @@ export function treeShapExplainer(input: TreeShapInput): TreeShapExplainer {
   const flags = { uniform: false };
   const trees = input.trees.map((tree) => weigh(tree, index, flags));
   const baseValue = trees.reduce((sum, tree) => sum + expectation(tree), input.baseMargin);
+  // One region per level of the deepest path, as in the reference implementation: no allocation per node.
+  const levels = trees.reduce((max, tree) => Math.max(max, depthOf(tree)), 0) + 2;
+  const buffer = pathBuffer((levels * (levels + 1)) / 2 + levels);
   return {
     baseValue,
     uniformWeights: flags.uniform,
     explain(x) {
       const phi = new Float64Array(input.features.length);
-      for (const tree of trees) recurse(tree, x, phi, [], 1, 1, -1);
+      for (const tree of trees) recurse(tree, x, phi, buffer, 0, 0, 1, 1, -1);
       return phi;
     },
   };
@@ -103,89 +106,111 @@ function hotBranch(node: Extract<WeighedNode, { feature: number }>, x: Float64Ar
   return v !== v ? node.missing : v < node.threshold ? node.yes : node.no;
 }
 
-/** One element of the unique path: a feature, its zero and one fractions, and its permutation weight. */
-interface PathElement {
-  feature: number;
-  zero: number;
-  one: number;
-  weight: number;
+/** Splits on the longest root-to-leaf path. */
+function depthOf(node: WeighedNode): number {
+  return "leaf" in node ? 0 : 1 + Math.max(...node.branches.map(depthOf));
 }
 
 /**
- * Algorithm 2's RECURSE. `parent` is the path down to this node (not modified: each level works on
- * its own copy, as the paper's m := copy(m)); `zero` and `one` are the fractions of the split that
- * led here, on feature `feature` (-1 at the root).
+ * The unique paths of Algorithm 2, element by element in parallel arrays: a split's feature, its
+ * zero and one fractions, and the permutation weight. A path of `d + 1` elements starting at `at`
+ * occupies slots at..at+d; each recursion level copies its parent's path into the region after it.
  */
-function recurse(node: WeighedNode, x: Float64Array, phi: Float64Array, parent: readonly PathElement[], zero: number, one: number, feature: number): void {
-  const path = parent.map((e) => ({ ...e }));
-  extend(path, zero, one, feature);
+interface PathBuffer {
+  feature: Int32Array;
+  zero: Float64Array;
+  one: Float64Array;
+  weight: Float64Array;
+}
+
+function pathBuffer(size: number): PathBuffer {
+  return { feature: new Int32Array(size), zero: new Float64Array(size), one: new Float64Array(size), weight: new Float64Array(size) };
+}
+
+/**
+ * Algorithm 2's RECURSE. The parent's path starts at `parent` and has `depth` elements; this level
+ * copies it to its own region (the paper's m := copy(m)) and extends it with the split that led
+ * here: fractions `zero` and `one` on feature `feature` (-1 at the root).
+ */
+function recurse(node: WeighedNode, x: Float64Array, phi: Float64Array, p: PathBuffer, parent: number, depth: number, zero: number, one: number, feature: number): void {
+  const at = parent + depth + 1;
+  for (let i = 0; i < depth; i++) {
+    p.feature[at + i] = p.feature[parent + i];
+    p.zero[at + i] = p.zero[parent + i];
+    p.one[at + i] = p.one[parent + i];
+    p.weight[at + i] = p.weight[parent + i];
+  }
+  extend(p, at, depth, zero, one, feature);
   if ("leaf" in node) {
-    for (let i = 1; i < path.length; i++) {
-      const e = path[i];
-      phi[e.feature] += unwoundSum(path, i) * (e.one - e.zero) * node.leaf;
+    for (let i = 1; i <= depth; i++) {
+      phi[p.feature[at + i]] += unwoundSum(p, at, depth, i) * (p.one[at + i] - p.zero[at + i]) * node.leaf;
     }
     return;
   }
   const hot = hotBranch(node, x);
   let incomingZero = 1;
   let incomingOne = 1;
-  const seen = path.findIndex((e) => e.feature === node.feature);
-  if (seen >= 0) {
+  let d = depth;
+  for (let k = 1; k <= d; k++) {
+    if (p.feature[at + k] !== node.feature) continue;
     // The feature split earlier on this path: undo that split and fold its fractions into this one.
-    incomingZero = path[seen].zero;
-    incomingOne = path[seen].one;
-    unwind(path, seen);
+    incomingZero = p.zero[at + k];
+    incomingOne = p.one[at + k];
+    unwind(p, at, d, k);
+    d--;
+    break;
   }
-  node.branches.forEach((branch, i) => {
-    recurse(branch, x, phi, path, node.fractions[i] * incomingZero, i === hot ? incomingOne : 0, node.feature);
-  });
-}
-
-/** EXTEND: appends a split and updates the weights of coalition sizes. */
-function extend(path: PathElement[], zero: number, one: number, feature: number): void {
-  const depth = path.length;
-  path.push({ feature, zero, one, weight: depth === 0 ? 1 : 0 });
-  for (let i = depth - 1; i >= 0; i--) {
-    path[i + 1].weight += (one * path[i].weight * (i + 1)) / (depth + 1);
-    path[i].weight = (zero * path[i].weight * (depth - i)) / (depth + 1);
+  for (let i = 0; i < node.branches.length; i++) {
+    recurse(node.branches[i], x, phi, p, at, d + 1, node.fractions[i] * incomingZero, i === hot ? incomingOne : 0, node.feature);
   }
 }
 
-/** UNWIND: removes element `at`, undoing its EXTEND. */
-function unwind(path: PathElement[], at: number): void {
-  const depth = path.length - 1;
-  const { one, zero } = path[at];
-  let next = path[depth].weight;
-  for (let i = depth - 1; i >= 0; i--) {
+/** EXTEND: appends element `d` (a split) and updates the weights of coalition sizes. */
+function extend(p: PathBuffer, at: number, d: number, zero: number, one: number, feature: number): void {
+  p.feature[at + d] = feature;
+  p.zero[at + d] = zero;
+  p.one[at + d] = one;
+  p.weight[at + d] = d === 0 ? 1 : 0;
+  for (let i = d - 1; i >= 0; i--) {
+    p.weight[at + i + 1] += (one * p.weight[at + i] * (i + 1)) / (d + 1);
+    p.weight[at + i] = (zero * p.weight[at + i] * (d - i)) / (d + 1);
+  }
+}
+
+/** UNWIND: removes element `k` of the path of `d + 1` elements at `at`, undoing its EXTEND. */
+function unwind(p: PathBuffer, at: number, d: number, k: number): void {
+  const one = p.one[at + k];
+  const zero = p.zero[at + k];
+  let next = p.weight[at + d];
+  for (let i = d - 1; i >= 0; i--) {
     if (one !== 0) {
-      const kept = path[i].weight;
-      path[i].weight = (next * (depth + 1)) / ((i + 1) * one);
-      next = kept - (path[i].weight * zero * (depth - i)) / (depth + 1);
+      const kept = p.weight[at + i];
+      p.weight[at + i] = (next * (d + 1)) / ((i + 1) * one);
+      next = kept - (p.weight[at + i] * zero * (d - i)) / (d + 1);
     } else {
-      path[i].weight = (path[i].weight * (depth + 1)) / (zero * (depth - i));
+      p.weight[at + i] = (p.weight[at + i] * (d + 1)) / (zero * (d - i));
     }
   }
-  for (let i = at; i < depth; i++) {
-    path[i].feature = path[i + 1].feature;
-    path[i].zero = path[i + 1].zero;
-    path[i].one = path[i + 1].one;
+  for (let i = k; i < d; i++) {
+    p.feature[at + i] = p.feature[at + i + 1];
+    p.zero[at + i] = p.zero[at + i + 1];
+    p.one[at + i] = p.one[at + i + 1];
   }
-  path.pop();
 }
 
-/** The total permutation weight of the path with element `at` unwound, without changing the path. */
-function unwoundSum(path: readonly PathElement[], at: number): number {
-  const depth = path.length - 1;
-  const { one, zero } = path[at];
-  let next = path[depth].weight;
+/** The total permutation weight of the path with element `k` unwound, without changing the path. */
+function unwoundSum(p: PathBuffer, at: number, d: number, k: number): number {
+  const one = p.one[at + k];
+  const zero = p.zero[at + k];
+  let next = p.weight[at + d];
   let total = 0;
-  for (let i = depth - 1; i >= 0; i--) {
+  for (let i = d - 1; i >= 0; i--) {
     if (one !== 0) {
-      const w = (next * (depth + 1)) / ((i + 1) * one);
+      const w = (next * (d + 1)) / ((i + 1) * one);
       total += w;
-      next = path[i].weight - (w * zero * (depth - i)) / (depth + 1);
+      next = p.weight[at + i] - (w * zero * (d - i)) / (d + 1);
     } else {
-      total += path[i].weight / zero / ((depth - i) / (depth + 1));
+      total += p.weight[at + i] / zero / ((d - i) / (d + 1));
     }
   }
   return total;
