@@ -192,6 +192,7 @@ describe("POST /api/v1/decisions/{id}/shap", () => {
     assert.equal(audited[0].userId, viewer.userId);
     assert.equal(audited[0].changes.explanation, "shap");
     assert.equal(audited[0].changes.candidates, 2);
+    assert.equal((await call("GET", "/api/v1/audit-logs/verify", undefined, t.apiKey)).body.intact, true, "the chain verifies with the new entries");
 
     const headers = { headers: { "x-api-key": viewer.apiKey } };
     const viaGrpc = await grpcClient(DecisionExplanationService, svc.grpcAddress).explainDecisionShap({ id: recommendationId }, headers);
@@ -353,6 +354,7 @@ describe("POST /api/v1/decisions/{id}/narrative", () => {
     assert.equal(audited.length, 2, "every regulator answer, cached or not");
     assert.deepEqual(audited.map((e) => [e.changes.explanation, e.changes.mode, e.changes.cached]), [["narrative", "regulator", true], ["narrative", "regulator", false]]);
     assert.ok(!JSON.stringify(audited).includes(regulator.body.narrative.slice(0, 40)), "the text itself stays out of the unerasable chain");
+    assert.equal((await call("GET", "/api/v1/audit-logs/verify", undefined, t.apiKey)).body.intact, true);
 
     const bad = await call("POST", `/api/v1/decisions/${recommendationId}/narrative`, { mode: "poet" }, t.apiKey);
     assert.equal(bad.status, 400);
