@@ -39,6 +39,16 @@ const TEMPLATES: Record<NarrativeMode, (f: NarrativeFacts) => string> = { custom
 const offerLabel = (o: { offerName: string | null; offerId: string }) => o.offerName ?? o.offerId;
 const signed = (n: number) => (n >= 0 ? `+${n}` : String(n));
 const factorText = (f: { field: string; contribution: number }) => `${f.field} (${signed(f.contribution)})`;
+/** `offer.priority` → "the offer's priority", `customer.monthlySpend` → "your monthly spend", `tier=gold` → "your tier (gold)". */
+function plainFactor(field: string): string {
+  const [path, value] = field.split("=");
+  const segments = path.split(".");
+  const root = segments.length > 1 ? segments[0] : "customer";
+  const words = segments.at(-1)!.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/[_-]+/g, " ").toLowerCase();
+  const owner = root === "offer" ? "the offer's" : root === "context" ? "the visit's" : "your";
+  return `${owner} ${words}${value !== undefined ? ` (${value})` : ""}`;
+}
+
 const joinWords = (items: string[]) => (items.length <= 1 ? items.join("") : `${items.slice(0, -1).join(", ")} and ${items.at(-1)}`);
 
 function customer(f: NarrativeFacts): string {
@@ -46,7 +56,7 @@ function customer(f: NarrativeFacts): string {
   const first = f.selectedOffers[0];
   const sentences = [`We recommended ${joinWords(f.selectedOffers.map(offerLabel))}.`];
   const factors = f.scoring.find((s) => s.offerId === first.offerId)?.topFactors ?? [];
-  const helped = factors.filter((x) => x.contribution > 0).map((x) => x.field);
+  const helped = factors.filter((x) => x.contribution > 0).map((x) => plainFactor(x.field));
   if (helped.length) sentences.push(`${offerLabel(first)} was chosen mainly because of ${joinWords(helped)}.`);
   const reasons = f.stages.rejections.filter((r) => r.stage !== "rank").map((r) => STAGE_WORDS[r.stage] ?? r.stage);
   if (reasons.length) sentences.push(`Some other offers were not shown because of ${joinWords(reasons)}.`);
