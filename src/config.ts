@@ -46,6 +46,8 @@ export interface Config {
   settingsKeys: SettingsKey[];
   /** Outbound notifications: how they retry, and whether private and loopback addresses may be reached. */
   outbound: OutboundConfig;
+  /** The OpenAI-compatible chat-completions endpoint that writes narratives; null: the deterministic writer. */
+  llm: LlmConfig | null;
 }
 
 export interface OutboundConfig {
@@ -58,6 +60,14 @@ export interface OutboundConfig {
   backoffMaxMs: number;
   /** Per attempt: connect, send and answer. */
   timeoutMs: number;
+}
+
+export interface LlmConfig {
+  /** LLM_BASE_URL, e.g. https://api.openai.com/v1; requests go to `<baseUrl>/chat/completions`. */
+  baseUrl: string;
+  model: string;
+  /** Sent as a bearer token and nowhere else (never logged or returned); null for endpoints without one. */
+  apiKey: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -143,6 +153,22 @@ function outbound(env: NodeJS.ProcessEnv): OutboundConfig {
   };
 }
 
+/** LLM_BASE_URL and LLM_MODEL together, or neither; LLM_API_KEY optional (a local endpoint needs none). */
+function llmConfig(env: NodeJS.ProcessEnv): LlmConfig | null {
+  const baseUrl = optional(env, "LLM_BASE_URL");
+  const model = optional(env, "LLM_MODEL");
+  if (baseUrl === null && model === null) return null;
+  if (baseUrl === null || model === null) throw new ConfigError("LLM_BASE_URL and LLM_MODEL must be set together");
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new ConfigError(`LLM_BASE_URL must be an http or https URL, got "${baseUrl}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError(`LLM_BASE_URL must be an http or https URL, got "${baseUrl}"`);
+  return { baseUrl: baseUrl.replace(/\/+$/, ""), model, apiKey: optional(env, "LLM_API_KEY") };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     host: env.HOST || "0.0.0.0",
@@ -169,5 +195,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     platformOwnerTenantId: platformOwner(env),
     settingsKeys: settingsKeys(env),
     outbound: outbound(env),
+    llm: llmConfig(env),
   };
 }

@@ -30,6 +30,7 @@ import { CatalogStore, DecisionConfigStore } from "./catalog/catalog-store.js";
 import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
 import { createExperiments, type Experiments } from "./experiments/experiments.js";
+import { createExplanations } from "./explanations/explanations.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
@@ -191,6 +192,7 @@ export function createServices(f: Foundation): Services {
     configChanged: decisions.configChanged,
     minScoredDecisions: f.config.modelPromotionMinDecisions,
   });
+  const explanations = createExplanations({ db: f.db, audit: auditLog, sources: decisions.readModel, llm: f.config.llm, pool, logger: f.logger });
   const identity = new IdentityService(identityStore, f.secrets, f.bus, catalog.seedTenant);
   const notifications = createNotifications({
     db: f.db,
@@ -211,6 +213,7 @@ export function createServices(f: Foundation): Services {
     ...models.services,
     ...notifications.services,
     ...experiments.services,
+    ...explanations.services,
   ];
   return {
     identityStore,

@@ -39,3 +39,5 @@ export * from "./snapshot.js";
 export * from "./suppression.js";
 export * from "./time.js";
 export * from "./scoring/index.js";
+export * from "./explain/tree-shap.js";
+export * from "./explain/decision-shap.js";

@@ -55,6 +55,8 @@ export interface SettingsRow {
   decision_trace_sample_rate: number;
   maturity_ramp_days: number;
   maturity_ramp_start_fraction: number;
+  /** aiAnalyzerSettings.llmExplanationsEnabled: the opt-in to decision explanations (spec 4.11). */
+  llm_explanations_enabled: boolean;
   updated_at: Date | null;
 }
 
@@ -63,6 +65,7 @@ export const DEFAULT_SETTINGS: SettingsRow = {
   decision_trace_sample_rate: 1,
   maturity_ramp_days: 0,
   maturity_ramp_start_fraction: 0.1,
+  llm_explanations_enabled: false,
   updated_at: null,
 };
 
@@ -197,12 +200,14 @@ export class DecisionStore {
     const merged = { ...(await this.settings(tenantId)), ...values };
     const [row] = await execReturning<SettingsRow>(
       this.db,
-      `INSERT INTO tenant_settings (tenant_id, decision_trace_enabled, decision_trace_sample_rate, maturity_ramp_days, maturity_ramp_start_fraction)
-       VALUES ($1, $2, $3, $4, $5)
+      `INSERT INTO tenant_settings (tenant_id, decision_trace_enabled, decision_trace_sample_rate, maturity_ramp_days, maturity_ramp_start_fraction,
+         llm_explanations_enabled)
+       VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (tenant_id) DO UPDATE SET decision_trace_enabled = $2, decision_trace_sample_rate = $3,
-         maturity_ramp_days = $4, maturity_ramp_start_fraction = $5, updated_at = now()
+         maturity_ramp_days = $4, maturity_ramp_start_fraction = $5, llm_explanations_enabled = $6, updated_at = now()
        RETURNING *`,
-      [tenantId, merged.decision_trace_enabled, merged.decision_trace_sample_rate, merged.maturity_ramp_days, merged.maturity_ramp_start_fraction],
+      [tenantId, merged.decision_trace_enabled, merged.decision_trace_sample_rate, merged.maturity_ramp_days, merged.maturity_ramp_start_fraction,
+        merged.llm_explanations_enabled],
     );
     return row;
   }

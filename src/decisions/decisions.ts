@@ -90,7 +90,8 @@ export function createDecisions(o: DecisionsOptions) {
     learning: new OutcomeLearning(o.counters, outcomes),
     logger: o.logger,
   });
-  const traceService = new TraceService(store, new TraceReader(store, o.logger));
+  const traceReader = new TraceReader(store, o.logger);
+  const traceService = new TraceService(store, traceReader);
   const customerService = new CustomerService(store, customers);
   const tenantSettings = new TenantSettingsService(store, snapshots);
   const workspace = new WorkspaceService({
@@ -138,6 +139,11 @@ export function createDecisions(o: DecisionsOptions) {
   return {
     services,
     traces,
+    /** What other domains read (explanations): traces replayed with their score task, and tenant settings. */
+    readModel: {
+      replayTrace: (tenantId: string, id: string) => traceReader.replay(tenantId, id),
+      tenantSettings: (tenantId: string) => store.settings(tenantId),
+    },
     /** Subscribes the caches to cross-process invalidation. */
     listen: () => Promise.all([snapshots.listen(), customers.listen(), o.bus.subscribe(WORKSPACE_RESET_CHANNEL, forgetTenant)]),
     /** The keys of the tenant's outcome types in the `positive` category: what experiments count as conversions. */

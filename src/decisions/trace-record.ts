@@ -15,8 +15,10 @@ import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { DecisionTraceSchema, type DecisionTrace } from "../../gen/decisioning/v1/decisions_pb.js";
 import {
   canonicalJson,
-  decide,
+  completeDecision,
   evidenceKeys,
+  prepareDecision,
+  scoreCandidates,
   type AdaptiveCount,
   type Decision,
   type DecisionInput,
@@ -24,6 +26,7 @@ import {
   type RankedOffer,
   type RecentOutcome,
   type Rejection,
+  type ScoreTask,
 } from "../core/index.js";
 import type { ClvInput } from "../core/scoring/impact.js";
 import type { TraceRow } from "./decision-store.js";
@@ -141,10 +144,19 @@ export function replayInput(snapshot: DecisionSnapshot, inputs: RecordedInputs):
   return { ...input, adaptiveCounts };
 }
 
-/** Re-runs the decision and renders the trace of spec 2.16; `decision` is returned for checks. */
-export function renderTrace(row: Omit<TraceRow, "trace">, record: TraceRecord, snapshot: DecisionSnapshot): { trace: DecisionTrace; decision: Decision } {
+/**
+ * Re-runs the decision and renders the trace of spec 2.16; `decision` is returned for checks, and
+ * `scoreTask` (what the decision scored: models, candidates, attributes) for explanations.
+ */
+export function renderTrace(
+  row: Omit<TraceRow, "trace">,
+  record: TraceRecord,
+  snapshot: DecisionSnapshot,
+): { trace: DecisionTrace; decision: Decision; scoreTask: ScoreTask } {
   const input = replayInput(snapshot, record.inputs);
-  const decision = decide(snapshot, input);
+  // decide(), in its two halves, to keep the task it scored.
+  const prepared = prepareDecision(snapshot, input);
+  const decision = completeDecision(prepared, scoreCandidates(prepared.scoreTask));
   const { evidence: _evidence, ...shown } = record.inputs;
   const trace = traceMessage(row, {
     scoringResults: decision.scoringResults,
@@ -156,7 +168,7 @@ export function renderTrace(row: Omit<TraceRow, "trace">, record: TraceRecord, s
     inputs: { ...shown, adaptiveCounts: input.adaptiveCounts },
     ...(record.experiment && { experiment: experimentAssignment(record.experiment) }),
   });
-  return { trace, decision };
+  return { trace, decision, scoreTask: prepared.scoreTask };
 }
 
 /** The explanation parts of spec 2.16, replayed or as stored before replay records (stored-explanation.ts). */

@@ -9,6 +9,7 @@ import * as m0007 from "./0007-impressions-by-rank.js";
 import * as m0009 from "./0009-notifications.js";
 import * as m0012 from "./0012-model-registry.js";
 import * as m0013 from "./0013-experiments.js";
+import * as m0014 from "./0014-explanations.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
 export const migrations: Migration[] = [
@@ -22,4 +23,5 @@ export const migrations: Migration[] = [
   { name: "0009-notifications", up: m0009.up },
   { name: "0012-model-registry", up: m0012.up },
   { name: "0013-experiments", up: m0013.up },
+  { name: "0014-explanations", up: m0014.up },
 ];
