@@ -62,13 +62,31 @@ function nestingTooDeep(field: string): AppError {
 
 const join = (path: string, name: string) => (path ? `${path}.${name}` : name);
 
+/** A field's value; protobuf-es keeps a oneof member under the oneof's name, as `{ case, value }`. */
+function valueOf(message: Record<string, unknown>, field: DescField): unknown {
+  if (!field.oneof) return message[field.localName];
+  const chosen = message[field.oneof.localName] as { case?: string; value?: unknown } | undefined;
+  return chosen?.case === field.localName ? chosen.value : undefined;
+}
+
+/** Read once per field: options are decoded from the descriptor on every getOption call. */
+const maxCharsCache = new WeakMap<DescField, number>();
+function maxCharsOf(field: DescField): number {
+  let max = maxCharsCache.get(field);
+  if (max === undefined) {
+    max = getOption(field, fieldExt).maxChars || SCREEN_LIMITS.maxStringChars;
+    maxCharsCache.set(field, max);
+  }
+  return max;
+}
+
 function screenMessage(schema: DescMessage, message: Record<string, unknown>, path: string, depth: number, out: FieldViolation[]): void {
   if (depth > SCREEN_LIMITS.maxNesting) throw nestingTooDeep(path || "body");
   for (const field of schema.fields) {
-    const value = message[field.localName];
+    const value = valueOf(message, field);
     if (value === undefined) continue;
     const at = join(path, field.jsonName);
-    const maxChars = getOption(field, fieldExt).maxChars || SCREEN_LIMITS.maxStringChars;
+    const maxChars = maxCharsOf(field);
     switch (field.fieldKind) {
       case "scalar":
         screenScalar(field.scalar, value, at, maxChars, out);
