@@ -451,7 +451,10 @@ before(async () => {
   await made(f.apiKey, "/api/v1/offers", { name: "foreign-offer" });
   const rec = await rest(svc.baseUrl, "POST", "/api/v1/recommend", { key: t.apiKey, body: { customerId: "fuzz-customer" } });
   ids.push(rec.body.recommendationId, "fuzz-customer", t.tenantId);
-  targets = [svc, child].map((s) => ({ baseUrl: s.baseUrl, grpc: new grpc.Client("grpcAddress" in s ? s.grpcAddress : "", grpc.credentials.createInsecure()) }));
+  targets = [
+    { baseUrl: svc.baseUrl, grpc: new grpc.Client(svc.grpcAddress, grpc.credentials.createInsecure()) },
+    { baseUrl: child.baseUrl, grpc: new grpc.Client(child.grpcAddress, grpc.credentials.createInsecure()) },
+  ];
 });
 
 after(async () => {
