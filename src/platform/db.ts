@@ -91,6 +91,36 @@ export function transientConflictError(cause: unknown): AppError {
   });
 }
 
+/**
+ * PostgreSQL's refusals of a value itself (SQLSTATE class 22, and 54000 for an index entry too big):
+ * what the request screen should have caught. What each one means, for the caller's message.
+ */
+const UNSTORABLE: Record<string, string> = {
+  "22P02": "a value is not valid for its type",
+  "22P05": "a text value holds a character the database cannot store",
+  "22021": "a text value holds a character the database cannot store",
+  "22001": "a text value is too long",
+  "22003": "a number is out of range",
+  "22007": "a date or time is not valid",
+  "22008": "a date or time is out of range",
+  "54000": "a value is too large to index",
+};
+
+export function isUnstorableValue(err: unknown): boolean {
+  const code = pgErrorCode(err);
+  return code !== undefined && Object.hasOwn(UNSTORABLE, code);
+}
+
+/** The last line of defence behind the request screen: a 400 saying what kind of value, never which. */
+export function unstorableValueError(cause: unknown): AppError {
+  return new AppError({
+    code: "INVALID_ARGUMENT",
+    reason: "UNSTORABLE_VALUE",
+    message: `The request holds a value that cannot be stored: ${UNSTORABLE[pgErrorCode(cause)!]}`,
+    cause,
+  });
+}
+
 export interface RetryOptions {
   /** Runs in all, the first included. */
   attempts?: number;

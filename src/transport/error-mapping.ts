@@ -1,7 +1,7 @@
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { Code } from "@connectrpc/connect";
 import { AppError, isAppError, type ErrorCode } from "../platform/errors.js";
-import { isTransientConflict, transientConflictError } from "../platform/db.js";
+import { isTransientConflict, isUnstorableValue, transientConflictError, unstorableValueError } from "../platform/db.js";
 import type { Logger } from "../platform/logger.js";
 import type { ErrorFormatName } from "../platform/method-policy.js";
 import type { RateLimitDecision } from "../platform/rate-limiter.js";
@@ -19,6 +19,8 @@ export function toAppError(err: unknown, logger: Logger, requestId?: string): Ap
   }
   // A deadlock or serialization failure that escaped a retrying transaction: the caller may retry (503).
   if (isTransientConflict(err)) return toAppError(transientConflictError(err), logger, requestId);
+  // A value PostgreSQL refused that the request screen let through: the caller's 400, logged to close the gap.
+  if (isUnstorableValue(err)) return toAppError(unstorableValueError(err), logger, requestId);
   logger.error({ err, requestId }, "unexpected error");
   return new AppError({ code: "INTERNAL", reason: "INTERNAL", message: "Internal server error" });
 }

@@ -8,6 +8,7 @@ import { methodPolicy, type ResolvedPolicy } from "../platform/method-policy.js"
 import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
 import type { RateLimitDecision } from "../platform/rate-limiter.js";
 import { authorize, type Authenticator } from "../identity/authenticator.js";
+import { screenRequest } from "./request-screen.js";
 
 
 /** What an HTTP door knows that gRPC does not: the CSRF guard needs it. */
@@ -54,7 +55,8 @@ function csrfSafe(http: HttpFacts, call: CallInfo): boolean {
 
 /**
  * The one pipeline behind all three doors: CSRF guard (HTTP only), authentication, plane and role
- * checks, rate limits, then the service method. Doors only decode, call this, and map errors.
+ * checks, decoding and the request screen (request-screen.ts), rate limits, then the service method.
+ * Doors only decode, call this, and map errors.
  */
 export class Gateway {
   private readonly handlers = new Map<DescMethod, Handler>();
@@ -104,6 +106,7 @@ export class Gateway {
       ctx = { ...auth, requestId };
     }
     const request = await decode();
+    screenRequest(method.input, request);
     const clientId = (request as { clientId?: unknown }).clientId;
     const subject = {
       tenantId: ctx.tenantId || null,

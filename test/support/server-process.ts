@@ -8,6 +8,8 @@ const ROOT = join(import.meta.dirname, "../..");
 export interface ServerProcess {
   child: ChildProcess;
   baseUrl: string;
+  /** host:port of its native gRPC door. */
+  grpcAddress: string;
   /** Its JSON log lines so far. */
   logs: Array<{ level: number; msg: string }>;
   /** Resolves with the exit code. */
@@ -26,7 +28,7 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
   });
   const exited = once(child, "exit").then(([code]) => code as number | null);
   const logs: ServerProcess["logs"] = [];
-  const listening = new Promise<number>((resolve, reject) => {
+  const listening = new Promise<{ httpPort: number; grpcPort: number }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("the server did not start within 30 s")), 30_000);
     exited.then((code) => reject(new Error(`the server exited with ${code} before listening`)));
     createInterface({ input: child.stdout! }).on("line", (line) => {
@@ -34,11 +36,12 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
       logs.push(entry);
       if (entry.httpPort) {
         clearTimeout(timer);
-        resolve(entry.httpPort);
+        resolve(entry);
       }
     });
   });
-  return { child, baseUrl: `http://127.0.0.1:${await listening}`, logs, exited };
+  const { httpPort, grpcPort } = await listening;
+  return { child, baseUrl: `http://127.0.0.1:${httpPort}`, grpcAddress: `127.0.0.1:${grpcPort}`, logs, exited };
 }
 
 /** `npm run --silent cli -- <args>` with the given environment: its exit code, stdout and stderr. */
