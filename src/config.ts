@@ -35,6 +35,10 @@ export interface Config {
   workers: number;
   /** How old adaptive evidence may be before Recommend refreshes it from Redis; 0 reads it every time. */
   evidenceMaxAgeMs: number;
+  /** Port of GET /metrics (Prometheus); null keeps it off (docs/observability.md). */
+  metricsPort: number | null;
+  /** Bearer token the metrics port requires; null: open to whoever reaches the port. */
+  metricsToken: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -113,5 +117,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     scoringPoolMinTreeWalks: positiveInt(env, "SCORING_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS),
     workers: positiveInt(env, "WORKERS", 1),
     evidenceMaxAgeMs: env.EVIDENCE_MAX_AGE_MS === "0" ? 0 : positiveInt(env, "EVIDENCE_MAX_AGE_MS", 1000),
+    metricsPort: optional(env, "METRICS_PORT") === null ? null : port(env, "METRICS_PORT", 0),
+    metricsToken: optional(env, "METRICS_TOKEN"),
   };
 }

@@ -17,7 +17,7 @@ import { DecisionStore } from "./decision-store.js";
 import { OutcomeLearning } from "./outcome-learning.js";
 import { OutcomeReplay } from "./outcome-replay.js";
 import { OutcomeStore } from "./outcome-store.js";
-import { RecommendService, type ScoringPool } from "./recommend-service.js";
+import { RecommendService, type DecisionObserver, type ScoringPool } from "./recommend-service.js";
 import { RespondService } from "./respond-service.js";
 import { compileTenant, type CompiledTenant } from "./snapshot-compiler.js";
 import { TenantSettingsService } from "./tenant-settings-service.js";
@@ -43,6 +43,8 @@ export interface DecisionsOptions {
   pool: ScoringPool | null;
   minTreeWalksForPool: number;
   decisionQuota: number | null;
+  /** Counts decisions (metrics). */
+  observer?: DecisionObserver;
 }
 
 /** Recommend, traces, customers and the workspace: built once at start-up. */
@@ -73,6 +75,7 @@ export function createDecisions(o: DecisionsOptions) {
     minTreeWalksForPool: o.minTreeWalksForPool,
     decisionQuota: o.decisionQuota,
     logger: o.logger,
+    observer: o.observer,
   });
   const outcomes = new OutcomeStore(o.db);
   const respond = new RespondService({

@@ -18,6 +18,9 @@ export function createScoringPool(logger: Logger, threads = Math.max(1, availabl
   pool.on("error", (err) => logger.error({ err }, "scoring worker failed"));
   return {
     run: (task: ScoreTask) => pool.run(task),
+    /** Tasks waiting for a thread, and threads running: what the metrics show. */
+    queueSize: () => pool.queueSize,
+    threads: () => pool.threads.length,
     close: () => pool.destroy(),
   };
 }

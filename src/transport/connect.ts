@@ -48,6 +48,7 @@ export function createConnectHandler(gateway: Gateway) {
         const requestId = requestIdOf(call);
         try {
           const result = await gateway.invoke(method, () => decode(method, ctx), {
+            door: "connect",
             call,
             http: { method: "POST", contentType: ctx.requestHeader.get("content-type") ?? undefined },
             requestId,
