@@ -89,6 +89,7 @@ export function createRedisRequestStats(redis: Redis, logger: Logger, options: R
   return {
     ...statsOver(counts),
     record: (tenantId, durationMs, status, atMs = Date.now()) => buffer.record(tenantId, durationMs, status, atMs),
+    flush,
     close: async () => {
       clearInterval(timer);
       await flush();

@@ -9,6 +9,8 @@ export const REQUEST_STATS_RETENTION_MS = 2 * 24 * 60 * MINUTE_MS;
 export interface RecordingRequestStats extends RequestStats {
   /** `status` is the HTTP status of the answer (gRPC answers as the REST door would have). Never awaits. */
   record(tenantId: string, durationMs: number, status: number, atMs?: number): void;
+  /** Makes what this process recorded so far visible to every process. */
+  flush(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -44,6 +46,7 @@ export function createMemoryRequestStats(retentionMs = REQUEST_STATS_RETENTION_M
       return buckets.read(tenantId, fromMinute, toMinute);
     }),
     record: (tenantId, durationMs, status, atMs = Date.now()) => buckets.record(tenantId, durationMs, status, atMs),
+    flush: async () => {},
     close: async () => clearInterval(prune),
   };
 }
