@@ -100,9 +100,7 @@ export class Metrics implements RequestObserver {
         help,
         registers,
         collect() {
-          const v = read();
-          if (v === undefined) this.reset();
-          else this.set(v);
+          this.set(read() ?? 0);
         },
       });
     gauge("decisioning_scoring_pool_queue_size", "Scoring tasks waiting for a worker thread", () => sources().scoringPool?.queueSize());
