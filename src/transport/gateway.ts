@@ -11,6 +11,7 @@ import { authorize, type Authenticator } from "../identity/authenticator.js";
 import type { Door, RequestObserver } from "../platform/request-observer.js";
 import { statusOfFailure } from "./error-mapping.js";
 
+
 /** What an HTTP door knows that gRPC does not: the CSRF guard needs it. */
 export interface HttpFacts {
   method: string;
@@ -68,7 +69,7 @@ export class Gateway {
     readonly defaultBodyLimitBytes: number,
     readonly logger: Logger,
     /** Told about every call that reached a method, with its outcome and duration. */
-    private readonly observer: RequestObserver | null = null,
+    private readonly observer: RequestObserver,
   ) {
     for (const { service, impl } of registrations) {
       for (const method of service.methods) {
@@ -86,7 +87,6 @@ export class Gateway {
 
   /** Runs the call and tells the observer its outcome (the HTTP status REST answers) and duration. */
   async invoke(method: DescMethod, decode: () => Message | Promise<Message>, inv: Invocation): Promise<InvocationResult> {
-    if (!this.observer) return this.dispatch(method, decode, inv, null);
     const started = performance.now();
     const caller: { tenantId?: string } = {};
     let status = 500;
@@ -110,7 +110,7 @@ export class Gateway {
     method: DescMethod,
     decode: () => Message | Promise<Message>,
     inv: Invocation,
-    caller: { tenantId?: string } | null,
+    caller: { tenantId?: string },
   ): Promise<InvocationResult> {
     const handler = this.handlers.get(method);
     if (!handler) throw new AppError({ code: "UNIMPLEMENTED", reason: "UNIMPLEMENTED", message: `${method.name} is not served` });
@@ -130,7 +130,7 @@ export class Gateway {
       authorize(auth, policy);
       ctx = { ...auth, requestId };
     }
-    if (caller) caller.tenantId = ctx.tenantId;
+    caller.tenantId = ctx.tenantId;
     const request = await decode();
     const clientId = (request as { clientId?: unknown }).clientId;
     const subject = {

@@ -14,7 +14,7 @@ after(() => {
 });
 
 test("with WORKERS=2 one scrape of the supervisor's metrics port covers both processes", async () => {
-  server = await spawnServer({
+  const spawned = await spawnServer({
     DATABASE_URL: await createTestDatabase(),
     REDIS_URL: requireEnv("TEST_REDIS_URL"),
     REDIS_KEY_PREFIX: `test:${randomBytes(6).toString("hex")}:`,
@@ -25,19 +25,20 @@ test("with WORKERS=2 one scrape of the supervisor's metrics port covers both pro
     METRICS_PORT: "0",
     METRICS_TOKEN: "cluster-token-0123456789",
   });
-  const listening = () => server!.logs.filter((l) => l.msg === "decisioning service listening");
+  server = spawned;
+  const listening = () => spawned.logs.filter((l) => l.msg === "decisioning service listening");
   for (let i = 0; i < 300 && listening().length < 2; i++) await sleep(100);
   assert.equal(listening().length, 2);
-  const metricsLogs = server.logs.filter((l) => l.msg === "metrics listening") as unknown as Array<{ metricsPort: number }>;
+  const metricsLogs = spawned.logs.filter((l) => l.msg === "metrics listening") as unknown as Array<{ metricsPort: number }>;
   assert.equal(metricsLogs.length, 1, "the supervisor serves the metrics port, the service processes do not");
   const [metricsLog] = metricsLogs;
 
   const calls = 8;
   for (let i = 0; i < calls; i++) {
     // A new connection each time, so that the supervisor hands them to both processes.
-    const res = await fetch(`${server.baseUrl}/api/v1/system-health`, { headers: { connection: "close" } });
-    assert.equal(res.status, 401);
-    await res.arrayBuffer();
+    const refused = await fetch(`${spawned.baseUrl}/api/v1/system-health`, { headers: { connection: "close" } });
+    assert.equal(refused.status, 401);
+    await refused.arrayBuffer();
   }
   const url = `http://127.0.0.1:${metricsLog.metricsPort}/metrics`;
   assert.equal((await fetch(url)).status, 401, "the token applies to the supervisor's port too");
@@ -48,6 +49,6 @@ test("with WORKERS=2 one scrape of the supervisor's metrics port covers both pro
   assert.equal(sampleValue(text, "decisioning_requests_total", labels), calls);
   assert.equal(sampleValue(text, "decisioning_db_pool_max"), 20, "two processes with a pool of 10 each");
 
-  server.child.kill("SIGTERM");
-  assert.equal(await server.exited, 0);
+  spawned.child.kill("SIGTERM");
+  assert.equal(await spawned.exited, 0);
 });
