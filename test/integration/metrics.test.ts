@@ -67,7 +67,7 @@ describe("GET /metrics", () => {
     assert.equal(value("decisioning_request_duration_seconds_count", histogram), 2);
     assert.equal(value("decisioning_request_duration_seconds_bucket", { ...histogram, le: "+Inf" }), 2);
     assert.ok(value("decisioning_request_duration_seconds_sum", histogram)! > 0);
-    assert.ok(value("decisioning_request_duration_seconds_bucket", { ...histogram, le: "10" }) === 2);
+    assert.equal(value("decisioning_request_duration_seconds_bucket", { ...histogram, le: "10" }), 2);
 
     assert.equal(value("decisioning_decisions_total", { result: "offers" }), 1);
     assert.equal(value("decisioning_decisions_total", { result: "empty" }), 1);
