@@ -48,6 +48,10 @@ export interface Config {
   outbound: OutboundConfig;
   /** The OpenAI-compatible chat-completions endpoint that writes narratives; null: the deterministic writer. */
   llm: LlmConfig | null;
+  /** Port of GET /metrics (Prometheus); null keeps it off (docs/observability.md). */
+  metricsPort: number | null;
+  /** Bearer token the metrics port requires; null: open to whoever reaches the port. */
+  metricsToken: string | null;
 }
 
 export interface OutboundConfig {
@@ -196,5 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     settingsKeys: settingsKeys(env),
     outbound: outbound(env),
     llm: llmConfig(env),
+    metricsPort: optional(env, "METRICS_PORT") === null ? null : port(env, "METRICS_PORT", 0),
+    metricsToken: optional(env, "METRICS_TOKEN"),
   };
 }
