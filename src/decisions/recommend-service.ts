@@ -109,6 +109,7 @@ export class RecommendService {
       explain: req.explain,
       experiment,
       createdAt,
+      creativeContent: names.creativeContent,
     });
   }
 
