@@ -1,7 +1,8 @@
 import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
 import { startTestService, type TestService } from "../support/service.js";
-import { rest } from "../support/clients.js";
+import { connectClient, grpcClient, rest, rpcError } from "../support/clients.js";
+import { ContentService } from "../../gen/decisioning/v1/content_pb.js";
 
 let svc: TestService;
 type User = { userId: string; apiKey: string };
@@ -360,5 +361,46 @@ describe("Recommend serves published content", () => {
     assert.equal(await served(), null, "archived content is withdrawn");
     const refused = await call("POST", "/api/v1/creatives", { offerId: offer.id, name: unique("banner"), contentId: it.id });
     assert.equal(refused.status, 400, "an archived item cannot be newly named");
+  });
+});
+
+describe("doors, concurrency and reset", () => {
+  test("gRPC and Connect give the same item and the same refusal as REST", async () => {
+    const it = await item({ body: "door" });
+    const headers = { "x-api-key": editor.apiKey };
+    for (const client of [connectClient(ContentService, svc.baseUrl), grpcClient(ContentService, svc.grpcAddress)]) {
+      const detail = await client.getContent({ id: it.id }, { headers });
+      assert.equal(detail.item?.body, "door");
+      assert.equal(detail.versions.length, 1);
+      const refused = await rpcError(client.approveContent({ id: it.id }, { headers }));
+      assert.equal(refused.reason, "ILLEGAL_TRANSITION");
+      assert.match(refused.message, /^status: cannot approve a draft content item/);
+      const missing = await rpcError(client.getContent({ id: (await item({}, other.apiKey)).id }, { headers }));
+      assert.equal(missing.reason, "NOT_FOUND");
+    }
+  });
+
+  test("two approvers at once: one approval, one 400, one audit entry", async () => {
+    const it = await item();
+    await move(it.id, "submit");
+    const results = await Promise.all([move(it.id, "approve", editor2.apiKey), move(it.id, "approve", admin.apiKey)]);
+    assert.deepEqual(results.map((r) => r.status).sort(), [200, 400]);
+    const approvals = await sql("SELECT count(*)::int AS c FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 AND action = 'approve'", [admin.tenantId, it.id]);
+    assert.equal(approvals[0].c, 1);
+    const updates = await Promise.all([1, 2, 3].map((i) => call("PUT", `/api/v1/content/${it.id}`, { body: `parallel ${i}` }, editor.apiKey)));
+    assert.deepEqual(updates.map((r) => r.body.version).sort(), [2, 3, 4], "concurrent updates each get their own version");
+  });
+
+  test("a workspace reset removes the tenant's content and nothing of another tenant's", async () => {
+    const t = await svc.createTenant("reset");
+    const key = t.apiKey;
+    const mine = await call("POST", "/api/v1/content", { title: "gone", body: "b" }, key);
+    await call("PUT", `/api/v1/content/${mine.body.id}`, { body: "c" }, key);
+    const theirs = await item({}, other.apiKey);
+    const reset = await rest(svc.baseUrl, "POST", "/api/v1/workspace/reset", { key, body: { confirm: t.tenantId } });
+    assert.equal(reset.status, 200, JSON.stringify(reset.body));
+    assert.equal((await sql("SELECT count(*)::int AS c FROM content_items WHERE tenant_id = $1", [t.tenantId]))[0].c, 0);
+    assert.equal((await sql("SELECT count(*)::int AS c FROM content_versions WHERE tenant_id = $1", [t.tenantId]))[0].c, 0);
+    assert.equal((await call("GET", `/api/v1/content/${theirs.id}`, undefined, other.apiKey)).status, 200);
   });
 });
