@@ -361,6 +361,12 @@ describe("Recommend serves published content", () => {
     assert.equal(await served(), null, "archived content is withdrawn");
     const refused = await call("POST", "/api/v1/creatives", { offerId: offer.id, name: unique("banner"), contentId: it.id });
     assert.equal(refused.status, 400, "an archived item cannot be newly named");
+    const renamed = await call("PUT", "/api/v1/creatives", { id: creative.body.id, name: unique("renamed") });
+    assert.equal(renamed.status, 200, "the creative's other fields stay editable while its item is archived");
+    assert.equal(renamed.body.contentId, it.id);
+    const cleared = await call("PUT", "/api/v1/creatives", { id: creative.body.id, contentId: null });
+    assert.equal(cleared.status, 200, JSON.stringify(cleared.body));
+    assert.equal(cleared.body.contentId, null);
   });
 });
 
