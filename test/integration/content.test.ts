@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { startTestService, type TestService } from "../support/service.js";
 import { connectClient, grpcClient, rest, rpcError } from "../support/clients.js";
 import { ContentService } from "../../gen/decisioning/v1/content_pb.js";
+import { startChildService } from "../support/child-service.js";
 
 let svc: TestService;
 type User = { userId: string; apiKey: string };
@@ -367,6 +368,41 @@ describe("Recommend serves published content", () => {
     const cleared = await call("PUT", "/api/v1/creatives", { id: creative.body.id, contentId: null });
     assert.equal(cleared.status, 200, JSON.stringify(cleared.body));
     assert.equal(cleared.body.contentId, null);
+  });
+});
+
+describe("Recommend in another process", () => {
+  test("a publish here changes what a second process serves, without a restart", async () => {
+    const child = await startChildService(svc);
+    try {
+      const it = await item({ body: "first" });
+      const offer = (await call("POST", "/api/v1/offers", { name: unique("elsewhere"), status: "active", priority: 100 })).body;
+      const creative = (await call("POST", "/api/v1/creatives", { offerId: offer.id, name: unique("c"), contentId: it.id })).body;
+      await publish(it.id);
+      const servedThere = async () => {
+        const res = await rest(child.baseUrl, "POST", "/api/v1/recommend", { key: admin.apiKey, body: { customerId: unique("c"), limit: 50 } });
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        return res.body.offers.find((o: any) => o.creativeId === creative.id)?.content?.body;
+      };
+      // The child's snapshot is loaded (and cached) with the first version.
+      assert.equal(await servedThere(), "first");
+      // Edits of a published item go through draft again (docs/content.md): edit, revert to the
+      // published version, re-apply, review.
+      await call("PUT", `/api/v1/content/${it.id}`, { body: "second" }, editor.apiKey);
+      await move(it.id, "revert/1");
+      await call("PUT", `/api/v1/content/${it.id}`, { body: "second" }, editor.apiKey);
+      await publish(it.id);
+      // Within a pub/sub hop.
+      const deadline = Date.now() + 3_000;
+      let body = await servedThere();
+      while (body !== "second" && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+        body = await servedThere();
+      }
+      assert.equal(body, "second");
+    } finally {
+      await child.stop();
+    }
   });
 });
 
