@@ -31,6 +31,7 @@ import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
 import { createExperiments, type Experiments } from "./experiments/experiments.js";
 import { createExplanations } from "./explanations/explanations.js";
+import { createContent } from "./content/content.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
@@ -161,11 +162,14 @@ export function createServices(f: Foundation): Services {
   const audit = new AuditService(new AuditStore(f.db));
   // The catalog reports committed changes to the decisions' snapshot cache, built after it.
   let configChanged = (_tenantId: string) => {};
+  const content = createContent({ db: f.db, audit: auditLog, configChanged: (tenantId) => configChanged(tenantId) });
   const catalog = createCatalog(
     new CatalogStore(f.db, (tenantId) => configChanged(tenantId)),
     new DecisionConfigStore(f.db),
     auditLog,
     (tenantId, userId) => identityStore.isActiveAdmin(tenantId, userId),
+    [],
+    content.referable,
   );
   const experiments = createExperiments({
     db: f.db,
@@ -191,6 +195,7 @@ export function createServices(f: Foundation): Services {
     decisionQuota: f.config.decisionQuota,
     activeExperiments: experiments.activeExperiments,
     observer: observability.metrics,
+    publishedContent: content.published,
   });
   observability.metrics.watch({ scoringPool: pool, traces: decisions.traces });
   configChanged = decisions.configChanged;
@@ -223,6 +228,7 @@ export function createServices(f: Foundation): Services {
     ...experiments.services,
     ...explanations.services,
     ...observability.services,
+    ...content.services,
   ];
   return {
     identityStore,
