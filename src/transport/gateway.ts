@@ -8,6 +8,7 @@ import { methodPolicy, type ResolvedPolicy } from "../platform/method-policy.js"
 import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
 import type { RateLimitDecision } from "../platform/rate-limiter.js";
 import { authorize, type Authenticator } from "../identity/authenticator.js";
+import type { CronAuthenticator } from "../identity/cron-authenticator.js";
 
 
 /** What an HTTP door knows that gRPC does not: the CSRF guard needs it. */
@@ -65,6 +66,7 @@ export class Gateway {
     private readonly rateLimits: RateLimitPolicy,
     readonly defaultBodyLimitBytes: number,
     readonly logger: Logger,
+    private readonly cronAuthenticator: CronAuthenticator,
   ) {
     for (const { service, impl } of registrations) {
       for (const method of service.methods) {
@@ -98,6 +100,8 @@ export class Gateway {
     let ctx: TenantContext;
     if (policy.plane === "public") {
       ctx = { tenantId: "", userId: null, actorName: "anonymous", role: "viewer", principal: { kind: "anonymous" }, requestId };
+    } else if (policy.plane === "cron") {
+      ctx = { ...this.cronAuthenticator.authenticate(inv.call), requestId };
     } else {
       const auth = await this.authenticator.authenticate(inv.call);
       authorize(auth, policy);
