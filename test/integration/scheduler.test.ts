@@ -1,0 +1,121 @@
+import { test, after, describe } from "node:test";
+import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Sequelize } from "sequelize";
+import { createLogger, type Logger } from "../../src/platform/logger.js";
+import type { ServiceOptions } from "../../src/main.js";
+import type { Config } from "../../src/config.js";
+import { createSequelize } from "../../src/platform/db.js";
+import { startTestService, type TestService } from "../support/service.js";
+import { createTestDatabase } from "../support/database.js";
+import { createSlotTable, slotRecorderJob, slotRows, type SlotRecorderSpec } from "../support/slot-recorder.js";
+import { rest } from "../support/clients.js";
+
+const started: TestService[] = [];
+after(() => Promise.all(started.map((s) => s.stop())));
+
+function capturingLogger(): { logger: Logger; entries: () => Array<Record<string, any>> } {
+  const written: string[] = [];
+  const logger = createLogger("debug", { write: (line: string) => void written.push(line) });
+  return { logger, entries: () => written.map((l) => JSON.parse(l)) };
+}
+
+/**
+ * A service whose extra jobs record into test_slot_runs. `specs` is called as the service builds
+ * its jobs, just before the scheduler starts, so schedules can be relative to that moment.
+ */
+async function serviceWith(specs: () => SlotRecorderSpec[], config: Partial<Config>, options: ServiceOptions = {}, logger?: Logger) {
+  const databaseUrl = await createTestDatabase();
+  const setup = createSequelize(databaseUrl, { poolMax: 1 });
+  await createSlotTable(setup);
+  await setup.close();
+  const svc = await startTestService(config, databaseUrl, logger, {
+    ...options,
+    extraJobs: (f) => specs().map((spec) => slotRecorderJob(f.db, spec)),
+  });
+  started.push(svc);
+  return { svc, db: svc.running.foundation.db };
+}
+
+async function runRow(db: Sequelize, job: string): Promise<Array<{ status: string; attempts: number; error: string | null }>> {
+  const [rows] = await db.query(`SELECT status, attempts, error FROM scheduled_runs WHERE job_name = $1 ORDER BY slot`, { bind: [job] });
+  return rows as never;
+}
+
+/** A cron expression that fires once a minute, two seconds from now: one slot within the test. */
+function inTwoSeconds(): { cron: string; timezone: string } {
+  return { cron: `${(new Date(Date.now() + 2_000).getUTCSeconds())} * * * * *`, timezone: "UTC" };
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 8_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+for (const driver of ["bullmq", "local"] as const) {
+  describe(`retries on the ${driver} driver`, () => {
+    test("a failing job is retried with exponential backoff, each failure logged, and stops after the last attempt", async () => {
+      const { logger, entries } = capturingLogger();
+      const { svc, db } = await serviceWith(
+        () => {
+          const schedule = inTwoSeconds();
+          return [
+            { name: "flaky", schedule, failFirst: 2 },
+            { name: "broken", schedule, failFirst: 99 },
+          ];
+        },
+        driver === "local" ? { redisUrl: null } : {},
+        { scheduler: { retry: { attempts: 3, baseDelayMs: 200, maxDelayMs: 10_000 } } },
+        logger,
+      );
+      assert.equal(svc.running.services.scheduler.driver, driver);
+
+      const flakyRuns = await waitFor("the flaky job to succeed", async () => {
+        const rows = await slotRows(db, "flaky");
+        return rows.some((r) => r.ok) ? rows : undefined;
+      });
+      assert.deepEqual(flakyRuns.map((r) => r.ok), [false, false, true]);
+      assert.equal(new Set(flakyRuns.map((r) => r.slot.getTime())).size, 1, "one slot, three attempts");
+      // Backoff doubles: 200 ms after the first failure, 400 ms after the second.
+      const [first, second, third] = flakyRuns.map((r) => r.ran_at.getTime());
+      assert.ok(second - first >= 190, `first wait ${second - first} ms`);
+      assert.ok(third - second >= 390, `second wait ${third - second} ms`);
+      assert.deepEqual(await runRow(db, "flaky"), [{ status: "succeeded", attempts: 3, error: null }]);
+
+      await waitFor("the broken job to run out of attempts", async () => ((await runRow(db, "broken"))[0]?.attempts === 3 ? true : undefined));
+      await sleep(1_000); // no fourth attempt comes
+      assert.equal((await slotRows(db, "broken")).length, 3);
+      const [brokenRun] = await runRow(db, "broken");
+      assert.equal(brokenRun.status, "failed");
+      assert.match(brokenRun.error!, /planned failure 3/);
+
+      const failures = entries().filter((e) => e.job === "flaky" && /failed/.test(e.msg));
+      assert.deepEqual(failures.map((e) => [e.attempt, e.maxAttempts, e.level]), [[1, 3, 40], [2, 3, 40]]);
+      const last = entries().filter((e) => e.job === "broken" && e.msg === "scheduled job failed; no attempts left");
+      assert.equal(last.length, 1);
+      assert.equal(last[0].level, 50);
+      assert.match(last[0].err.message, /planned failure 3/);
+    });
+  });
+}
+
+describe("SCHEDULER=off", () => {
+  test("nothing fires in-process; the cron route still runs the job", async () => {
+    const job: SlotRecorderSpec = { name: "ticked", schedule: { everyMs: 1_000 }, route: "tick" };
+    const { svc, db } = await serviceWith(() => [job], { schedulerEnabled: false, cronSecret: "off-secret" });
+    assert.equal(svc.running.services.scheduler.driver, "off");
+    await sleep(2_500);
+    assert.equal((await slotRows(db, job.name)).length, 0);
+
+    const res = await rest(svc.baseUrl, "GET", "/api/cron/tick", { bearer: "off-secret" });
+    assert.equal(res.status, 200);
+    assert.equal(res.body.ok, true);
+    assert.deepEqual(res.body.runs.map((r: any) => [r.job, r.status, r.attempts]), [["ticked", "succeeded", 1]]);
+    assert.equal((await slotRows(db, job.name)).length, 1);
+  });
+});
