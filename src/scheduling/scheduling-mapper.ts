@@ -16,7 +16,7 @@ export function toCronRunResponse(route: CronRoute, runs: RouteRun[]): CronRunRe
         status: outcome.status,
         reason: outcome.status === "skipped" ? outcome.reason : undefined,
         attempts: outcome.status === "skipped" ? outcome.attempts : outcome.attempt,
-        durationMs: BigInt(outcome.durationMs),
+        durationMs: outcome.durationMs,
         error: outcome.status === "failed" ? outcome.error : undefined,
       }),
     ),
