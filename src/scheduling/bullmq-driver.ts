@@ -89,11 +89,14 @@ export function createBullmqDriver(options: {
       worker.on("error", (err) => logger.warn({ err: err.message }, "scheduler worker error"));
     },
     async stop(graceMs) {
-      if (worker) {
-        const w = worker;
-        await Promise.race([w.close(), sleep(graceMs).then(() => w.close(true))]);
+      // close() waits for running attempts, and for Redis: with Redis gone it would wait forever,
+      // so after the grace the connections are dropped and the process can exit.
+      const closed = Promise.all([worker?.close(), queue?.close()]).then(() => true);
+      const inTime = await Promise.race([closed, sleep(graceMs, false, { ref: false })]);
+      if (!inTime) {
+        logger.warn({ graceMs }, "scheduler did not stop within the grace (Redis unreachable or a job still running); disconnecting");
+        await Promise.all([worker?.disconnect(), queue?.disconnect()]);
       }
-      await queue?.close();
     },
   };
 }

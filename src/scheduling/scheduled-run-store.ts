@@ -59,6 +59,16 @@ export class ScheduledRunStore {
     return rows.length > 0;
   }
 
+  /** Forgets slots before `before` that are over, or whose runner died; returns how many. A live run stays. */
+  async deleteFinishedBeforeAcrossTenants(before: Date): Promise<number> {
+    const rows = await execReturning(
+      this.db,
+      `DELETE FROM scheduled_runs WHERE slot < $1 AND (status <> 'running' OR lease_until < now()) RETURNING 1`,
+      [before],
+    );
+    return rows.length;
+  }
+
   /** Records the attempt's end, unless a later attempt has taken the slot over. */
   async finishAcrossTenants(jobName: string, slot: Date, attempt: number, status: "succeeded" | "failed", error: string | null): Promise<void> {
     await this.db.query(

@@ -9,11 +9,13 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry-policy.js";
 import type { SchedulerDriver } from "./scheduler-driver.js";
 import { createBullmqDriver } from "./bullmq-driver.js";
 import { createLocalDriver } from "./local-driver.js";
+import { runRetentionJob } from "./run-retention.js";
 
 /** A claim held this long without renewal is taken over (runners renew every third of it). */
 export const DEFAULT_LEASE_MS = 30_000;
 
 export interface SchedulerOptions {
+  /** The domains' jobs; the scheduler adds its own (run-retention.ts). */
   jobs: readonly ScheduledJob[];
   db: Sequelize;
   logger: Logger;
@@ -50,9 +52,10 @@ export interface Scheduler {
  */
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const { logger } = options;
-  const registry = new JobRegistry(options.jobs);
+  const store = new ScheduledRunStore(options.db);
+  const registry = new JobRegistry([runRetentionJob(store, logger), ...options.jobs]);
   const runner = new SlotRunner({
-    store: new ScheduledRunStore(options.db),
+    store,
     logger,
     retry: options.retry ?? DEFAULT_RETRY_POLICY,
     leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,

@@ -4,6 +4,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Sequelize } from "sequelize";
 import { createSequelize } from "../../src/platform/db.js";
 import { ScheduledRunStore } from "../../src/scheduling/scheduled-run-store.js";
+import { runRetentionJob } from "../../src/scheduling/run-retention.js";
+import { createLogger } from "../../src/platform/logger.js";
 import { createTestDatabase } from "../support/database.js";
 
 /** The claim that makes a slot run once, on a real PostgreSQL. */
@@ -48,4 +50,19 @@ test("a running slot whose lease ran out (its runner died) is taken over; the de
   await store.finishAcrossTenants("crash", slot, 2, "succeeded", null);
   const [[row]] = (await db.query(`SELECT status, attempts, error FROM scheduled_runs WHERE job_name = 'crash'`)) as [Array<Record<string, unknown>>, unknown];
   assert.deepEqual(row, { status: "succeeded", attempts: 2, error: null });
+});
+
+test("the retention job forgets finished slots older than 30 days, and keeps recent ones and live runs", async () => {
+  const day = 86_400_000;
+  const now = new Date("2026-06-01T03:17:00Z");
+  const old = new Date(now.getTime() - 31 * day);
+  const recent = new Date(now.getTime() - 29 * day);
+  for (const [job, at] of [["old-done", old], ["recent-done", recent]] as const) {
+    await store.claimAcrossTenants(job, at, 3, 30_000);
+    await store.finishAcrossTenants(job, at, 1, "succeeded", null);
+  }
+  await store.claimAcrossTenants("old-running", old, 3, 30_000);
+  await runRetentionJob(store, createLogger("silent")).run(now);
+  const [rows] = (await db.query(`SELECT job_name FROM scheduled_runs WHERE job_name IN ('old-done', 'recent-done', 'old-running') ORDER BY 1`)) as [Array<{ job_name: string }>, unknown];
+  assert.deepEqual(rows.map((r) => r.job_name), ["old-running", "recent-done"]);
 });
