@@ -67,7 +67,7 @@ export function createBullmqDriver(options: {
   return {
     kind: "bullmq",
     async start() {
-      queue = new Queue(QUEUE_NAME, { connection, prefix, settings } as never);
+      queue = new Queue(QUEUE_NAME, { connection, prefix, settings });
       queue.on("error", (err) => logger.warn({ err: err.message }, "scheduler queue error"));
       const jobs = registry.all();
       for (const job of jobs) {
