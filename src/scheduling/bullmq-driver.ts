@@ -8,6 +8,9 @@ import type { SlotRunner } from "./slot-runner.js";
 import { nextSlot } from "./job-schedule.js";
 import { retryDelayMs } from "./retry-policy.js";
 
+/** How long a stop that had to drop its connections waits for them to say they ended. */
+const DISCONNECT_WAIT_MS = 500;
+
 /** The one queue every process shares; its keys are in one Redis Cluster hash tag. */
 const QUEUE_NAME = "scheduler";
 
@@ -89,13 +92,16 @@ export function createBullmqDriver(options: {
       worker.on("error", (err) => logger.warn({ err: err.message }, "scheduler worker error"));
     },
     async stop(graceMs) {
-      // close() waits for running attempts, and for Redis: with Redis gone it would wait forever,
-      // so after the grace the connections are dropped and the process can exit.
-      const closed = Promise.all([worker?.close(), queue?.close()]).then(() => true);
-      const inTime = await Promise.race([closed, sleep(graceMs, false, { ref: false })]);
+      // close() waits for running attempts, and for Redis: with Redis gone, or reconnecting, it
+      // would wait forever. After the grace the connections are dropped, which stops ioredis from
+      // reconnecting so that the process can exit; their "end" may never come (a client that was
+      // reconnecting has no socket to close), so that is not waited for either.
+      const settled = (p: Promise<unknown>) => p.then(() => true, () => true);
+      const inTime = await Promise.race([settled(Promise.all([worker?.close(), queue?.close()])), sleep(graceMs, false, { ref: false })]);
       if (!inTime) {
         logger.warn({ graceMs }, "scheduler did not stop within the grace (Redis unreachable or a job still running); disconnecting");
-        await Promise.all([worker?.disconnect(), queue?.disconnect()]);
+        const dropped = Promise.all([worker?.disconnect(), queue?.disconnect()]);
+        await Promise.race([settled(dropped), sleep(DISCONNECT_WAIT_MS, false, { ref: false })]);
       }
     },
   };
