@@ -13,6 +13,9 @@ import { createMemoryRateLimiter, createRedisRateLimiter } from "./platform/rate
 import { RateLimitPolicy } from "./platform/rate-limit-policy.js";
 import { createSecrets, loadOrCreateLocalSecrets, type Secrets } from "./platform/secrets.js";
 import { startEmbeddedPostgres, EmbeddedPostgresError } from "./platform/embedded-postgres.js";
+import { createSettingsCipher, derivedKeyId, type SettingsCipher } from "./platform/settings-cipher.js";
+import { createNotifications, type Notifications } from "./notifications/notifications.js";
+import type { Dispatcher } from "./notifications/outbound.js";
 import { createFirstTenant } from "./first-tenant.js";
 import { migrations } from "./migrations/index.js";
 import { IdentityStore } from "./identity/identity-store.js";
@@ -28,9 +31,13 @@ import { AuditService } from "./audit/audit-service.js";
 import { CatalogStore, DecisionConfigStore } from "./catalog/catalog-store.js";
 import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
+import { createExperiments, type Experiments } from "./experiments/experiments.js";
+import { createExplanations } from "./explanations/explanations.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
+import { createModelRegistry } from "./models/model-registry.js";
+import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
 import { createHttpServer } from "./transport/http-server.js";
@@ -39,6 +46,9 @@ import { superviseWorkers } from "./supervisor.js";
 import type { ScheduledJob } from "./scheduling/scheduled-job.js";
 import { createScheduler, type Scheduler, type SchedulerOptions } from "./scheduling/scheduler.js";
 import { CronService } from "./scheduling/cron-service.js";
+import { createObservability, type Observability } from "./observability/observability.js";
+import { startMetricsServer, type MetricsServer } from "./observability/metrics-server.js";
+import { shareMetricsWithSupervisor, startClusterMetricsServer } from "./observability/cluster-metrics.js";
 
 /** The stateful parts every entry point (server, CLI, tests) needs, built the same way. */
 export interface Foundation {
@@ -48,6 +58,8 @@ export interface Foundation {
   redis: Redis | null;
   bus: Bus;
   secrets: Secrets;
+  /** Encrypts platform settings and provider secrets (SETTINGS_ENCRYPTION_KEY[S], or the local key). */
+  settingsCipher: SettingsCipher;
   /** This start created the embedded database (never true with DATABASE_URL). */
   embeddedDatabaseCreated: boolean;
   close(): Promise<void>;
@@ -65,6 +77,7 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
   };
   let databaseUrl = config.databaseUrl;
   let secretValues = { apiKeyPepper: config.apiKeyPepper, jwtSigningSecret: config.jwtSigningSecret };
+  let settingsKeys = config.settingsKeys;
   let embeddedDatabaseCreated = false;
   if (databaseUrl === null) {
     const local = loadOrCreateLocalSecrets(config.dataDir);
@@ -72,6 +85,7 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
       apiKeyPepper: config.apiKeyPepper ?? local.apiKeyPepper,
       jwtSigningSecret: config.jwtSigningSecret ?? local.jwtSigningSecret,
     };
+    if (!settingsKeys.length) settingsKeys = [{ id: derivedKeyId(local.settingsEncryptionKey), secret: local.settingsEncryptionKey }];
     const pg = await startEmbeddedPostgres(config.dataDir, local.postgresPassword, logger, {
       runtimeDir: config.embeddedPgDir,
       shareRunning: options.shareEmbeddedDatabase,
@@ -86,6 +100,10 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
   const secrets = createSecrets(secretValues);
   for (const problem of secrets.problems()) {
     logger.warn(`SECURITY: ${problem}; key and client creation, authentication and token verification will fail until it is set`);
+  }
+  // Info, not a warning: nothing is exposed without the key, a feature is off until it is set.
+  if (!settingsKeys.length) {
+    logger.info("SETTINGS_ENCRYPTION_KEY is not set: encrypted platform settings and notification-provider secrets can be neither stored nor read until it is set");
   }
   const db = createSequelize(databaseUrl);
   closers.unshift(() => db.close());
@@ -114,6 +132,7 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
     redis,
     bus,
     secrets,
+    settingsCipher: createSettingsCipher(settingsKeys),
     embeddedDatabaseCreated,
     close: closeAll,
   };
@@ -126,6 +145,14 @@ export interface Services {
   audit: AuditService;
   catalog: Catalog;
   decisions: ReturnType<typeof createDecisions>;
+  /** Registry moves, for experiments' automatic promotion. */
+  modelPromoter: ModelPromoter;
+  notifications: Notifications;
+  /** Sends every outbound message (alerts, reports, triggers): src/notifications/outbound.ts. */
+  dispatcher: Dispatcher;
+  experiments: Experiments;
+  /** Metrics, request statistics shared by every process, and health alerts (for the alerts domain). */
+  observability: Observability;
   registrations: ServiceRegistration[];
   /** Every domain's scheduled jobs (none yet: alerts, approvals and models add theirs). */
   jobs: ScheduledJob[];
@@ -133,7 +160,7 @@ export interface Services {
   scheduler: Scheduler;
   /** Subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
-  /** Flushes queued traces and stops the scoring workers. */
+  /** Flushes queued traces and request statistics, and stops the scoring workers. */
   close(): Promise<void>;
 }
 
@@ -160,6 +187,16 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     auditLog,
     (tenantId, userId) => identityStore.isActiveAdmin(tenantId, userId),
   );
+  const experiments = createExperiments({
+    db: f.db,
+    audit: auditLog,
+    logger: f.logger,
+    references: { liveIds: catalog.liveIds, positiveOutcomes: (tenantId) => decisions.positiveOutcomes(tenantId) },
+    // The registry is built after the decisions it invalidates; auto-promotion calls it only later.
+    promoter: { promote: (ctx, modelId, promotion) => models.promoter.promote(ctx, modelId, promotion) },
+    changed: (tenantId) => configChanged(tenantId),
+  });
+  const observability = createObservability({ db: f.db, redis: f.redis, logger: f.logger });
   const pool = createScoringPool(f.logger);
   const decisions = createDecisions({
     db: f.db,
@@ -172,12 +209,37 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     pool,
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,
+    activeExperiments: experiments.activeExperiments,
+    observer: observability.metrics,
   });
+  observability.metrics.watch({ scoringPool: pool, traces: decisions.traces });
   configChanged = decisions.configChanged;
+  const models = createModelRegistry({
+    db: f.db,
+    audit: auditLog,
+    configChanged: decisions.configChanged,
+    minScoredDecisions: f.config.modelPromotionMinDecisions,
+  });
+  const explanations = createExplanations({ db: f.db, audit: auditLog, sources: decisions.readModel, llm: f.config.llm, pool, logger: f.logger });
   const identity = new IdentityService(identityStore, f.secrets, f.bus, catalog.seedTenant);
-  const jobs: ScheduledJob[] = [...(options.extraJobs?.(f) ?? [])];
+  const notifications = createNotifications({
+    db: f.db,
+    bus: f.bus,
+    audit: auditLog,
+    cipher: f.settingsCipher,
+    outbound: f.config.outbound,
+    isPlatformOwner: async (tenantId) =>
+      f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
+    logger: f.logger,
+  });
+  const jobs: ScheduledJob[] = [...experiments.jobs, ...(options.extraJobs?.(f) ?? [])];
+  const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
     ...options.scheduler,
+    onRun: (job, slot, outcome, durationMs) => {
+      observability.metrics.recordSchedulerRun(job, outcome, durationMs);
+      onRun?.(job, slot, outcome, durationMs);
+    },
     jobs,
     db: f.db,
     logger: f.logger,
@@ -191,6 +253,11 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     { service: CronServiceDesc, impl: new CronService(scheduler) as never },
     ...catalog.services,
     ...decisions.services,
+    ...models.services,
+    ...notifications.services,
+    ...experiments.services,
+    ...explanations.services,
+    ...observability.services,
   ];
   return {
     identityStore,
@@ -198,13 +265,22 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     audit,
     catalog,
     decisions,
+    modelPromoter: models.promoter,
+    notifications,
+    dispatcher: notifications.dispatcher,
+    experiments,
+    observability,
     registrations,
     jobs,
     scheduler,
-    listen: async () => void (await decisions.listen()),
+    listen: async () => {
+      await decisions.listen();
+      await notifications.listen();
+    },
     close: async () => {
       await decisions.close();
       await pool.close();
+      await observability.close();
     },
   };
 }
@@ -212,6 +288,8 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
 export interface RunningService {
   httpPort: number;
   grpcPort: number;
+  /** null when METRICS_PORT is unset, and in a service process under the supervisor (it serves them). */
+  metricsPort: number | null;
   foundation: Foundation;
   services: Services;
   stop(): Promise<void>;
@@ -244,6 +322,7 @@ export async function startService(config: Config, logger = createLogger(config.
     rateLimits,
     config.defaultBodyLimitBytes,
     logger,
+    services.observability.observer,
     new CronAuthenticator(config.cronSecret),
   );
 
@@ -266,6 +345,7 @@ export async function startService(config: Config, logger = createLogger(config.
   }, HEALTH_POLL_MS);
   healthPoll.unref();
   const httpPort = (http.address() as AddressInfo).port;
+  const metricsServer = await serveMetrics(config, services.observability, logger);
   // After listening: a slot that fires now finds the process ready to serve what its job changes.
   await services.scheduler.start();
   logger.info({ httpPort, grpcPort, pid: process.pid }, "decisioning service listening");
@@ -274,6 +354,7 @@ export async function startService(config: Config, logger = createLogger(config.
   return {
     httpPort,
     grpcPort,
+    metricsPort: metricsServer?.port ?? null,
     foundation: f,
     services,
     stop() {
@@ -295,12 +376,30 @@ export async function startService(config: Config, logger = createLogger(config.
           new Promise<void>((res) => grpc.server.tryShutdown(() => res())),
         ]);
         clearTimeout(grace);
+        await metricsServer?.close();
         await services.close();
         await f.close();
       })();
       return stopping;
     },
   };
+}
+
+/** This process's metrics port, or, under the supervisor, its share of the supervisor's. */
+async function serveMetrics(config: Config, observability: Observability, logger: Logger): Promise<MetricsServer | null> {
+  const { metrics } = observability;
+  if (cluster.isWorker) {
+    shareMetricsWithSupervisor(metrics.registry);
+    return null;
+  }
+  if (config.metricsPort === null) return null;
+  return startMetricsServer({
+    host: config.host,
+    port: config.metricsPort,
+    token: config.metricsToken,
+    logger,
+    render: async () => ({ body: await metrics.render(), contentType: metrics.contentType }),
+  });
 }
 
 async function main(): Promise<void> {
@@ -318,7 +417,12 @@ async function main(): Promise<void> {
   if (cluster.isPrimary && config.workers > 1) {
     // Processes can share only what lives outside them: the embedded database and the in-process
     // stand-ins for Redis (counters, invalidation) belong to one process.
-    if (config.databaseUrl !== null && config.redisUrl !== null) return superviseWorkers(config.workers, logger);
+    if (config.databaseUrl !== null && config.redisUrl !== null) {
+      if (config.metricsPort !== null) {
+        await startClusterMetricsServer({ host: config.host, port: config.metricsPort, token: config.metricsToken, logger });
+      }
+      return superviseWorkers(config.workers, logger);
+    }
     logger.warn({ workers: config.workers }, "WORKERS needs DATABASE_URL and REDIS_URL; running one process");
   }
   const service = await startService(config, logger);

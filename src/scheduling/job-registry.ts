@@ -10,7 +10,7 @@ export class JobRegistry {
 
   constructor(jobs: readonly ScheduledJob[]) {
     for (const job of jobs) {
-      if (!/^[a-z0-9][a-z0-9-]*$/.test(job.name)) throw new Error(`scheduled job name "${job.name}" must be kebab-case`);
+      if (!/^[a-z0-9][a-z0-9.-]*$/.test(job.name)) throw new Error(`scheduled job name "${job.name}" must be lower-case letters, digits, dots and dashes`);
       if (this.byName.has(job.name)) throw new Error(`scheduled job "${job.name}" is registered twice`);
       validateSchedule(job.schedule, `job ${job.name}`);
       this.byName.set(job.name, job);

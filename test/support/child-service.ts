@@ -3,6 +3,7 @@ import { TEST_INTERNAL_KEY, TEST_JWT_SECRET, TEST_PEPPER, type TestService } fro
 
 export interface ChildService {
   baseUrl: string;
+  grpcAddress: string;
   stop(): Promise<void>;
 }
 
@@ -26,6 +27,7 @@ export async function startChildService(svc: TestService, options: { entry?: str
   );
   return {
     baseUrl: server.baseUrl,
+    grpcAddress: server.grpcAddress,
     async stop() {
       server.child.kill("SIGTERM");
       await server.exited;

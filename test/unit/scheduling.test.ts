@@ -101,7 +101,7 @@ describe("retries and the registry", () => {
 
   test("a duplicate name, a bad name or a bad schedule stops start-up", () => {
     assert.throws(() => new JobRegistry([job("a"), job("a")]), /registered twice/);
-    assert.throws(() => new JobRegistry([job("Has Spaces")]), /kebab-case/);
+    assert.throws(() => new JobRegistry([job("Has Spaces")]), /lower-case letters, digits, dots and dashes/);
     assert.throws(() => new JobRegistry([job("bad", { cron: "nope", timezone: "UTC" })]), (err: any) => err.reason === "INVALID_CRON_EXPRESSION");
   });
 
