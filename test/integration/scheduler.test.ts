@@ -117,7 +117,8 @@ describe("SCHEDULER=off", () => {
     const res = await rest(svc.baseUrl, "GET", "/api/cron/tick", { bearer: "off-secret" });
     assert.equal(res.status, 200);
     assert.equal(res.body.ok, true);
-    assert.deepEqual(res.body.runs.map((r: any) => [r.job, r.status, r.attempts]), [["ticked", "succeeded", 1]]);
+    const ticked = res.body.runs.filter((r: any) => r.job === "ticked");
+    assert.deepEqual(ticked.map((r: any) => [r.status, r.attempts]), [["succeeded", 1]]);
     assert.equal((await slotRows(db, job.name)).length, 1);
   });
 });
