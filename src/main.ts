@@ -155,7 +155,7 @@ export interface Services {
   /** Metrics, request statistics shared by every process, and health alerts (for the alerts domain). */
   observability: Observability;
   registrations: ServiceRegistration[];
-  /** Every domain's scheduled jobs (none yet: alerts, approvals and models add theirs). */
+  /** Every domain's scheduled jobs, registered with the scheduler. */
   jobs: ScheduledJob[];
   /** Started by startService once the servers listen; the cron routes use it whether started or not. */
   scheduler: Scheduler;
