@@ -343,6 +343,8 @@ export async function startService(config: Config, logger = createLogger(config.
   await once(http, "listening");
   const grpc = createGrpcServer(gateway);
   const grpcPort = await bindGrpc(grpc.server, config.host, config.grpcPort);
+  // Declared before the first await that the health poll below can interleave with.
+  let stopping: Promise<void> | null = null;
   // gRPC health follows the same checks as /healthz, polled: the standard service holds a status.
   const healthPoll = setInterval(() => {
     void health().then((checks) => {
@@ -356,7 +358,6 @@ export async function startService(config: Config, logger = createLogger(config.
   await services.scheduler.start();
   logger.info({ httpPort, grpcPort, pid: process.pid }, "decisioning service listening");
 
-  let stopping: Promise<void> | null = null;
   return {
     httpPort,
     grpcPort,
