@@ -48,6 +48,15 @@ export interface Config {
   outbound: OutboundConfig;
   /** The OpenAI-compatible chat-completions endpoint that writes narratives; null: the deterministic writer. */
   llm: LlmConfig | null;
+  /** Inbound delivery webhooks (spec 4.18); each unset secret makes its route refuse every request. */
+  webhooks: WebhookSecrets;
+}
+
+/** The three infrastructure secrets of spec 4.18; null when not set (that route refuses every request). */
+export interface WebhookSecrets {
+  messagingVerifyToken: string | null;
+  messagingAppSecret: string | null;
+  deliverySigningSecret: string | null;
 }
 
 export interface OutboundConfig {
@@ -196,5 +205,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     settingsKeys: settingsKeys(env),
     outbound: outbound(env),
     llm: llmConfig(env),
+    webhooks: {
+      messagingVerifyToken: optional(env, "MESSAGING_WEBHOOK_VERIFY_TOKEN"),
+      messagingAppSecret: optional(env, "MESSAGING_APP_SECRET"),
+      deliverySigningSecret: optional(env, "WEBHOOK_SIGNING_SECRET"),
+    },
   };
 }

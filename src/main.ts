@@ -31,6 +31,7 @@ import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
 import { createExperiments, type Experiments } from "./experiments/experiments.js";
 import { createExplanations } from "./explanations/explanations.js";
+import { createWebhooks, type Webhooks } from "./webhooks/webhooks.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
@@ -143,6 +144,8 @@ export interface Services {
   /** Sends every outbound message (alerts, reports, triggers): src/notifications/outbound.ts. */
   dispatcher: Dispatcher;
   experiments: Experiments;
+  /** Inbound delivery webhooks; `webhooks.deliveryEvents` is the profile's DeliveryEventHistory. */
+  webhooks: Webhooks;
   registrations: ServiceRegistration[];
   /** Subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
@@ -204,6 +207,7 @@ export function createServices(f: Foundation): Services {
       f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
     logger: f.logger,
   });
+  const webhooks = createWebhooks({ db: f.db, secrets: f.config.webhooks, logger: f.logger });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
@@ -214,6 +218,7 @@ export function createServices(f: Foundation): Services {
     ...notifications.services,
     ...experiments.services,
     ...explanations.services,
+    ...webhooks.services,
   ];
   return {
     identityStore,
@@ -225,6 +230,7 @@ export function createServices(f: Foundation): Services {
     notifications,
     dispatcher: notifications.dispatcher,
     experiments,
+    webhooks,
     registrations,
     listen: async () => {
       await decisions.listen();
