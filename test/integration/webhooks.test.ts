@@ -7,6 +7,7 @@ import { startTestService, type TestService } from "../support/service.js";
 import { connectClient, grpcClient, rest, rpcError } from "../support/clients.js";
 import { WebhookService } from "../../gen/decisioning/v1/webhooks_pb.js";
 import { HttpBodySchema } from "../../gen/google/api/httpbody_pb.js";
+import { startHttpReceiver } from "../support/outbound-receivers.js";
 
 const SECRETS = {
   messagingVerifyToken: "verify-me-0123456789",
@@ -60,7 +61,10 @@ describe("inbound delivery webhooks", () => {
     });
 
   before(async () => {
-    svc = await startTestService({ webhooks: SECRETS });
+    svc = await startTestService({
+      webhooks: SECRETS,
+      outbound: { allowPrivate: true, maxAttempts: 1, backoffMs: 10, backoffMaxMs: 10, timeoutMs: 3000 },
+    });
     db = svc.config.databaseUrl!;
     t1 = await svc.createTenant();
     t2 = await svc.createTenant();
@@ -216,6 +220,36 @@ describe("inbound delivery webhooks", () => {
       }
       assert.equal((await eventsOf("sig-1")).length, 0);
     });
+  });
+
+  test("end to end: a message the dispatcher sent and an offer Respond recorded as sent get their callbacks", async () => {
+    const receiver = await startHttpReceiver();
+    try {
+      receiver.routes.set("/hook", { statuses: [200] });
+      const [sent] = await svc.running.services.dispatcher.dispatch(t1.tenantId, [{ type: "webhook", target: `${receiver.url}/hook` }], {
+        kind: "alert", dedupeKey: `alert:e2e:${randomUUID()}`, subject: "s", text: "t", payload: {},
+      });
+      assert.ok(sent.accepted && sent.messageId, JSON.stringify(sent));
+      const tenant = await svc.createTenant();
+      const offer = await rest(svc.baseUrl, "POST", "/api/v1/offers", { key: tenant.apiKey, body: { name: "e2e-offer", status: "active", priority: 10 } });
+      assert.equal(offer.status, 201, JSON.stringify(offer.body));
+      const rec = await rest(svc.baseUrl, "POST", "/api/v1/recommend", { key: tenant.apiKey, body: { customerId: "eve" } });
+      const respond = await rest(svc.baseUrl, "POST", "/api/v1/respond", {
+        key: tenant.apiKey,
+        body: { customerId: "eve", outcome: "click", idempotencyKey: "e2e-1", recommendationId: rec.body.recommendationId, rank: 1, outcomeDetails: { providerMessageId: "esp-e2e-1" } },
+      });
+      assert.equal(respond.status, 200, JSON.stringify(respond.body));
+
+      assert.equal((await postDelivery(JSON.stringify({ providerMessageId: sent.messageId, event: "delivered" }))).body.recorded, 1);
+      assert.equal((await postDelivery(JSON.stringify({ providerMessageId: "esp-e2e-1", event: "opened" }))).body.recorded, 1);
+      const [toOps] = await eventsOf(sent.messageId!);
+      assert.equal(toOps.tenant_id, t1.tenantId);
+      assert.ok(toOps.delivery_id);
+      const history = await svc.running.services.webhooks.deliveryEvents.recent(tenant.tenantId, "eve", 5);
+      assert.deepEqual(history.map((e) => [e.providerMessageId, e.status]), [["esp-e2e-1", "opened"]]);
+    } finally {
+      await receiver.close();
+    }
   });
 
   test("a replayed callback is recorded once, even when both copies arrive at once", async () => {
