@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { createHmac, randomUUID } from "node:crypto";
 import pg from "pg";
 import { create } from "@bufbuild/protobuf";
-import { startTestService, type TestService } from "../support/service.js";
+import { startTestService, TEST_JWT_SECRET, TEST_PEPPER, type TestService } from "../support/service.js";
+import { spawnServer } from "../support/server-process.js";
 import { connectClient, grpcClient, rest, rpcError } from "../support/clients.js";
 import { WebhookService } from "../../gen/decisioning/v1/webhooks_pb.js";
 import { HttpBodySchema } from "../../gen/google/api/httpbody_pb.js";
@@ -252,23 +253,39 @@ describe("inbound delivery webhooks", () => {
     }
   });
 
-  test("a replayed callback is recorded once, even when both copies arrive at once", async () => {
-    await delivery(t1.tenantId, "replay-1");
-    const body = JSON.stringify([
-      { sg_message_id: "replay-1", event: "delivered", timestamp: 1735725601, sg_event_id: "r1" },
-      { sg_message_id: "replay-1", event: "open", timestamp: 1735725602, sg_event_id: "r2" },
-    ]);
-    const [a, b] = await Promise.all([postDelivery(body), postDelivery(body)]);
-    assert.equal(a.body.recorded + b.body.recorded, 2);
-    const again = await postDelivery(body);
-    assert.deepEqual([again.status, again.body.recorded, again.body.duplicates], [200, 0, 2]);
-    assert.equal((await eventsOf("replay-1")).length, 2);
-  });
+  test("a replayed callback is recorded once, even when copies reach two processes at once; an unknown id is 200, ignored and logged", async () => {
+    const child = await spawnServer({
+      DATABASE_URL: db,
+      REDIS_URL: svc.config.redisUrl!,
+      REDIS_KEY_PREFIX: svc.config.redisKeyPrefix,
+      API_KEY_PEPPER: TEST_PEPPER,
+      JWT_SIGNING_SECRET: TEST_JWT_SECRET,
+      WEBHOOK_SIGNING_SECRET: SECRETS.deliverySigningSecret,
+      // fetch keeps connections alive; the drain need not wait the default 10 s for them.
+      SHUTDOWN_GRACE_MS: "500",
+    });
+    try {
+      await delivery(t1.tenantId, "replay-1");
+      const body = JSON.stringify([
+        { sg_message_id: "replay-1", event: "delivered", timestamp: 1735725601, sg_event_id: "r1" },
+        { sg_message_id: "replay-1", event: "open", timestamp: 1735725602, sg_event_id: "r2" },
+      ]);
+      const copies = await Promise.all([postDelivery(body), postDelivery(body, {}, undefined, child.baseUrl), postDelivery(body, {}, undefined, child.baseUrl)]);
+      assert.ok(copies.every((c) => c.status === 200), JSON.stringify(copies.map((c) => c.body)));
+      assert.equal(copies.reduce((sum, c) => sum + c.body.recorded, 0), 2);
+      const again = await postDelivery(body);
+      assert.deepEqual([again.status, again.body.recorded, again.body.duplicates], [200, 0, 2]);
+      assert.equal((await eventsOf("replay-1")).length, 2);
 
-  test("an id no tenant knows is acknowledged with 200 and ignored", async () => {
-    const res = await postDelivery(JSON.stringify({ providerMessageId: "nobody-knows-me", event: "delivered" }));
-    assert.deepEqual(res.body, { format: "native", received: 1, recorded: 0, duplicates: 0, ignored: 1 });
-    assert.equal((await eventsOf("nobody-knows-me")).length, 0);
+      const unknown = await postDelivery(JSON.stringify({ providerMessageId: "nobody-knows-me", event: "delivered" }), {}, undefined, child.baseUrl);
+      assert.deepEqual(unknown.body, { format: "native", received: 1, recorded: 0, duplicates: 0, ignored: 1 });
+      assert.equal((await eventsOf("nobody-knows-me")).length, 0);
+      const logged = child.logs.find((l) => /no tenant knows/.test(l.msg)) as { messageIds?: string[] } | undefined;
+      assert.deepEqual(logged?.messageIds, ["nobody-knows-me"]);
+    } finally {
+      child.child.kill("SIGTERM");
+      await child.exited;
+    }
   });
 
   test("the tenant comes from the message id, never the body; the profile history shows each tenant only its own", async () => {
@@ -279,6 +296,11 @@ describe("inbound delivery webhooks", () => {
       { sg_message_id: "t2-msg", event: "open", timestamp: 1735725602, sg_event_id: "x2", tenantId: t1.tenantId },
     ]);
     assert.equal((await postDelivery(body)).body.recorded, 2);
+    // An id both tenants recorded reaches each, and neither learns more than its own row.
+    await interaction(t1.tenantId, "c-both", "both-msg");
+    await interaction(t2.tenantId, "c-both", "both-msg");
+    assert.equal((await postDelivery(JSON.stringify({ providerMessageId: "both-msg", event: "clicked" }))).body.recorded, 2);
+    assert.deepEqual((await eventsOf("both-msg")).map((r) => r.tenant_id).sort(), [t1.tenantId, t2.tenantId].sort());
     const history = svc.running.services.webhooks.deliveryEvents;
     const h1 = await history.recent(t1.tenantId, "shared-customer", 10);
     const h2 = await history.recent(t2.tenantId, "shared-customer", 10);
