@@ -135,7 +135,8 @@ function fieldPath(message: DescMessage, name: string): { field: DescField; path
     if (!field) return undefined;
     path.push(field.jsonName);
     if (i === steps.length - 1) return { field, path };
-    if (field.fieldKind !== "message") return undefined;
+    // Well-known types have JSON forms of their own (a Timestamp is a string): no paths into them.
+    if (field.fieldKind !== "message" || field.message.typeName.startsWith("google.protobuf.")) return undefined;
     fields = field.message.fields;
   }
   return undefined;
