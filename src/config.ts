@@ -48,6 +48,10 @@ export interface Config {
   outbound: OutboundConfig;
   /** The OpenAI-compatible chat-completions endpoint that writes narratives; null: the deterministic writer. */
   llm: LlmConfig | null;
+  /** Port of GET /metrics (Prometheus); null keeps it off (docs/observability.md). */
+  metricsPort: number | null;
+  /** Bearer token the metrics port requires; null: open to whoever reaches the port. */
+  metricsToken: string | null;
   /** Inbound delivery webhooks (spec 4.18); each unset secret makes its route refuse every request. */
   webhooks: WebhookSecrets;
 }
@@ -210,5 +214,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       messagingAppSecret: optional(env, "MESSAGING_APP_SECRET"),
       deliverySigningSecret: optional(env, "WEBHOOK_SIGNING_SECRET"),
     },
+    metricsPort: optional(env, "METRICS_PORT") === null ? null : port(env, "METRICS_PORT", 0),
+    metricsToken: optional(env, "METRICS_TOKEN"),
   };
 }

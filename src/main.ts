@@ -42,6 +42,9 @@ import type { ServiceRegistration } from "./platform/service-registration.js";
 import { createHttpServer } from "./transport/http-server.js";
 import { createGrpcServer, bindGrpc } from "./transport/grpc.js";
 import { superviseWorkers } from "./supervisor.js";
+import { createObservability, type Observability } from "./observability/observability.js";
+import { startMetricsServer, type MetricsServer } from "./observability/metrics-server.js";
+import { shareMetricsWithSupervisor, startClusterMetricsServer } from "./observability/cluster-metrics.js";
 
 /** The stateful parts every entry point (server, CLI, tests) needs, built the same way. */
 export interface Foundation {
@@ -146,10 +149,12 @@ export interface Services {
   experiments: Experiments;
   /** Inbound delivery webhooks; `webhooks.deliveryEvents` is the profile's DeliveryEventHistory. */
   webhooks: Webhooks;
+  /** Metrics, request statistics shared by every process, and health alerts (for the alerts domain). */
+  observability: Observability;
   registrations: ServiceRegistration[];
   /** Subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
-  /** Flushes queued traces and stops the scoring workers. */
+  /** Flushes queued traces and request statistics, and stops the scoring workers. */
   close(): Promise<void>;
 }
 
@@ -174,6 +179,7 @@ export function createServices(f: Foundation): Services {
     promoter: { promote: (ctx, modelId, promotion) => models.promoter.promote(ctx, modelId, promotion) },
     changed: (tenantId) => configChanged(tenantId),
   });
+  const observability = createObservability({ db: f.db, redis: f.redis, logger: f.logger });
   const pool = createScoringPool(f.logger);
   const decisions = createDecisions({
     db: f.db,
@@ -187,7 +193,9 @@ export function createServices(f: Foundation): Services {
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,
     activeExperiments: experiments.activeExperiments,
+    observer: observability.metrics,
   });
+  observability.metrics.watch({ scoringPool: pool, traces: decisions.traces });
   configChanged = decisions.configChanged;
   const models = createModelRegistry({
     db: f.db,
@@ -219,6 +227,7 @@ export function createServices(f: Foundation): Services {
     ...experiments.services,
     ...explanations.services,
     ...webhooks.services,
+    ...observability.services,
   ];
   return {
     identityStore,
@@ -231,6 +240,7 @@ export function createServices(f: Foundation): Services {
     dispatcher: notifications.dispatcher,
     experiments,
     webhooks,
+    observability,
     registrations,
     listen: async () => {
       await decisions.listen();
@@ -239,6 +249,7 @@ export function createServices(f: Foundation): Services {
     close: async () => {
       await decisions.close();
       await pool.close();
+      await observability.close();
     },
   };
 }
@@ -246,6 +257,8 @@ export function createServices(f: Foundation): Services {
 export interface RunningService {
   httpPort: number;
   grpcPort: number;
+  /** null when METRICS_PORT is unset, and in a service process under the supervisor (it serves them). */
+  metricsPort: number | null;
   foundation: Foundation;
   services: Services;
   stop(): Promise<void>;
@@ -272,7 +285,7 @@ export async function startService(config: Config, logger = createLogger(config.
     async (tenantId) => (await identityStore.findTenant(tenantId))?.rate_limits ?? {},
     logger,
   );
-  const gateway = new Gateway(services.registrations, authenticator, rateLimits, config.defaultBodyLimitBytes, logger);
+  const gateway = new Gateway(services.registrations, authenticator, rateLimits, config.defaultBodyLimitBytes, logger, services.observability.observer);
 
   const health = async () => {
     const checks: Record<string, "ok" | "down"> = {};
@@ -293,12 +306,14 @@ export async function startService(config: Config, logger = createLogger(config.
   }, HEALTH_POLL_MS);
   healthPoll.unref();
   const httpPort = (http.address() as AddressInfo).port;
+  const metricsServer = await serveMetrics(config, services.observability, logger);
   logger.info({ httpPort, grpcPort, pid: process.pid }, "decisioning service listening");
 
   let stopping: Promise<void> | null = null;
   return {
     httpPort,
     grpcPort,
+    metricsPort: metricsServer?.port ?? null,
     foundation: f,
     services,
     stop() {
@@ -318,12 +333,30 @@ export async function startService(config: Config, logger = createLogger(config.
           new Promise<void>((res) => grpc.server.tryShutdown(() => res())),
         ]);
         clearTimeout(grace);
+        await metricsServer?.close();
         await services.close();
         await f.close();
       })();
       return stopping;
     },
   };
+}
+
+/** This process's metrics port, or, under the supervisor, its share of the supervisor's. */
+async function serveMetrics(config: Config, observability: Observability, logger: Logger): Promise<MetricsServer | null> {
+  const { metrics } = observability;
+  if (cluster.isWorker) {
+    shareMetricsWithSupervisor(metrics.registry);
+    return null;
+  }
+  if (config.metricsPort === null) return null;
+  return startMetricsServer({
+    host: config.host,
+    port: config.metricsPort,
+    token: config.metricsToken,
+    logger,
+    render: async () => ({ body: await metrics.render(), contentType: metrics.contentType }),
+  });
 }
 
 async function main(): Promise<void> {
@@ -341,7 +374,12 @@ async function main(): Promise<void> {
   if (cluster.isPrimary && config.workers > 1) {
     // Processes can share only what lives outside them: the embedded database and the in-process
     // stand-ins for Redis (counters, invalidation) belong to one process.
-    if (config.databaseUrl !== null && config.redisUrl !== null) return superviseWorkers(config.workers, logger);
+    if (config.databaseUrl !== null && config.redisUrl !== null) {
+      if (config.metricsPort !== null) {
+        await startClusterMetricsServer({ host: config.host, port: config.metricsPort, token: config.metricsToken, logger });
+      }
+      return superviseWorkers(config.workers, logger);
+    }
     logger.warn({ workers: config.workers }, "WORKERS needs DATABASE_URL and REDIS_URL; running one process");
   }
   const service = await startService(config, logger);

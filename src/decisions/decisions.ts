@@ -18,7 +18,7 @@ import { DecisionStore } from "./decision-store.js";
 import { OutcomeLearning } from "./outcome-learning.js";
 import { OutcomeReplay } from "./outcome-replay.js";
 import { OutcomeStore } from "./outcome-store.js";
-import { RecommendService, type ScoringPool } from "./recommend-service.js";
+import { RecommendService, type DecisionObserver, type ScoringPool } from "./recommend-service.js";
 import { RespondService } from "./respond-service.js";
 import { compileTenant, type CompiledTenant } from "./snapshot-compiler.js";
 import { TenantSettingsService } from "./tenant-settings-service.js";
@@ -46,6 +46,8 @@ export interface DecisionsOptions {
   decisionQuota: number | null;
   /** The experiments' read model: the tenant's active experiments, oldest first. None when absent. */
   activeExperiments?: (tenantId: string) => Promise<ExperimentSplit[]>;
+  /** Counts decisions (metrics). */
+  observer?: DecisionObserver;
 }
 
 /** Recommend, traces, customers and the workspace: built once at start-up. */
@@ -80,6 +82,7 @@ export function createDecisions(o: DecisionsOptions) {
     minTreeWalksForPool: o.minTreeWalksForPool,
     decisionQuota: o.decisionQuota,
     logger: o.logger,
+    observer: o.observer,
   });
   const outcomes = new OutcomeStore(o.db);
   const respond = new RespondService({

@@ -41,6 +41,11 @@ export interface ScoringPool {
   run(task: ScoreTask): Promise<CandidateScore[]>;
 }
 
+/** Told about every decision made and stored (the metrics); must not block or throw. */
+export interface DecisionObserver {
+  decided(offerCount: number, degradedScoring: boolean): void;
+}
+
 export interface RecommendDeps {
   snapshots: { get(tenantId: string): Promise<CompiledTenant> };
   customers: { attributes(tenantId: string, customerId: string): Promise<Record<string, unknown>> };
@@ -54,6 +59,7 @@ export interface RecommendDeps {
   /** Lifetime decisions per tenant; null for none (self-hosted default). */
   decisionQuota: number | null;
   logger: Logger;
+  observer?: DecisionObserver;
   random?: () => number;
 }
 
@@ -95,6 +101,7 @@ export class RecommendService {
     const decision = completeDecision(prepared, scores);
     const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context }, task.bucketsOverCap);
     const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket, scoredModelIds(task), experiment);
+    this.deps.observer?.decided(offers.length, decision.degradedScoring);
     if (sampled) {
       const record = traceRecord(input, evidence, offers, refusals, experiment);
       this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, record, createdAt), snapshot.config);

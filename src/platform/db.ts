@@ -61,6 +61,23 @@ export async function preparedRows<T>(db: Sequelize, name: string, text: string,
   }
 }
 
+/** What sequelize's connection pool holds right now (sequelize-pool's counters). */
+export interface DbPoolState {
+  /** Connections open, in use or idle. */
+  size: number;
+  available: number;
+  using: number;
+  /** Callers waiting for a connection. */
+  waiting: number;
+  maxSize: number;
+}
+
+/** The pool's state for metrics; null once the pool is gone (after close) or when replication splits it. */
+export function dbPoolState(db: Sequelize): DbPoolState | null {
+  const pool = (db.connectionManager as unknown as { pool?: Partial<DbPoolState> }).pool;
+  return pool && typeof pool.size === "number" ? (pool as DbPoolState) : null;
+}
+
 /** Postgres error code of a failed query (23505 unique_violation, ...), through sequelize's wrapper. */
 export function pgErrorCode(err: unknown): string | undefined {
   const e = err as { original?: { code?: string }; parent?: { code?: string }; code?: string };

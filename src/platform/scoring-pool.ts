@@ -21,6 +21,9 @@ export function createScoringPool(logger: Logger, threads = Math.max(1, availabl
     run: (task: ScoreTask) => pool.run(task) as Promise<CandidateScore[]>,
     /** TreeSHAP of a task's model (an explanation can cost far more CPU than scoring). */
     explainShap: (task: ScoreTask) => pool.run(task, { name: "explainShap" }) as Promise<DecisionShapOutcome>,
+    /** Tasks waiting for a thread, and threads running: what the metrics show. */
+    queueSize: () => pool.queueSize,
+    threads: () => pool.threads.length,
     close: () => pool.destroy(),
   };
 }

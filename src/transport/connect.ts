@@ -53,6 +53,7 @@ export function createConnectHandler(gateway: Gateway) {
         try {
           let request: Message | undefined;
           const result = await gateway.invoke(method, () => (request = decode(method, ctx)), {
+            door: "connect",
             call,
             http: { method: "POST", contentType: ctx.requestHeader.get("content-type") ?? undefined },
             requestId,

@@ -80,6 +80,16 @@ export function httpStatusOf(err: AppError): number {
   return HTTP_BY_REASON[err.reason] ?? HTTP_BY_CODE[err.code];
 }
 
+/**
+ * The HTTP status a failure is answered with, as toAppError classifies it, without logging: what
+ * the request metrics count on every door.
+ */
+export function statusOfFailure(err: unknown): number {
+  if (isAppError(err)) return httpStatusOf(err);
+  if (isTransientConflict(err)) return httpStatusOf(transientConflictError(err));
+  return 500;
+}
+
 /** `error.code` of the structured shape: the HTTP status as a constant name (documented in docs/errors.md). */
 export const HTTP_CODE_NAMES: Record<number, string> = {
   400: "BAD_REQUEST",

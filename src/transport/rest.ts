@@ -244,6 +244,7 @@ export class RestTranscoder {
         return (request = message);
       };
       const result = await this.gateway.invoke(route.method, decode, {
+        door: "rest",
         call,
         http: { method: route.verb, contentType: req.headers["content-type"] },
         requestId,

@@ -29,7 +29,13 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
   const exited = once(child, "exit").then(([code]) => code as number | null);
   const logs: ServerProcess["logs"] = [];
   const listening = new Promise<{ httpPort: number; grpcPort: number }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("the server did not start within 30 s")), 30_000);
+    // Several processes starting under tsx on a loaded machine can take a while. One that does not
+    // start is killed, or it would keep the test process alive (under WORKERS its service processes
+    // exit once the supervisor is gone).
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error("the server did not start within 60 s"));
+    }, 60_000);
     exited.then((code) => reject(new Error(`the server exited with ${code} before listening`)));
     createInterface({ input: child.stdout! }).on("line", (line) => {
       const entry = JSON.parse(line);
