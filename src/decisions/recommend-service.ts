@@ -116,6 +116,7 @@ export class RecommendService {
       explain: req.explain,
       experiment,
       createdAt,
+      creativeContent: names.creativeContent,
     });
   }
 
