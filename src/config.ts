@@ -56,6 +56,15 @@ export interface Config {
   metricsPort: number | null;
   /** Bearer token the metrics port requires; null: open to whoever reaches the port. */
   metricsToken: string | null;
+  /** Inbound delivery webhooks (spec 4.18); each unset secret makes its route refuse every request. */
+  webhooks: WebhookSecrets;
+}
+
+/** The three infrastructure secrets of spec 4.18; null when not set (that route refuses every request). */
+export interface WebhookSecrets {
+  messagingVerifyToken: string | null;
+  messagingAppSecret: string | null;
+  deliverySigningSecret: string | null;
 }
 
 export interface OutboundConfig {
@@ -214,6 +223,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     settingsKeys: settingsKeys(env),
     outbound: outbound(env),
     llm: llmConfig(env),
+    webhooks: {
+      messagingVerifyToken: optional(env, "MESSAGING_WEBHOOK_VERIFY_TOKEN"),
+      messagingAppSecret: optional(env, "MESSAGING_APP_SECRET"),
+      deliverySigningSecret: optional(env, "WEBHOOK_SIGNING_SECRET"),
+    },
     metricsPort: optional(env, "METRICS_PORT") === null ? null : port(env, "METRICS_PORT", 0),
     metricsToken: optional(env, "METRICS_TOKEN"),
   };

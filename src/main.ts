@@ -33,6 +33,7 @@ import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
 import { createExperiments, type Experiments } from "./experiments/experiments.js";
 import { createExplanations } from "./explanations/explanations.js";
+import { createWebhooks, type Webhooks } from "./webhooks/webhooks.js";
 import { createContent } from "./content/content.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
@@ -152,6 +153,8 @@ export interface Services {
   /** Sends every outbound message (alerts, reports, triggers): src/notifications/outbound.ts. */
   dispatcher: Dispatcher;
   experiments: Experiments;
+  /** Inbound delivery webhooks; `webhooks.deliveryEvents` is the profile's DeliveryEventHistory. */
+  webhooks: Webhooks;
   /** Metrics, request statistics shared by every process, and health alerts (for the alerts domain). */
   observability: Observability;
   registrations: ServiceRegistration[];
@@ -237,6 +240,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
       f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
     logger: f.logger,
   });
+  const webhooks = createWebhooks({ db: f.db, secrets: f.config.webhooks, logger: f.logger });
   const jobs: ScheduledJob[] = [...experiments.jobs, ...(options.extraJobs?.(f) ?? [])];
   const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
@@ -262,6 +266,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...notifications.services,
     ...experiments.services,
     ...explanations.services,
+    ...webhooks.services,
     ...observability.services,
     ...content.services,
   ];
@@ -275,6 +280,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     notifications,
     dispatcher: notifications.dispatcher,
     experiments,
+    webhooks,
     observability,
     registrations,
     jobs,

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { create, fromBinary, getOption, type DescField, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { create, fromBinary, getOption, type DescField, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { ScalarType } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { http as httpExt } from "../../gen/google/api/annotations_pb.js";
@@ -101,26 +101,59 @@ function parseQuery(search: string): Array<[string, string]> {
  * picking one of the values would act on something the caller did not say.
  */
 function queryJson(method: DescMethod, params: Array<[string, string]>): Record<string, JsonValue> {
-  const grouped = new Map<DescField, { name: string; values: string[]; asList: boolean }>();
+  const grouped = new Map<DescField, { name: string; path: string[]; values: string[]; asList: boolean }>();
   for (const [key, value] of params) {
     const bracketed = /^(.+)\[\d*\]$/.exec(key);
-    const field = fieldByName(method, bracketed ? bracketed[1] : key);
-    if (!field || field.fieldKind === "map") continue; // unknown parameters are ignored, like unknown JSON keys
-    const entry = grouped.get(field) ?? { name: bracketed ? bracketed[1] : key, values: [], asList: false };
+    const name = bracketed ? bracketed[1] : key;
+    const resolved = fieldPath(method.input, name);
+    if (!resolved || resolved.field.fieldKind === "map") continue; // unknown parameters are ignored, like unknown JSON keys
+    const entry = grouped.get(resolved.field) ?? { name, path: resolved.path, values: [], asList: false };
     entry.values.push(value);
     entry.asList ||= bracketed !== null;
-    grouped.set(field, entry);
+    grouped.set(resolved.field, entry);
   }
   const json: Record<string, JsonValue> = {};
-  for (const [field, { name, values, asList }] of grouped) {
+  for (const [field, { name, path, values, asList }] of grouped) {
     if (field.fieldKind !== "list" && (values.length > 1 || asList)) throw invalidField(name, "must be given once, as a single value");
-    json[field.jsonName] = queryValue(field, values);
+    let target = json;
+    for (const step of path.slice(0, -1)) target = (target[step] ??= {}) as Record<string, JsonValue>;
+    target[path[path.length - 1]] = queryValue(field, values);
   }
   return json;
 }
 
+/**
+ * A query name to its field: `limit`, or a dotted path into singular message fields as
+ * google.api.http maps them (`hub.mode` is field `mode` of message field `hub`). Returns the JSON names on the way.
+ */
+function fieldPath(message: DescMessage, name: string): { field: DescField; path: string[] } | undefined {
+  const path: string[] = [];
+  let fields = message.fields;
+  const steps = name.split(".");
+  for (let i = 0; i < steps.length; i++) {
+    const field = fields.find((f) => f.name === steps[i] || f.jsonName === steps[i]);
+    if (!field) return undefined;
+    path.push(field.jsonName);
+    if (i === steps.length - 1) return { field, path };
+    // Well-known types have JSON forms of their own (a Timestamp is a string): no paths into them.
+    if (field.fieldKind !== "message" || field.message.typeName.startsWith("google.protobuf.")) return undefined;
+    fields = field.message.fields;
+  }
+  return undefined;
+}
+
 function fieldByName(method: DescMethod, name: string): DescField | undefined {
   return method.input.fields.find((f) => f.name === name || f.jsonName === name);
+}
+
+/**
+ * A method that takes google.api.HttpBody as its body (the whole request, or the field the rule
+ * names) receives the bytes as sent, with their Content-Type: inbound webhooks sign the raw body.
+ */
+function rawBodyField(route: Route): "*" | DescField | null {
+  if (route.body === "*") return route.method.input.typeName === HttpBodySchema.typeName ? "*" : null;
+  const field = route.body ? fieldByName(route.method, route.body) : undefined;
+  return field?.fieldKind === "message" && field.message.typeName === HttpBodySchema.typeName ? field : null;
 }
 
 /** Query values are strings; booleans need converting, everything else protobuf JSON accepts as text. */
@@ -187,7 +220,13 @@ export class RestTranscoder {
       const decode = async (): Promise<Message> => {
         const json = queryJson(route.method, parseQuery(url.search));
         let bodyKeys: string[] = [];
-        if (route.body) {
+        const raw = rawBodyField(route);
+        if (raw) {
+          const body = await readBody(req, policy.maxBodyBytes);
+          const httpBody = { contentType: req.headers["content-type"] ?? "", data: body.toString("base64") };
+          if (raw === "*") Object.assign(json, httpBody);
+          else json[raw.jsonName] = httpBody;
+        } else if (route.body) {
           const body = await this.readRequestBody(req, policy);
           if (route.body === "*") {
             if (typeof body !== "object" || body === null || Array.isArray(body)) throw invalidField("body", "must be a JSON object");
