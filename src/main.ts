@@ -31,6 +31,7 @@ import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
 import { createExperiments, type Experiments } from "./experiments/experiments.js";
 import { createExplanations } from "./explanations/explanations.js";
+import { createCustomers } from "./customers/customers.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
@@ -171,6 +172,17 @@ export function createServices(f: Foundation): Services {
     promoter: { promote: (ctx, modelId, promotion) => models.promoter.promote(ctx, modelId, promotion) },
     changed: (tenantId) => configChanged(tenantId),
   });
+  // CLV and the profile read the decisions' history; Recommend reads their CLV scores: bound late both ways.
+  const customers = createCustomers({
+    db: f.db,
+    logger: f.logger,
+    decisions: {
+      customer: (tenantId, customerId) => decisions.readModel.customer(tenantId, customerId),
+      recentInteractions: (tenantId, customerId, limit) => decisions.readModel.recentInteractions(tenantId, customerId, limit),
+      customerExperiments: (tenantId, customerId) => decisions.readModel.customerExperiments(tenantId, customerId),
+    },
+    clvChanged: (tenantId, customerIds) => decisions.customersChanged(tenantId, customerIds),
+  });
   const pool = createScoringPool(f.logger);
   const decisions = createDecisions({
     db: f.db,
@@ -184,6 +196,7 @@ export function createServices(f: Foundation): Services {
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,
     activeExperiments: experiments.activeExperiments,
+    clvScore: customers.clvScore,
   });
   configChanged = decisions.configChanged;
   const models = createModelRegistry({
@@ -214,6 +227,7 @@ export function createServices(f: Foundation): Services {
     ...notifications.services,
     ...experiments.services,
     ...explanations.services,
+    ...customers.services,
   ];
   return {
     identityStore,

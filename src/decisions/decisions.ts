@@ -12,7 +12,7 @@ import type { DecisionConfigRows } from "../catalog/catalog-store.js";
 import type { ExperimentSplit } from "../core/index.js";
 import { AttributionLadder } from "./attribution.js";
 import type { Counters } from "./counters.js";
-import { CustomerCache } from "./customer-cache.js";
+import { CustomerCache, type ClvScoreReader } from "./customer-cache.js";
 import { CustomerService } from "./customer-service.js";
 import { DecisionStore } from "./decision-store.js";
 import { OutcomeLearning } from "./outcome-learning.js";
@@ -46,6 +46,8 @@ export interface DecisionsOptions {
   decisionQuota: number | null;
   /** The experiments' read model: the tenant's active experiments, oldest first. None when absent. */
   activeExperiments?: (tenantId: string) => Promise<ExperimentSplit[]>;
+  /** The CLV domain's read model, for the CLV tilt (spec 4.14). None: no customer has a record. */
+  clvScore?: ClvScoreReader;
 }
 
 /** Recommend, traces, customers and the workspace: built once at start-up. */
@@ -59,7 +61,7 @@ export function createDecisions(o: DecisionsOptions) {
     ]);
     return compileTenant(rows, settings, o.logger, experiments);
   });
-  const customers = new CustomerCache(o.bus, store);
+  const customers = new CustomerCache(o.bus, store, o.clvScore ?? null);
   /**
    * The replayable outcomes of the tenant go with its snapshot (outcome-replay.ts). The evidence
    * cache needs no message: the wipe clears this process's, and what other processes keep is
@@ -143,6 +145,14 @@ export function createDecisions(o: DecisionsOptions) {
     readModel: {
       replayTrace: (tenantId: string, id: string) => traceReader.replay(tenantId, id),
       tenantSettings: (tenantId: string) => store.settings(tenantId),
+      /** The customer's stored attributes row (the profile's demographics and consent); null when never stored. */
+      customer: (tenantId: string, customerId: string) => store.customer(tenantId, customerId),
+      recentInteractions: (tenantId: string, customerId: string, limit: number) => store.recentInteractions(tenantId, customerId, limit),
+      customerExperiments: (tenantId: string, customerId: string) => store.customerExperiments(tenantId, customerId),
+    },
+    /** After another domain changed what Recommend knows of customers (their CLV): drops them in every process. */
+    customersChanged: async (tenantId: string, customerIds: readonly string[]) => {
+      await Promise.all(customerIds.map((id) => customers.invalidate(tenantId, id)));
     },
     /** Subscribes the caches to cross-process invalidation. */
     listen: () => Promise.all([snapshots.listen(), customers.listen(), o.bus.subscribe(WORKSPACE_RESET_CHANNEL, forgetTenant)]),
