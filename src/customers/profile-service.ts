@@ -80,13 +80,14 @@ function parseSections(raw: string): SectionName[] {
   return PROFILE_SECTIONS.filter((s) => names.includes(s));
 }
 
-/** The consent map as rows; anything but a boolean is not a recorded choice and is left out. */
+/** The consent map as rows by channel name; anything but a boolean is not a recorded choice and is left out. */
 function consentRows(attributes: Record<string, unknown>): Array<{ channel: string; granted: boolean }> {
   const consent = attributes.consent;
   if (consent === null || typeof consent !== "object" || Array.isArray(consent)) return [];
   return Object.entries(consent as Record<string, unknown>)
     .filter((entry): entry is [string, boolean] => typeof entry[1] === "boolean")
-    .map(([channel, granted]) => ({ channel, granted }));
+    .map(([channel, granted]) => ({ channel, granted }))
+    .sort((a, b) => (a.channel < b.channel ? -1 : a.channel > b.channel ? 1 : 0));
 }
 
 const historyJson = (h: HistoryEntry): JsonObject => ({

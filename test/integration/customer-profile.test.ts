@@ -21,7 +21,9 @@ let n = 0;
 const unique = (base: string) => `${base}-${++n}-${Math.random().toString(36).slice(2, 6)}`;
 const DAY = 86_400_000;
 
-const call = (method: string, path: string, key: string, body?: unknown) => rest(svc.baseUrl, method, path, { key, body });
+/** A DELETE has no JSON body, so it says X-Requested-With to pass the CSRF guard, as a console would. */
+const call = (method: string, path: string, key: string, body?: unknown) =>
+  rest(svc.baseUrl, method, path, { key, body, headers: method === "DELETE" ? { "x-requested-with": "test" } : {} });
 
 async function create(path: string, body: Record<string, unknown>, t: Tenant) {
   const res = await call("POST", `/api/v1/${path}`, t.apiKey, body);
@@ -210,5 +212,128 @@ describe("the CLV tilt in Recommend (spec 4.14)", () => {
     assert.ok(0.4 * Math.pow(1.5, (2 * clv.body.clvScore) / 100) > 0.5);
     assert.deepEqual(await order("vip"), [b.id, a.id]);
     assert.deepEqual(await order("nobody-yet"), [a.id, b.id]);
+  });
+});
+
+describe("the unified profile (spec 2.11, 4.15)", () => {
+  /** A customer with attributes and consent, two identity links, interactions, a CLV record. */
+  async function richCustomer(t: Tenant, customerId: string) {
+    assert.equal((await call("PUT", `/api/v1/customers/${customerId}`, t.apiKey, {
+      attributes: { age: 41, country: "NL", consent: { email: true, sms: false } },
+    })).status, 200);
+    await seedInteractions(t.tenantId, customerId, [
+      ...Array.from({ length: 25 }, (_, i) => ({ outcome: "impression", daysAgo: 30 - i })),
+      { outcome: "purchase", daysAgo: 1, value: 80 },
+    ]);
+    const email = await create(`customers/${customerId}/identities`, { type: "email", value: `${customerId}@example.com`, confidence: 0.9 }, t);
+    const device = await create(`customers/${customerId}/identities`, { type: "device_id", value: "dev-1" }, t);
+    const clv = await call("POST", `/api/v1/customers/${customerId}/clv`, t.apiKey, {});
+    assert.equal(clv.status, 200);
+    return { email, device, clv: clv.body };
+  }
+
+  test("legacy form: every section in spec order, the last 20 interactions, CLV segment membership, consent", async () => {
+    const t = await svc.createTenant();
+    const { email, device, clv } = await richCustomer(t, "pat");
+    const viewer = await svc.createUser(t.tenantId, "viewer");
+    const res = await call("GET", "/api/v1/customers/pat/unified-profile", viewer.apiKey);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const body = res.body;
+    assert.equal(body.customerId, "pat");
+    assert.equal(body.tenantId, t.tenantId);
+    assert.ok(Date.parse(body.computedAt) > 0);
+    assert.deepEqual(body.sections.map((s: any) => s.name), ["identities", "interactions", "segments", "journeys", "experiments", "consent"]);
+    const section = (name: string) => body.sections.find((s: any) => s.name === name).data;
+    assert.deepEqual(section("identities"), [
+      { id: email.id, type: "email", value: "pat@example.com", confidence: 0.9 },
+      { id: device.id, type: "device_id", value: "dev-1", confidence: 1 },
+    ]);
+    const interactions = section("interactions");
+    assert.equal(interactions.length, 20, "the last 20 of 26");
+    assert.equal(interactions[0].interactionType, "purchase", "newest first");
+    assert.deepEqual(Object.keys(interactions[0]).sort(), ["channelId", "id", "interactionType", "offerId", "source", "timestamp"]);
+    const times = interactions.map((i: any) => Date.parse(i.timestamp));
+    assert.deepEqual(times, [...times].sort((x, y) => y - x));
+    assert.deepEqual(section("segments"), [{ segmentId: `clv:${clv.segment}`, segmentName: `CLV ${clv.segment}`, memberSince: clv.computedAt }]);
+    assert.deepEqual(section("journeys"), []);
+    assert.deepEqual(section("experiments"), []);
+    assert.deepEqual(section("consent"), [{ channel: "email", granted: true }, { channel: "sms", granted: false }]);
+    assert.equal(Object.hasOwn(body, "demographics"), false, "the structured sections are not in the legacy form");
+  });
+
+  test("sections=a,b filters; an unknown section is 400 naming sections", async () => {
+    const t = await svc.createTenant();
+    await richCustomer(t, "quinn");
+    const res = await call("GET", "/api/v1/customers/quinn/unified-profile?sections=consent,identities", t.apiKey);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(res.body.sections.map((s: any) => s.name), ["identities", "consent"]);
+    for (const query of ["sections=identities,wishlist", "sections=IDENTITIES", "format=pdf", "format=structured&sections=consent"]) {
+      const bad = await call("GET", `/api/v1/customers/quinn/unified-profile?${query}`, t.apiKey);
+      assert.equal(bad.status, 400, `${query}: ${JSON.stringify(bad.body)}`);
+      assert.match(JSON.stringify(bad.body), query.startsWith("format=pdf") ? /format: / : /sections: /, query);
+    }
+  });
+
+  test("format=structured: demographics, interactions, clv, metrics, suppressions", async () => {
+    const t = await svc.createTenant();
+    const { clv } = await richCustomer(t, "robin");
+    const res = await call("GET", "/api/v1/customers/robin/unified-profile?format=structured", t.apiKey);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const body = res.body;
+    assert.equal(Object.hasOwn(body, "sections"), false);
+    assert.deepEqual(body.demographics, { age: 41, country: "NL" });
+    assert.equal(body.interactions.length, 20);
+    const { source: _source, ...record } = clv;
+    assert.deepEqual(body.clv, record, "the CLV record without its read source");
+    assert.equal(body.metrics.impressions, 25);
+    assert.equal(body.metrics.totalConversionValue, 80);
+    assert.equal(body.metrics.identities, 2);
+    assert.ok(Date.parse(body.metrics.firstSeenAt) < Date.parse(body.metrics.lastSeenAt));
+    assert.deepEqual(body.suppressions, [{ channel: "sms", reason: "consent_refused" }]);
+
+    // A stored customer with nothing else: empty lists and a null clv, not missing fields.
+    assert.equal((await call("PUT", "/api/v1/customers/sam", t.apiKey, { attributes: { age: 20 } })).status, 200);
+    const bare = await call("GET", "/api/v1/customers/sam/unified-profile?format=structured", t.apiKey);
+    assert.equal(bare.status, 200, JSON.stringify(bare.body));
+    assert.deepEqual([bare.body.interactions, bare.body.clv, bare.body.suppressions, bare.body.metrics.impressions], [[], null, [], 0]);
+  });
+
+  test("another tenant's customer and a customer with no data are 404; identities are the tenant's own", async () => {
+    const mine = await svc.createTenant();
+    const theirs = await svc.createTenant();
+    const { email } = await richCustomer(mine, "terry");
+    for (const path of ["/api/v1/customers/terry/unified-profile", "/api/v1/customers/terry/unified-profile?format=structured"]) {
+      assert.equal((await call("GET", path, theirs.apiKey)).status, 404, path);
+    }
+    assert.equal((await call("GET", "/api/v1/customers/ghost/unified-profile", mine.apiKey)).status, 404);
+    assert.deepEqual((await call("GET", "/api/v1/customers/terry/identities", theirs.apiKey)).body.data, []);
+    assert.equal((await call("DELETE", `/api/v1/customers/terry/identities/${email.id}`, theirs.apiKey)).status, 404);
+    assert.equal((await call("DELETE", "/api/v1/customers/terry/identities/not-a-uuid", mine.apiKey)).status, 404);
+    assert.equal((await call("GET", "/api/v1/customers/terry/identities", mine.apiKey)).body.data.length, 2, "still there");
+  });
+
+  test("identity links: bad fields are 400 naming them, a duplicate is 409, viewers read but cannot write, delete works", async () => {
+    const t = await svc.createTenant();
+    const viewer = await svc.createUser(t.tenantId, "viewer");
+    const bad: Array<[unknown, RegExp]> = [
+      [{ value: "x" }, /type: is required/],
+      [{ type: "Email Address", value: "x" }, /type: /],
+      [{ type: "email" }, /value: must be 1 to 500 characters/],
+      [{ type: "email", value: "x", confidence: 1.5 }, /confidence: must be between 0 and 1/],
+    ];
+    for (const [body, message] of bad) {
+      const res = await call("POST", "/api/v1/customers/uma/identities", t.apiKey, body);
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.match(JSON.stringify(res.body), message);
+    }
+    const link = await create("customers/uma/identities", { type: "email", value: "uma@example.com" }, t);
+    assert.equal((await call("POST", "/api/v1/customers/uma/identities", t.apiKey, { type: "email", value: "uma@example.com" })).status, 409);
+    assert.equal((await call("POST", "/api/v1/customers/uma/identities", viewer.apiKey, { type: "crm_id", value: "1" })).status, 403);
+    assert.equal((await call("GET", "/api/v1/customers/uma/identities", viewer.apiKey)).body.data.length, 1);
+    // An identity link alone is data: the profile exists.
+    assert.equal((await call("GET", "/api/v1/customers/uma/unified-profile?sections=identities", viewer.apiKey)).status, 200);
+    const del = await call("DELETE", `/api/v1/customers/uma/identities/${link.id}`, t.apiKey);
+    assert.deepEqual([del.status, del.body], [200, { success: true, id: link.id }]);
+    assert.equal((await call("GET", "/api/v1/customers/uma/unified-profile", t.apiKey)).status, 404, "nothing left");
   });
 });
