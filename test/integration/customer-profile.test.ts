@@ -7,6 +7,12 @@ import { connectClient, grpcClient, rest, rpcError } from "../support/clients.js
 import { CustomerValueService } from "../../gen/decisioning/v1/customers_pb.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { CLV_BATCH } from "../../src/customers/clv-service.js";
+import { createCustomers } from "../../src/customers/customers.js";
+import type { CustomerEventHistory, DeliveryEventHistory } from "../../src/customers/customer-activity.js";
+import type { TenantContext } from "../../src/platform/context.js";
+import type { UnifiedProfile } from "../../gen/decisioning/v1/customers_pb.js";
+import { toJson } from "@bufbuild/protobuf";
+import { ListValueSchema } from "@bufbuild/protobuf/wkt";
 
 /**
  * CLV (spec 2.10, 4.14) and the unified profile (2.11, 4.15) on real Postgres and Redis: the record's
@@ -335,5 +341,48 @@ describe("the unified profile (spec 2.11, 4.15)", () => {
     const del = await call("DELETE", `/api/v1/customers/uma/identities/${link.id}`, t.apiKey);
     assert.deepEqual([del.status, del.body], [200, { success: true, id: link.id }]);
     assert.equal((await call("GET", "/api/v1/customers/uma/unified-profile", t.apiKey)).status, 404, "nothing left");
+  });
+});
+
+describe("the profile's optional activity ports (src/customers/customer-activity.ts)", () => {
+  test("events and delivery reports join the interactions, newest first, and alone make a customer known", async () => {
+    const t = await svc.createTenant();
+    const now = Date.now();
+    // Small implementations of the ports over fixed rows: the real ones belong to the events and webhook domains.
+    const events: CustomerEventHistory = {
+      recent: async (tenantId, customerId, limit) =>
+        tenantId === t.tenantId && customerId === "vic"
+          ? [{ id: "evt-1", eventType: "cart_abandoned", properties: {}, occurredAt: new Date(now - 1_000) }].slice(0, limit)
+          : [],
+    };
+    const deliveries: DeliveryEventHistory = {
+      recent: async (tenantId, customerId, limit) =>
+        tenantId === t.tenantId && customerId === "vic"
+          ? [{ providerMessageId: "msg-9", status: "opened" as const, provider: "sendgrid", occurredAt: new Date(now - 2 * DAY) }].slice(0, limit)
+          : [],
+    };
+    const customers = createCustomers({
+      db: svc.running.foundation.db,
+      logger: svc.running.foundation.logger,
+      decisions: svc.running.services.decisions.readModel,
+      clvChanged: async () => {},
+      events,
+      deliveries,
+    });
+    const profiles = customers.services.find((s) => s.service.typeName === "decisioning.v1.CustomerProfileService")!;
+    const ctx: TenantContext = {
+      tenantId: t.tenantId, userId: t.userId, actorName: "test", role: "viewer", principal: { kind: "internal" }, requestId: randomUUID(),
+    };
+    await seedInteractions(t.tenantId, "vic", [{ outcome: "impression", daysAgo: 1 }]);
+    const profile = (await profiles.impl.getUnifiedProfile(ctx, { customerId: "vic", format: "", sections: "interactions" }, undefined as never)) as UnifiedProfile;
+    const rows = toJson(ListValueSchema, profile.sections[0].data!) as any[];
+    assert.deepEqual(rows.map((r) => [r.source, r.interactionType, r.id === "evt-1" || r.id === "msg-9" ? r.id : "row"]), [
+      ["event", "cart_abandoned", "evt-1"],
+      ["decision", "impression", "row"],
+      ["delivery", "delivery_opened", "msg-9"],
+    ]);
+    const other = { ...ctx, tenantId: (await svc.createTenant()).tenantId };
+    const e = await profiles.impl.getUnifiedProfile(other, { customerId: "vic", format: "", sections: "" }, undefined as never).catch((err) => err);
+    assert.equal(e.code, "NOT_FOUND");
   });
 });
