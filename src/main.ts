@@ -172,17 +172,6 @@ export function createServices(f: Foundation): Services {
     promoter: { promote: (ctx, modelId, promotion) => models.promoter.promote(ctx, modelId, promotion) },
     changed: (tenantId) => configChanged(tenantId),
   });
-  // CLV and the profile read the decisions' history; Recommend reads their CLV scores: bound late both ways.
-  const customers = createCustomers({
-    db: f.db,
-    logger: f.logger,
-    decisions: {
-      customer: (tenantId, customerId) => decisions.readModel.customer(tenantId, customerId),
-      recentInteractions: (tenantId, customerId, limit) => decisions.readModel.recentInteractions(tenantId, customerId, limit),
-      customerExperiments: (tenantId, customerId) => decisions.readModel.customerExperiments(tenantId, customerId),
-    },
-    clvChanged: (tenantId, customerIds) => decisions.customersChanged(tenantId, customerIds),
-  });
   const pool = createScoringPool(f.logger);
   const decisions = createDecisions({
     db: f.db,
@@ -196,7 +185,14 @@ export function createServices(f: Foundation): Services {
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,
     activeExperiments: experiments.activeExperiments,
-    clvScore: customers.clvScore,
+    // Built below, from the decisions' read model; read only when a decision runs.
+    clvScore: (tenantId, customerId) => customers.clvScore(tenantId, customerId),
+  });
+  const customers = createCustomers({
+    db: f.db,
+    logger: f.logger,
+    decisions: decisions.readModel.customerHistory,
+    clvChanged: (tenantId, customerIds) => decisions.customersChanged(tenantId, customerIds),
   });
   configChanged = decisions.configChanged;
   const models = createModelRegistry({

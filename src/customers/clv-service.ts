@@ -8,6 +8,7 @@ import type { Logger } from "../platform/logger.js";
 import { customerIdOf } from "./customer-id.js";
 import { toClvRecord, type ClvSource } from "./clv-mapper.js";
 import type { ClvRow, ClvStore } from "./clv-store.js";
+import type { DecisionHistory } from "./decision-history.js";
 
 /** Spec 8: the CLV batch. */
 export const CLV_BATCH = 50;
@@ -16,6 +17,7 @@ const PARALLEL_BATCHES = 4;
 
 export interface ClvServiceDeps {
   store: ClvStore;
+  history: Pick<DecisionHistory, "rfmFacts" | "customerIdsAfter">;
   logger: Logger;
   /** After records changed: Recommend's customer cache drops those customers in every process. */
   changed: (tenantId: string, customerIds: readonly string[]) => Promise<void>;
@@ -56,7 +58,7 @@ export class ClvService {
     let errors = 0;
     let pages = 0;
     for (;;) {
-      const ids = await this.deps.store.customerPage(ctx.tenantId, after, pageSize);
+      const ids = await this.deps.history.customerIdsAfter(ctx.tenantId, after, pageSize);
       if (!ids.length) break;
       after = ids[ids.length - 1];
       const batches = Array.from({ length: Math.ceil(ids.length / CLV_BATCH) }, (_, i) => ids.slice(i * CLV_BATCH, (i + 1) * CLV_BATCH));
@@ -94,7 +96,7 @@ export class ClvService {
   private async computeAndSave(tenantId: string, ids: string[]): Promise<ClvRow[]> {
     if (!ids.length) return [];
     const now = this.now();
-    const facts = await this.deps.store.facts(tenantId, ids);
+    const facts = await this.deps.history.rfmFacts(tenantId, ids);
     const results = [...facts].map(([customerId, f]) => ({ customerId, result: computeClv(f, now.getTime()) }));
     const rows = await this.deps.store.save(tenantId, results, now);
     await this.deps.changed(tenantId, rows.map((r) => r.customer_id));

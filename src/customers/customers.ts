@@ -6,12 +6,13 @@ import { ClvService } from "./clv-service.js";
 import { ClvStore } from "./clv-store.js";
 import type { CustomerEventHistory, DeliveryEventHistory } from "./customer-activity.js";
 import { IdentityLinkStore } from "./identity-link-store.js";
-import { ProfileService, type DecisionHistory } from "./profile-service.js";
+import type { DecisionHistory } from "./decision-history.js";
+import { ProfileService } from "./profile-service.js";
 
 export interface CustomersOptions {
   db: Sequelize;
   logger: Logger;
-  /** The decisions domain's read model: stored attributes, interaction history, experiment variants. */
+  /** The decisions domain's read model: stored attributes, interaction history and its aggregates, experiment variants. */
   decisions: DecisionHistory;
   /** After CLV records changed: Recommend's customer cache drops those customers everywhere. */
   clvChanged: (tenantId: string, customerIds: readonly string[]) => Promise<void>;
@@ -23,7 +24,7 @@ export interface CustomersOptions {
 /** CLV (spec 4.14) and the unified profile with identity links (spec 4.15): built once at start-up. */
 export function createCustomers(o: CustomersOptions) {
   const clvStore = new ClvStore(o.db);
-  const clv = new ClvService({ store: clvStore, logger: o.logger, changed: o.clvChanged });
+  const clv = new ClvService({ store: clvStore, history: o.decisions, logger: o.logger, changed: o.clvChanged });
   const profile = new ProfileService({
     identities: new IdentityLinkStore(o.db),
     clv: clvStore,

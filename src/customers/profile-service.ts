@@ -23,6 +23,7 @@ import { clvJson } from "./clv-mapper.js";
 import type { ClvRow, ClvStore } from "./clv-store.js";
 import type { CustomerEventHistory, DeliveryEventHistory } from "./customer-activity.js";
 import { customerIdOf } from "./customer-id.js";
+import type { DecisionHistory } from "./decision-history.js";
 import type { IdentityLinkRow, IdentityLinkStore } from "./identity-link-store.js";
 
 /** Spec 2.11: the legacy form's section names, in the order they are returned. */
@@ -32,15 +33,6 @@ type SectionName = (typeof PROFILE_SECTIONS)[number];
 export const PROFILE_INTERACTIONS = 20;
 const IDENTITY_TYPE = /^[a-z][a-z0-9_-]{0,49}$/;
 const MAX_IDENTITY_VALUE = 500;
-
-/** What the profile reads of the decisions domain (its read model). */
-export interface DecisionHistory {
-  customer(tenantId: string, customerId: string): Promise<{ attributes: Record<string, unknown>; created_at: Date } | null>;
-  recentInteractions(tenantId: string, customerId: string, limit: number): Promise<
-    Array<{ id: string; offer_id: string; channel_id: string | null; outcome: string; at: Date }>
-  >;
-  customerExperiments(tenantId: string, customerId: string): Promise<Array<{ experiment_id: string; experiment_variant: string | null; first_at: Date }>>;
-}
 
 export interface ProfileServiceDeps {
   identities: IdentityLinkStore;
@@ -167,7 +159,7 @@ export class ProfileService {
       deliveries ? deliveries.recent(tenantId, customerId, PROFILE_INTERACTIONS) : [],
       this.deps.clv.record(tenantId, customerId),
       decisions.customerExperiments(tenantId, customerId),
-      this.deps.clv.facts(tenantId, [customerId]),
+      decisions.rfmFacts(tenantId, [customerId]),
     ]);
     const history: HistoryEntry[] = [
       ...interactions.map((i) => ({ id: i.id, offerId: i.offer_id, channelId: i.channel_id, interactionType: i.outcome, timestamp: i.at, source: "decision" as const })),

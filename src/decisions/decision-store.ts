@@ -83,21 +83,6 @@ const WORKSPACE_TABLES = [
   "budgets", "algorithm_models", "creatives", "offers", "catalog_entries", "tenant_settings",
 ];
 
-/** One row of a customer's interaction history as the profile shows it. */
-export interface InteractionView {
-  id: string;
-  offer_id: string;
-  channel_id: string | null;
-  outcome: string;
-  at: Date;
-}
-
-export interface CustomerExperimentView {
-  experiment_id: string;
-  experiment_variant: string | null;
-  first_at: Date;
-}
-
 /** Recommendations, impressions, traces, customers and tenant settings. Tenant first, always. */
 export class DecisionStore {
   constructor(private readonly db: Sequelize) {}
@@ -230,26 +215,6 @@ export class DecisionStore {
   async customer(tenantId: string, customerId: string): Promise<CustomerRow | null> {
     const [row] = await selectRows<CustomerRow>(this.db, "SELECT * FROM customers WHERE tenant_id = $1 AND customer_id = $2", [tenantId, customerId]);
     return row ?? null;
-  }
-
-  /** The customer's latest interactions (impressions and outcomes), newest first: the profile's history. */
-  async recentInteractions(tenantId: string, customerId: string, limit: number): Promise<InteractionView[]> {
-    return selectRows<InteractionView>(
-      this.db,
-      `SELECT id, offer_id, channel_id, outcome, COALESCE(occurred_at, created_at) AS at FROM interactions
-       WHERE tenant_id = $1 AND customer_id = $2 ORDER BY created_at DESC LIMIT $3`,
-      [tenantId, customerId, limit],
-    );
-  }
-
-  /** The experiments whose variants decided for the customer, with the first decision in each. */
-  async customerExperiments(tenantId: string, customerId: string): Promise<CustomerExperimentView[]> {
-    return selectRows<CustomerExperimentView>(
-      this.db,
-      `SELECT experiment_id, experiment_variant, min(created_at) AS first_at FROM recommendations
-       WHERE tenant_id = $1 AND customer_id = $2 AND experiment_id IS NOT NULL GROUP BY experiment_id, experiment_variant ORDER BY first_at`,
-      [tenantId, customerId],
-    );
   }
 
   async putCustomer(tenantId: string, customerId: string, attributes: Record<string, unknown>): Promise<CustomerRow> {

@@ -13,6 +13,7 @@ import type { ExperimentSplit } from "../core/index.js";
 import { AttributionLadder } from "./attribution.js";
 import type { Counters } from "./counters.js";
 import { CustomerCache, type ClvScoreReader } from "./customer-cache.js";
+import { CustomerHistory } from "./customer-history.js";
 import { CustomerService } from "./customer-service.js";
 import { DecisionStore } from "./decision-store.js";
 import { OutcomeLearning } from "./outcome-learning.js";
@@ -93,6 +94,7 @@ export function createDecisions(o: DecisionsOptions) {
     logger: o.logger,
   });
   const traceReader = new TraceReader(store, o.logger);
+  const history = new CustomerHistory(o.db, store);
   const traceService = new TraceService(store, traceReader);
   const customerService = new CustomerService(store, customers);
   const tenantSettings = new TenantSettingsService(store, snapshots);
@@ -145,10 +147,8 @@ export function createDecisions(o: DecisionsOptions) {
     readModel: {
       replayTrace: (tenantId: string, id: string) => traceReader.replay(tenantId, id),
       tenantSettings: (tenantId: string) => store.settings(tenantId),
-      /** The customer's stored attributes row (the profile's demographics and consent); null when never stored. */
-      customer: (tenantId: string, customerId: string) => store.customer(tenantId, customerId),
-      recentInteractions: (tenantId: string, customerId: string, limit: number) => store.recentInteractions(tenantId, customerId, limit),
-      customerExperiments: (tenantId: string, customerId: string) => store.customerExperiments(tenantId, customerId),
+      /** Stored attributes, interactions, RFM facts and experiment variants per customer, for CLV and the profile. */
+      customerHistory: history,
     },
     /** After another domain changed what Recommend knows of customers (their CLV): drops them in every process. */
     customersChanged: async (tenantId: string, customerIds: readonly string[]) => {

@@ -364,7 +364,7 @@ describe("the profile's optional activity ports (src/customers/customer-activity
     const customers = createCustomers({
       db: svc.running.foundation.db,
       logger: svc.running.foundation.logger,
-      decisions: svc.running.services.decisions.readModel,
+      decisions: svc.running.services.decisions.readModel.customerHistory,
       clvChanged: async () => {},
       events,
       deliveries,
