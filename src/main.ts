@@ -35,6 +35,7 @@ import { createExperiments, type Experiments } from "./experiments/experiments.j
 import { createExplanations } from "./explanations/explanations.js";
 import { createWebhooks, type Webhooks } from "./webhooks/webhooks.js";
 import { createContent } from "./content/content.js";
+import { createCustomers } from "./customers/customers.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
@@ -219,6 +220,16 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     activeExperiments: experiments.activeExperiments,
     observer: observability.metrics,
     publishedContent: content.published,
+    // Built below, from the decisions' read model; read only when a decision runs.
+    clvScore: (tenantId, customerId) => customers.clvScore(tenantId, customerId),
+  });
+  const webhooks = createWebhooks({ db: f.db, secrets: f.config.webhooks, logger: f.logger });
+  const customers = createCustomers({
+    db: f.db,
+    logger: f.logger,
+    decisions: decisions.readModel.customerHistory,
+    clvChanged: (tenantId, customerIds) => decisions.customersChanged(tenantId, customerIds),
+    deliveries: webhooks.deliveryEvents,
   });
   observability.metrics.watch({ scoringPool: pool, traces: decisions.traces });
   configChanged = decisions.configChanged;
@@ -240,7 +251,6 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
       f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
     logger: f.logger,
   });
-  const webhooks = createWebhooks({ db: f.db, secrets: f.config.webhooks, logger: f.logger });
   const jobs: ScheduledJob[] = [...experiments.jobs, ...(options.extraJobs?.(f) ?? [])];
   const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
@@ -269,6 +279,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...webhooks.services,
     ...observability.services,
     ...content.services,
+    ...customers.services,
   ];
   return {
     identityStore,

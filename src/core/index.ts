@@ -8,6 +8,7 @@ export * from "./budgets.js";
 export * from "./canonical-json.js";
 export * from "./catalog.js";
 export * from "./channel-coupling.js";
+export * from "./clv.js";
 export * from "./conditions.js";
 export * from "./config-validation.js";
 export * from "./consent.js";

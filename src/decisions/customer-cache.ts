@@ -1,22 +1,37 @@
 import type { Bus } from "../platform/bus.js";
 import { InvalidatedCache } from "../platform/invalidated-cache.js";
+import type { ClvInput } from "../core/index.js";
 import type { DecisionStore } from "./decision-store.js";
 
-/** Bus channel: one customer's stored attributes changed. */
+/** Bus channel: one customer's stored attributes or CLV record changed. */
 export const CUSTOMER_CHANNEL = "decisioning.customer.invalidate";
 
+/** What Recommend knows of a customer before the request's own attributes. */
+export interface KnownCustomer {
+  /** Stored attributes; {} for a customer never stored. */
+  attributes: Record<string, unknown>;
+  /** The CLV record's score for the tilt of spec 4.14; null without a record. */
+  clv: ClvInput | null;
+}
+
+/** The CLV domain's read model: a customer's clvScore, or null without a record. */
+export type ClvScoreReader = (tenantId: string, customerId: string) => Promise<number | null>;
+
 /**
- * Stored customer attributes as Recommend reads them, from each process's memory: keyed
- * `<tenantId>|<customerId>`, so that a write drops one customer everywhere and a workspace reset
- * drops all of a tenant's.
+ * Stored customer attributes and CLV score as Recommend reads them, from each process's memory:
+ * keyed `<tenantId>|<customerId>`, so that a write (attributes or a CLV recomputation) drops one
+ * customer everywhere and a workspace reset drops all of a tenant's. A miss reads both in parallel,
+ * so the CLV tilt adds no round trip to a decision.
  */
 export class CustomerCache {
-  private readonly cache: InvalidatedCache<Record<string, unknown>>;
+  private readonly cache: InvalidatedCache<KnownCustomer>;
 
-  constructor(bus: Bus, store: Pick<DecisionStore, "customer">) {
+  constructor(bus: Bus, store: Pick<DecisionStore, "customer">, clvScore: ClvScoreReader | null = null) {
     this.cache = new InvalidatedCache(bus, CUSTOMER_CHANNEL, async (key) => {
       const at = key.indexOf("|");
-      return (await store.customer(key.slice(0, at), key.slice(at + 1)))?.attributes ?? {};
+      const [tenantId, customerId] = [key.slice(0, at), key.slice(at + 1)];
+      const [row, score] = await Promise.all([store.customer(tenantId, customerId), clvScore ? clvScore(tenantId, customerId) : null]);
+      return { attributes: row?.attributes ?? {}, clv: score === null ? null : { clvScore: score } };
     });
   }
 
@@ -24,8 +39,8 @@ export class CustomerCache {
     return this.cache.listen();
   }
 
-  /** The customer's stored attributes; {} for a customer never stored. */
-  attributes(tenantId: string, customerId: string): Promise<Record<string, unknown>> {
+  /** The customer's stored attributes and CLV score. */
+  known(tenantId: string, customerId: string): Promise<KnownCustomer> {
     return this.cache.get(`${tenantId}|${customerId}`);
   }
 

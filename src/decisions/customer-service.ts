@@ -2,11 +2,10 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { CustomerSchema, type Customer, type GetCustomerRequest, type PutCustomerRequest } from "../../gen/decisioning/v1/configuration_pb.js";
 import type { TenantContext } from "../platform/context.js";
-import { invalidField, notFound } from "../platform/errors.js";
+import { notFound } from "../platform/errors.js";
+import { customerIdOf } from "../customers/customer-id.js";
 import type { CustomerCache } from "./customer-cache.js";
 import type { CustomerRow, DecisionStore } from "./decision-store.js";
-
-const MAX_CUSTOMER_ID = 255;
 
 function toCustomer(tenantId: string, row: CustomerRow): Customer {
   return create(CustomerSchema, {
@@ -16,12 +15,6 @@ function toCustomer(tenantId: string, row: CustomerRow): Customer {
     createdAt: timestampFromDate(row.created_at),
     updatedAt: timestampFromDate(row.updated_at),
   });
-}
-
-function customerIdOf(raw: string): string {
-  const id = raw.trim();
-  if (!id || id.length > MAX_CUSTOMER_ID) throw invalidField("customerId", `must be 1 to ${MAX_CUSTOMER_ID} characters`);
-  return id;
 }
 
 /** Stored customer attributes, which Recommend merges under the request's; a write invalidates every process's cache. */

@@ -12,7 +12,8 @@ import type { DecisionConfigRows } from "../catalog/catalog-store.js";
 import type { ExperimentSplit } from "../core/index.js";
 import { AttributionLadder } from "./attribution.js";
 import type { Counters } from "./counters.js";
-import { CustomerCache } from "./customer-cache.js";
+import { CustomerCache, type ClvScoreReader } from "./customer-cache.js";
+import { CustomerHistory } from "./customer-history.js";
 import { CustomerService } from "./customer-service.js";
 import { DecisionStore } from "./decision-store.js";
 import { OutcomeLearning } from "./outcome-learning.js";
@@ -51,6 +52,8 @@ export interface DecisionsOptions {
   observer?: DecisionObserver;
   /** The content domain's read model: what creatives serve. None when absent. */
   publishedContent?: PublishedContentReader;
+  /** The CLV domain's read model, for the CLV tilt (spec 4.14). None: no customer has a record. */
+  clvScore?: ClvScoreReader;
 }
 
 /** Recommend, traces, customers and the workspace: built once at start-up. */
@@ -67,7 +70,7 @@ export function createDecisions(o: DecisionsOptions) {
     const published = o.publishedContent && contentIds.length ? await o.publishedContent(tenantId, contentIds) : [];
     return compileTenant(rows, settings, o.logger, experiments, published);
   });
-  const customers = new CustomerCache(o.bus, store);
+  const customers = new CustomerCache(o.bus, store, o.clvScore ?? null);
   /**
    * The replayable outcomes of the tenant go with its snapshot (outcome-replay.ts). The evidence
    * cache needs no message: the wipe clears this process's, and what other processes keep is
@@ -100,6 +103,7 @@ export function createDecisions(o: DecisionsOptions) {
     logger: o.logger,
   });
   const traceReader = new TraceReader(store, o.logger);
+  const history = new CustomerHistory(o.db, store);
   const traceService = new TraceService(store, traceReader);
   const customerService = new CustomerService(store, customers);
   const tenantSettings = new TenantSettingsService(store, snapshots);
@@ -152,6 +156,12 @@ export function createDecisions(o: DecisionsOptions) {
     readModel: {
       replayTrace: (tenantId: string, id: string) => traceReader.replay(tenantId, id),
       tenantSettings: (tenantId: string) => store.settings(tenantId),
+      /** Stored attributes, interactions, RFM facts and experiment variants per customer, for CLV and the profile. */
+      customerHistory: history,
+    },
+    /** After another domain changed what Recommend knows of customers (their CLV): drops them in every process. */
+    customersChanged: async (tenantId: string, customerIds: readonly string[]) => {
+      await Promise.all(customerIds.map((id) => customers.invalidate(tenantId, id)));
     },
     /** Subscribes the caches to cross-process invalidation. */
     listen: () => Promise.all([snapshots.listen(), customers.listen(), o.bus.subscribe(WORKSPACE_RESET_CHANNEL, forgetTenant)]),

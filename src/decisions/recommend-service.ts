@@ -22,6 +22,7 @@ import type { RecommendRequest, RecommendResponse } from "../../gen/decisioning/
 import type { TenantContext } from "../platform/context.js";
 import { AppError, invalidFields, type FieldViolation } from "../platform/errors.js";
 import { newId } from "../platform/ids.js";
+import type { CustomerCache } from "./customer-cache.js";
 import type { Logger } from "../platform/logger.js";
 import { BucketAdmission } from "./bucket-admission.js";
 import { ExperimentArms, type ExperimentArm } from "./experiment-arms.js";
@@ -48,7 +49,7 @@ export interface DecisionObserver {
 
 export interface RecommendDeps {
   snapshots: { get(tenantId: string): Promise<CompiledTenant> };
-  customers: { attributes(tenantId: string, customerId: string): Promise<Record<string, unknown>> };
+  customers: Pick<CustomerCache, "known">;
   /** Everything but the wipe, which is the workspace reset's. */
   counters: Omit<Counters, "wipe">;
   store: DecisionStore;
@@ -249,8 +250,8 @@ export class RecommendService {
     if (violations.length) throw invalidFields(violations);
 
     // The variant needs only the customer id and the flow: its Redis round trip overlaps the attributes' read.
-    const [stored, experiment] = await Promise.all([
-      this.deps.customers.attributes(ctx.tenantId, customerId),
+    const [known, experiment] = await Promise.all([
+      this.deps.customers.known(ctx.tenantId, customerId),
       this.arms.assign(ctx.tenantId, compiled, { customerId, flowId }),
     ]);
     const input: DecisionInput = {
@@ -259,10 +260,10 @@ export class RecommendService {
       placements,
       flowId,
       now: new Date().toISOString(),
-      customer: { ...stored, ...req.attributes },
+      customer: { ...known.attributes, ...req.attributes },
       context: { ...req.context },
       count: req.limit,
-      clv: null,
+      clv: known.clv,
       seed: newId(),
     };
     if (experiment) input.modelKey = experiment.modelKey;
