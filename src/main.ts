@@ -35,6 +35,7 @@ import { createMemoryCounters, createRedisCounters } from "./decisions/counters.
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
 import { createModelRegistry } from "./models/model-registry.js";
+import { createPortability } from "./portability/portability.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
@@ -172,11 +173,12 @@ export function createServices(f: Foundation): Services {
     changed: (tenantId) => configChanged(tenantId),
   });
   const pool = createScoringPool(f.logger);
+  const counters = f.redis ? withEvidenceCache(createRedisCounters(f.redis), { maxAgeMs: f.config.evidenceMaxAgeMs }) : createMemoryCounters();
   const decisions = createDecisions({
     db: f.db,
     bus: f.bus,
     logger: f.logger,
-    counters: f.redis ? withEvidenceCache(createRedisCounters(f.redis), { maxAgeMs: f.config.evidenceMaxAgeMs }) : createMemoryCounters(),
+    counters,
     audit: auditLog,
     decisionConfig: catalog.decisionConfig,
     seedTenant: catalog.seedTenant,
@@ -204,6 +206,7 @@ export function createServices(f: Foundation): Services {
       f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
     logger: f.logger,
   });
+  const portability = createPortability({ db: f.db, audit: auditLog, bus: f.bus, assignments: counters.assignments, configChanged: decisions.configChanged });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
@@ -214,6 +217,7 @@ export function createServices(f: Foundation): Services {
     ...notifications.services,
     ...experiments.services,
     ...explanations.services,
+    ...portability.services,
   ];
   return {
     identityStore,
