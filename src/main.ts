@@ -206,7 +206,10 @@ export function createServices(f: Foundation): Services {
       f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
     logger: f.logger,
   });
-  const portability = createPortability({ db: f.db, audit: auditLog, bus: f.bus, assignments: counters.assignments, configChanged: decisions.configChanged });
+  const portability = createPortability({ db: f.db, audit: auditLog, bus: f.bus, assignments: counters.assignments,
+    evidence: counters.evidence,
+    positiveOutcomes: decisions.positiveOutcomes,
+    configChanged: decisions.configChanged });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },

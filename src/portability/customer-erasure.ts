@@ -5,9 +5,11 @@ import { ErasureReportSchema, type EraseCustomerRequest, type ErasureReport } fr
 import type { AuditLog } from "../audit/audit-log.js";
 import { CUSTOMER_CHANNEL } from "../decisions/customer-cache.js";
 import type { VariantAssignments } from "../experiments/variant-assignments.js";
+import type { EvidenceCount, EvidenceStore } from "../decisions/evidence-store.js";
+import { adaptiveCountKey } from "../core/index.js";
 import type { Bus } from "../platform/bus.js";
 import type { TenantContext } from "../platform/context.js";
-import { retryingTransaction, selectRows } from "../platform/db.js";
+import { retryingTransaction, selectRows, type Transaction } from "../platform/db.js";
 import { AppError, invalidField } from "../platform/errors.js";
 
 export interface ErasureDeps {
@@ -15,6 +17,16 @@ export interface ErasureDeps {
   audit: AuditLog;
   bus: Bus;
   assignments: Pick<VariantAssignments, "forget" | "count">;
+  evidence: Pick<EvidenceStore, "countedExposures" | "takeBack">;
+  /** Outcome keys in the `positive` category: the outcomes that counted as successes. */
+  positiveOutcomes(tenantId: string): Promise<string[]>;
+}
+
+/** What the customer's decisions and outcomes added to the adaptive evidence. */
+interface Contribution {
+  counts: EvidenceCount[];
+  /** Exposures whose success was counted: their markers go too. */
+  exposureIds: string[];
 }
 
 /**
@@ -42,7 +54,10 @@ export class CustomerErasure {
     if (!customerId.trim()) throw invalidField("customerId", "is required");
     const removed: Record<string, number> = {};
     const experimentIds = await this.experimentIds(ctx.tenantId);
+    const positive = await this.deps.positiveOutcomes(ctx.tenantId);
+    let taken: EvidenceCount[] = [];
     await retryingTransaction(this.deps.db, async (t) => {
+      const contribution = await this.contribution(t, ctx.tenantId, customerId, positive);
       for (const { kind, table } of CUSTOMER_TABLES) {
         const [, result] = await this.deps.db.query(`DELETE FROM ${table} WHERE tenant_id = $1 AND customer_id = $2`, { bind: [ctx.tenantId, customerId], transaction: t });
         removed[kind] = (result as { rowCount?: number }).rowCount ?? 0;
@@ -57,12 +72,65 @@ export class CustomerErasure {
         entityVersion: null,
         changes: { removed: { ...removed } },
       });
+      // Last before the commit: a failure here rolls the deletion back, so a retry finds the
+      // rows again; a commit failing after it takes back twice on retry, bounded at zero.
+      taken = await this.deps.evidence.takeBack(ctx.tenantId, contribution.counts, contribution.exposureIds);
     });
     removed.variantAssignments = await this.deps.assignments.forget(ctx.tenantId, customerId, experimentIds);
     // Confirmed: the answer waits until every process has dropped its cached attributes.
     await this.deps.bus.publish(CUSTOMER_CHANNEL, `${ctx.tenantId}|${customerId}`, { confirmed: true });
     await this.verify(ctx.tenantId, customerId, experimentIds);
-    return create(ErasureReportSchema, { removed, verified: true });
+    return create(ErasureReportSchema, {
+      removed,
+      verified: true,
+      evidenceTrialsRemoved: taken.reduce((n, c) => n + c.trials, 0),
+      evidenceSuccessesRemoved: taken.reduce((n, c) => n + c.successes, 0),
+    });
+  }
+
+  /**
+   * The customer's share of the adaptive evidence (docs/portability.md, "Erasure and learning"):
+   * one trial per offer each of their recommendations returned, under the bucket the
+   * recommendation recorded, and one success per exposure whose success was counted: its marker
+   * is still kept (30 days), or a positive outcome was recorded against it.
+   */
+  private async contribution(t: Transaction, tenantId: string, customerId: string, positive: string[]): Promise<Contribution> {
+    const recs = await selectRows<{ id: string; offers: Array<{ rank: number | null; offerId: string; bucket?: string }> }>(
+      this.deps.db,
+      "SELECT id, offers FROM recommendations WHERE tenant_id = $1 AND customer_id = $2 FOR UPDATE",
+      [tenantId, customerId],
+      t,
+    );
+    const impressions = await selectRows<{ id: string; offer_id: string; context_bucket: string }>(
+      this.deps.db,
+      "SELECT id, offer_id, context_bucket FROM interactions WHERE tenant_id = $1 AND customer_id = $2 AND recommendation_id IS NULL",
+      [tenantId, customerId],
+      t,
+    );
+    const succeeded = await selectRows<{ recommendation_id: string; rank: number | null; offer_id: string }>(
+      this.deps.db,
+      `SELECT DISTINCT recommendation_id, rank, offer_id FROM interactions
+       WHERE tenant_id = $1 AND customer_id = $2 AND recommendation_id IS NOT NULL AND status = 'recorded' AND outcome = ANY($3::text[])`,
+      [tenantId, customerId, positive],
+      t,
+    );
+    const byKey = new Map<string, EvidenceCount>();
+    const add = (key: string, trials: number, successes: number) => {
+      const c = byKey.get(key) ?? { key, trials: 0, successes: 0 };
+      byKey.set(key, { key, trials: c.trials + trials, successes: c.successes + successes });
+    };
+    const exposures: Array<{ id: string; key: string; trial: boolean }> = [];
+    for (const rec of recs) {
+      for (const o of rec.offers) {
+        if (o.bucket === undefined) continue; // stored before buckets were recorded: its key is unknown
+        exposures.push({ id: `rec:${rec.id}:${o.rank ?? o.offerId}`, key: adaptiveCountKey(o.offerId, o.bucket), trial: true });
+      }
+    }
+    for (const i of impressions) exposures.push({ id: `imp:${i.id}`, key: adaptiveCountKey(i.offer_id, i.context_bucket), trial: false });
+    const counted = await this.deps.evidence.countedExposures(tenantId, exposures.map((e) => e.id));
+    for (const s of succeeded) counted.add(`rec:${s.recommendation_id}:${s.rank ?? s.offer_id}`);
+    for (const e of exposures) add(e.key, e.trial ? 1 : 0, counted.has(e.id) ? 1 : 0);
+    return { counts: [...byKey.values()], exposureIds: exposures.filter((e) => counted.has(e.id)).map((e) => e.id) };
   }
 
   /** Every experiment the tenant ever had, deleted ones too: their assignments live 30 days. */
