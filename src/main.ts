@@ -208,6 +208,7 @@ export function createServices(f: Foundation): Services {
   });
   const portability = createPortability({ db: f.db, audit: auditLog, bus: f.bus, assignments: counters.assignments,
     evidence: counters.evidence,
+    counters: counters.customerWipe,
     positiveOutcomes: decisions.positiveOutcomes,
     configChanged: decisions.configChanged });
   const registrations: ServiceRegistration[] = [

@@ -6,11 +6,12 @@ import type { AuditLog } from "../audit/audit-log.js";
 import { CUSTOMER_CHANNEL } from "../decisions/customer-cache.js";
 import type { VariantAssignments } from "../experiments/variant-assignments.js";
 import type { EvidenceCount, EvidenceStore } from "../decisions/evidence-store.js";
+import type { CustomerCounterWipe } from "../decisions/tenant-counter-wipe.js";
 import { adaptiveCountKey } from "../core/index.js";
 import type { Bus } from "../platform/bus.js";
 import type { TenantContext } from "../platform/context.js";
 import { retryingTransaction, selectRows, type Transaction } from "../platform/db.js";
-import { AppError, invalidField } from "../platform/errors.js";
+import { invalidField, unavailable } from "../platform/errors.js";
 
 export interface ErasureDeps {
   db: Sequelize;
@@ -18,6 +19,8 @@ export interface ErasureDeps {
   bus: Bus;
   assignments: Pick<VariantAssignments, "forget" | "count">;
   evidence: Pick<EvidenceStore, "countedExposures" | "takeBack">;
+  /** Frequency-cap counters and kept negative outcomes. */
+  counters: CustomerCounterWipe;
   /** Outcome keys in the `positive` category: the outcomes that counted as successes. */
   positiveOutcomes(tenantId: string): Promise<string[]>;
 }
@@ -77,6 +80,7 @@ export class CustomerErasure {
       taken = await this.deps.evidence.takeBack(ctx.tenantId, contribution.counts, contribution.exposureIds);
     });
     removed.variantAssignments = await this.deps.assignments.forget(ctx.tenantId, customerId, experimentIds);
+    removed.counters = await this.deps.counters.forgetCustomer(ctx.tenantId, customerId);
     // Confirmed: the answer waits until every process has dropped its cached attributes.
     await this.deps.bus.publish(CUSTOMER_CHANNEL, `${ctx.tenantId}|${customerId}`, { confirmed: true });
     await this.verify(ctx.tenantId, customerId, experimentIds);
@@ -138,7 +142,7 @@ export class CustomerErasure {
     return (await selectRows<{ id: string }>(this.deps.db, "SELECT id FROM experiments WHERE tenant_id = $1", [tenantId])).map((r) => r.id);
   }
 
-  /** Reads everything back; a survivor is a 500 that says erasure is incomplete, never a false success. */
+  /** Reads everything back; a survivor is a 503 asking for a retry, never a false success. */
   private async verify(tenantId: string, customerId: string, experimentIds: string[]): Promise<void> {
     const left: string[] = [];
     for (const { kind, table } of CUSTOMER_TABLES) {
@@ -147,7 +151,7 @@ export class CustomerErasure {
     }
     if ((await this.deps.assignments.count(tenantId, customerId, experimentIds)) > 0) left.push("variantAssignments");
     if (left.length) {
-      throw new AppError({ code: "INTERNAL", reason: "ERASURE_INCOMPLETE", message: `erasure could not be verified: data remains in ${left.join(", ")}; retry the request` });
+      throw unavailable("ERASURE_INCOMPLETE", `erasure could not be verified: data remains in ${left.join(", ")} (a decision for the customer ran meanwhile?); retry the request`);
     }
   }
 }

@@ -48,10 +48,10 @@ async function recommend(dataKey: string, customerId: string, flow: string, base
   return res.body as any;
 }
 
-async function click(dataKey: string, customerId: string, rec: any) {
+async function click(dataKey: string, customerId: string, rec: any, outcome = "click") {
   const res = await rest(svc.baseUrl, "POST", "/api/v1/respond", {
     key: dataKey,
-    body: { customerId, outcome: "click", recommendationId: rec.recommendationId, rank: 1 },
+    body: { customerId, outcome, recommendationId: rec.recommendationId, rank: 1 },
     headers: { "idempotency-key": unique("click") },
   });
   assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -72,6 +72,14 @@ async function rowsOf(tenantId: string, customerId: string) {
     out[table] = (await sql(`SELECT count(*)::int AS n FROM ${table} WHERE tenant_id = $1 AND customer_id = $2`, [tenantId, customerId]))[0].n;
   }
   return out;
+}
+
+/** The customer's counter keys in Redis: frequency caps and kept negative outcomes. */
+async function counterKeys(tenantId: string, customerId: string): Promise<string[]> {
+  const prefix = svc.config.redisKeyPrefix;
+  const [, caps] = await redis().scan("0", "MATCH", `${prefix}${tenantKey(tenantId, `fc:${customerId}:`)}*`, "COUNT", 10_000);
+  const negatives = await redis().exists(tenantKey(tenantId, `neg:${customerId}`));
+  return [...caps, ...(negatives ? ["neg"] : [])];
 }
 
 async function evidence(tenantId: string, offerId: string) {
@@ -96,14 +104,18 @@ describe("GDPR erasure", () => {
       name: unique("exp"), championModelId: model.id, status: "active", trafficSplit: { championPct: 50 },
       challengers: [{ modelId: other.id, key: "b", trafficPct: 50 }], holdoutPercent: 0,
     });
+    await created(t, "/api/v1/contact-policies", { name: unique("cap"), config: { scope: "offer", maxImpressions: 10, windowSeconds: 86400 } });
     for (const id of ["alice", "bob"]) assert.equal((await call(t.apiKey, "PUT", `/api/v1/customers/${id}`, { attributes: { age: 40 } })).status, 200);
     const recs = [await recommend(dataKey, "alice", flow.key), await recommend(dataKey, "alice", flow.key), await recommend(dataKey, "bob", flow.key)];
     assert.equal(recs[0].experiment?.id, experiment.id, "the experiment assigned a variant");
     await click(dataKey, "alice", recs[0]);
+    await click(dataKey, "alice", recs[1], "dismiss");
+    await click(dataKey, "bob", recs[2], "dismiss");
     await traces(t.tenantId, "alice", 2);
     await traces(t.tenantId, "bob", 1);
     const assignment = (customerId: string) => redis().exists(tenantKey(t.tenantId, `exp:${experiment.id}:${customerId}`));
     assert.equal(await assignment("alice"), 1);
+    assert.equal((await counterKeys(t.tenantId, "alice")).length, 2, "a frequency counter and the kept dismissal");
 
     // Another tenant's admin erases nothing here.
     const stranger = await svc.createTenant(unique("stranger"));
@@ -118,10 +130,13 @@ describe("GDPR erasure", () => {
     assert.equal(report.removed.customers, 1);
     assert.equal(report.removed.recommendations, 2);
     assert.equal(report.removed.decisionTraces, 2);
-    assert.equal(report.removed.interactions, 3, "two impressions and one click");
+    assert.equal(report.removed.interactions, 4, "two impressions, a click and a dismissal");
+    assert.equal(report.removed.counters, 2);
     assert.equal(report.removed.variantAssignments, 1);
     assert.deepEqual(await rowsOf(t.tenantId, "alice"), { customers: 0, recommendations: 0, interactions: 0, decision_traces: 0 });
-    assert.deepEqual(await rowsOf(t.tenantId, "bob"), { customers: 1, recommendations: 1, interactions: 1, decision_traces: 1 });
+    assert.deepEqual(await rowsOf(t.tenantId, "bob"), { customers: 1, recommendations: 1, interactions: 2, decision_traces: 1 });
+    assert.deepEqual(await counterKeys(t.tenantId, "alice"), []);
+    assert.equal((await counterKeys(t.tenantId, "bob")).length, 2);
     assert.equal(await assignment("alice"), 0);
     assert.equal(await assignment("bob"), 1);
     assert.equal((await call(t.apiKey, "GET", "/api/v1/customers/alice")).status, 404);
