@@ -26,13 +26,21 @@ export interface ExportableKind {
   onImport: Record<string, unknown>;
   /** Columns never exported (secrets) and never imported. */
   omit?: readonly string[];
-  /** Columns naming rows of other kinds (uuid or uuid[]), and the table they must exist in. */
-  references?: Record<string, string>;
+  /** Columns naming rows of other kinds (uuid or uuid[]), and where those must exist. */
+  references?: Record<string, Reference>;
   /** Field messages (`<column>: <problem>`) for a row import is about to insert. */
   validate?: (row: Record<string, unknown>) => string[];
   /** Single-entity exports: the rows that belong to the entity `id`. */
   belongsTo?: string;
 }
+
+/** A table, and for catalog entries the entry kind, that a reference column must name a live row of. */
+export interface Reference {
+  table: string;
+  entryKind?: EntryKind;
+}
+
+const entry = (entryKind: EntryKind): Reference => ({ table: "catalog_entries", entryKind });
 
 /** Catalog kinds in reference order: sub-categories name categories, placements channels. */
 const CATALOG_ORDER: EntryKind[] = [
@@ -59,7 +67,7 @@ const catalogKinds: ExportableKind[] = CATALOG_ORDER.map((kind) => {
     keyColumn: kind === "outcome_type" ? "key" : null,
     // Decision rules are switched off until someone looks at them; the others have no state.
     onImport: { kind, ...(isRule && { status: "inactive" }) },
-    references: { category_id: "catalog_entries", channel_id: "catalog_entries" },
+    references: Object.fromEntries(spec.references.map((r) => [r.field, entry(r.kind)])),
     validate: spec.validateConfig ? (row) => spec.validateConfig!(row.config) : undefined,
   };
 });
@@ -76,7 +84,7 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     keyColumn: null,
     // A mandatory flag is an admin's approval in the source tenant: it does not travel.
     onImport: { status: "draft", mandatory: false, mandatory_reason: null, mandatory_expires_at: null, mandatory_approved_by: null },
-    references: { category_id: "catalog_entries", sub_category_id: "catalog_entries" },
+    references: { category_id: entry("category"), sub_category_id: entry("sub_category") },
   },
   {
     kind: "creatives",
@@ -87,7 +95,7 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     nameColumn: "name",
     keyColumn: null,
     onImport: { status: "inactive" },
-    references: { offer_id: "offers", channel_id: "catalog_entries", placement_id: "catalog_entries" },
+    references: { offer_id: { table: "offers" }, channel_id: entry("channel"), placement_id: entry("placement") },
   },
   {
     kind: "budgets",
@@ -119,7 +127,7 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     keyColumn: "key",
     // A draft is not published; its version history comes along (decisionFlowVersions).
     onImport: { status: "draft", published_version: null },
-    references: { offer_ids: "offers" },
+    references: { offer_ids: { table: "offers" } },
     validate: (row) => CONFIG_VALIDATORS.decisionFlow(row.config),
   },
   {
@@ -132,7 +140,7 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     keyColumn: null,
     // Who published in the source tenant names a user of that tenant.
     onImport: { published_by: null },
-    references: { flow_id: "decision_flows" },
+    references: { flow_id: { table: "decision_flows" } },
     belongsTo: "flow_id",
   },
   {
@@ -144,7 +152,7 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     nameColumn: "name",
     keyColumn: "key",
     onImport: { status: "draft", started_at: null, promoted_model_id: null, promoted_at: null },
-    references: { flow_id: "decision_flows", champion_model_id: "algorithm_models" },
+    references: { flow_id: { table: "decision_flows" }, champion_model_id: { table: "algorithm_models" } },
   },
   {
     kind: "notificationProviders",

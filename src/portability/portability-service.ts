@@ -130,15 +130,16 @@ export class PortabilityService {
 
   /** Reference columns must name rows of the tenant: imported ones (already inserted) or its own. */
   private async checkReferences(t: Transaction, tenantId: string, item: Incoming, row: Row): Promise<void> {
-    for (const [column, table] of Object.entries(item.kind.references ?? {})) {
+    for (const [column, ref] of Object.entries(item.kind.references ?? {})) {
       const value = row[column];
       if (value === null || value === undefined) continue;
       const named = Array.isArray(value) ? value : [value];
       const field = this.path(item, column);
       if (!named.every((id) => typeof id === "string" && isUuid(id))) throw invalidField(field, "must name ids");
-      const found = await this.deps.store.existing(t, table, tenantId, named as string[]);
+      const found = await this.deps.store.existing(t, ref, tenantId, named as string[]);
       const missing = (named as string[]).find((id) => !found.has(id));
-      if (missing) throw invalidField(field, `names ${missing}, which is neither in the file nor in this tenant`);
+      const what = ref.entryKind?.replace("_", " ") ?? ref.table.replace(/_/g, " ").replace(/s$/, "");
+      if (missing) throw invalidField(field, `names ${missing}, which is no ${what} in the file or in this tenant`);
     }
   }
 

@@ -1,6 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { selectRows, type Transaction } from "../platform/db.js";
-import { isPortable, type ExportableKind } from "./exportable-kinds.js";
+import { isPortable, type ExportableKind, type Reference } from "./exportable-kinds.js";
 
 export type Row = Record<string, unknown>;
 
@@ -54,10 +54,15 @@ export class PortabilityStore {
     });
   }
 
-  /** Which of `ids` name live rows of `table` in the tenant. */
-  async existing(t: Transaction, table: string, tenantId: string, ids: readonly string[]): Promise<Set<string>> {
-    const live = table === "decision_flow_versions" ? "" : " AND deleted_at IS NULL";
-    const rows = await selectRows<{ id: string }>(this.db, `SELECT id FROM ${table} WHERE tenant_id = $1 AND id = ANY($2::uuid[])${live}`, [tenantId, ids], t);
+  /** Which of `ids` name live rows of the reference's table (and entry kind) in the tenant. */
+  async existing(t: Transaction, ref: Reference, tenantId: string, ids: readonly string[]): Promise<Set<string>> {
+    const bind: unknown[] = [tenantId, ids];
+    let filter = "";
+    if (ref.entryKind) {
+      bind.push(ref.entryKind);
+      filter = " AND kind = $3";
+    }
+    const rows = await selectRows<{ id: string }>(this.db, `SELECT id FROM ${ref.table} WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND deleted_at IS NULL${filter}`, bind, t);
     return new Set(rows.map((r) => r.id));
   }
 

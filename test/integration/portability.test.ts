@@ -1,7 +1,8 @@
 import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
 import { startTestService, type TestService } from "../support/service.js";
-import { rest } from "../support/clients.js";
+import { connectClient, grpcClient, rest } from "../support/clients.js";
+import { PortabilityService } from "../../gen/decisioning/v1/portability_pb.js";
 
 let svc: TestService;
 type Tenant = { tenantId: string; userId: string; apiKey: string };
@@ -146,6 +147,27 @@ describe("export and import", () => {
     assert.equal((again.body as any).imported.decisionFlows, 1);
   });
 
+  test("gRPC and Connect serve the same file; the full export and import are limited to 10 per minute", async () => {
+    const t = await svc.createTenant("limits");
+    const headers = { headers: { "x-api-key": t.apiKey } };
+    const viaGrpc = await grpcClient(PortabilityService, svc.grpcAddress).exportFull({}, headers);
+    const viaConnect = await connectClient(PortabilityService, svc.baseUrl, true).exportFull({}, headers);
+    assert.equal(viaGrpc.contentType, "application/json");
+    const file = JSON.parse(new TextDecoder().decode(viaConnect.data));
+    assert.equal(file.formatVersion, 1);
+    assert.deepEqual(Object.keys(JSON.parse(new TextDecoder().decode(viaGrpc.data)).entities), Object.keys(file.entities));
+    const statuses: number[] = [];
+    // The gRPC and Connect calls counted too: eight more make ten.
+    for (let i = 0; i < 8; i++) statuses.push((await call(t, "GET", "/api/v1/export/full")).status);
+    assert.deepEqual(statuses, Array(8).fill(200));
+    const limited = await call(t, "GET", "/api/v1/export/full");
+    assert.equal(limited.status, 429);
+    assert.ok(Number(limited.headers.get("retry-after")) > 0);
+    // Import counts in its own window.
+    const imported = await call(t, "POST", "/api/v1/import", { formatVersion: 1, kind: "full", entities: {} });
+    assert.equal(imported.status, 201, JSON.stringify(imported.body));
+  });
+
   test("bad files are 400s that say what is wrong, and nothing is written", async () => {
     const before = await sql("SELECT count(*)::int AS n FROM offers WHERE tenant_id = $1", [b.tenantId]);
     const file = (await exportOf(a)).body as any;
@@ -160,6 +182,8 @@ describe("export and import", () => {
       [{ ...file, entities: { offers: [{ ...plainOffer, priority: "high" }] } }, 400, /entities\.offers\[0\]/],
       // B imported A's offer already: the same name again is a conflict.
       [{ ...file, entities: { offers: [{ ...plainOffer, name: "Gold card" }] } }, 409, /entities\.offers\[0\]: a offer named .*Gold card \(imported\).* already exists/],
+      // A reference must name an entity of the right kind: a channel is no category.
+      [{ ...file, entities: { channels: file.entities.channels, subCategories: [{ ...file.entities.subCategories[0], categoryId: file.entities.channels[0].id }] } }, 400, /entities\.subCategories\[0\]\.categoryId: names .*, which is no category/],
       [{ ...file, entities: { creatives: [{ ...file.entities.creatives[0], offerId: "7f2c1a4e-0000-4000-8000-000000000000" }] } }, 400, /entities\.creatives\[0\]\.offerId: names 7f2c1a4e/],
     ];
     for (const [body, status, message] of cases) {
