@@ -92,13 +92,12 @@ return 1
  * trials to take back. Returns {successes taken, trials taken}; takenBack's rule, in one step.
  */
 const TAKE_BACK = `
+if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then return {0, 0} end
 local s = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
-local t = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0')
+local t = tonumber(redis.call('HGET', KEYS[1], ARGV[2]))
 local newT = math.max(0, t - tonumber(ARGV[4]))
 local newS = math.max(0, math.min(s - tonumber(ARGV[3]), newT))
-if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
-  redis.call('HSET', KEYS[1], ARGV[1], newS, ARGV[2], newT)
-end
+redis.call('HSET', KEYS[1], ARGV[1], newS, ARGV[2], newT)
 return {s - newS, t - newT}
 `;
 

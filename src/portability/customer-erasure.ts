@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { create } from "@bufbuild/protobuf";
 import type { Sequelize } from "sequelize";
 import { ErasureReportSchema, type EraseCustomerRequest, type ErasureReport } from "../../gen/decisioning/v1/portability_pb.js";
@@ -61,10 +62,8 @@ export class CustomerErasure {
     let taken: EvidenceCount[] = [];
     await retryingTransaction(this.deps.db, async (t) => {
       const contribution = await this.contribution(t, ctx.tenantId, customerId, positive);
-      for (const { kind, table } of CUSTOMER_TABLES) {
-        const [, result] = await this.deps.db.query(`DELETE FROM ${table} WHERE tenant_id = $1 AND customer_id = $2`, { bind: [ctx.tenantId, customerId], transaction: t });
-        removed[kind] = (result as { rowCount?: number }).rowCount ?? 0;
-      }
+      for (const kind of Object.keys(removed)) delete removed[kind]; // a retried transaction counts afresh
+      await this.deleteRows(ctx.tenantId, customerId, removed, t);
       await this.deps.audit.record(t, ctx, {
         action: "gdpr_erasure",
         entityType: "customer",
@@ -83,7 +82,7 @@ export class CustomerErasure {
     removed.counters = await this.deps.counters.forgetCustomer(ctx.tenantId, customerId);
     // Confirmed: the answer waits until every process has dropped its cached attributes.
     await this.deps.bus.publish(CUSTOMER_CHANNEL, `${ctx.tenantId}|${customerId}`, { confirmed: true });
-    await this.verify(ctx.tenantId, customerId, experimentIds);
+    await this.verify(ctx.tenantId, customerId, experimentIds, removed);
     return create(ErasureReportSchema, {
       removed,
       verified: true,
@@ -137,24 +136,53 @@ export class CustomerErasure {
     return { counts: [...byKey.values()], exposureIds: exposures.filter((e) => counted.has(e.id)).map((e) => e.id) };
   }
 
-  /** Every experiment the tenant ever had, deleted ones too: their assignments live 30 days. */
-  private async experimentIds(tenantId: string): Promise<string[]> {
-    return (await selectRows<{ id: string }>(this.deps.db, "SELECT id FROM experiments WHERE tenant_id = $1", [tenantId])).map((r) => r.id);
-  }
-
-  /** Reads everything back; a survivor is a 503 asking for a retry, never a false success. */
-  private async verify(tenantId: string, customerId: string, experimentIds: string[]): Promise<void> {
+  /** The kinds that still hold something of the customer. */
+  private async remaining(tenantId: string, customerId: string, experimentIds: string[]): Promise<string[]> {
     const left: string[] = [];
     for (const { kind, table } of CUSTOMER_TABLES) {
       const [row] = await selectRows<{ n: number }>(this.deps.db, `SELECT count(*)::int AS n FROM ${table} WHERE tenant_id = $1 AND customer_id = $2`, [tenantId, customerId]);
       if (row.n > 0) left.push(kind);
     }
     if ((await this.deps.assignments.count(tenantId, customerId, experimentIds)) > 0) left.push("variantAssignments");
+    return left;
+  }
+
+  /** Every experiment the tenant ever had, deleted ones too: their assignments live 30 days. */
+  private async experimentIds(tenantId: string): Promise<string[]> {
+    return (await selectRows<{ id: string }>(this.deps.db, "SELECT id FROM experiments WHERE tenant_id = $1", [tenantId])).map((r) => r.id);
+  }
+
+  /** Deletes the customer's rows, adding the counts to `removed`. */
+  private async deleteRows(tenantId: string, customerId: string, removed: Record<string, number>, t?: Transaction): Promise<void> {
+    for (const { kind, table } of CUSTOMER_TABLES) {
+      const [, result] = await this.deps.db.query(`DELETE FROM ${table} WHERE tenant_id = $1 AND customer_id = $2`, { bind: [tenantId, customerId], transaction: t });
+      removed[kind] = (removed[kind] ?? 0) + ((result as { rowCount?: number }).rowCount ?? 0);
+    }
+  }
+
+  /**
+   * Reads everything back. Traces are written after the answer, in batches every 50 ms on each
+   * process, so a decision made just before the erasure may store its trace after the delete: such
+   * late rows are deleted again, for a few rounds. A survivor after that is a 503 asking for a retry,
+   * never a false success.
+   */
+  private async verify(tenantId: string, customerId: string, experimentIds: string[], removed: Record<string, number>): Promise<void> {
+    let left = await this.remaining(tenantId, customerId, experimentIds);
+    for (let round = 0; left.length && round < VERIFY_ROUNDS; round++) {
+      await sleep(LATE_WRITE_WAIT_MS * 2 ** round);
+      await this.deleteRows(tenantId, customerId, removed);
+      removed.variantAssignments += await this.deps.assignments.forget(tenantId, customerId, experimentIds);
+      left = await this.remaining(tenantId, customerId, experimentIds);
+    }
     if (left.length) {
       throw unavailable("ERASURE_INCOMPLETE", `erasure could not be verified: data remains in ${left.join(", ")} (a decision for the customer ran meanwhile?); retry the request`);
     }
   }
 }
+
+/** Rounds of deleting late writes before the erasure gives up, and the first wait (doubling). */
+const VERIFY_ROUNDS = 3;
+const LATE_WRITE_WAIT_MS = 100;
 
 /** Names the erased customer in the audit entry without naming them: a tenant-scoped SHA-256. */
 export function subjectHash(tenantId: string, customerId: string): string {
