@@ -40,6 +40,7 @@ import { createMemoryCounters, createRedisCounters } from "./decisions/counters.
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
 import { createModelRegistry } from "./models/model-registry.js";
+import { createPortability } from "./portability/portability.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
@@ -206,11 +207,12 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
   });
   const observability = createObservability({ db: f.db, redis: f.redis, logger: f.logger });
   const pool = createScoringPool(f.logger);
+  const counters = f.redis ? withEvidenceCache(createRedisCounters(f.redis), { maxAgeMs: f.config.evidenceMaxAgeMs }) : createMemoryCounters();
   const decisions = createDecisions({
     db: f.db,
     bus: f.bus,
     logger: f.logger,
-    counters: f.redis ? withEvidenceCache(createRedisCounters(f.redis), { maxAgeMs: f.config.evidenceMaxAgeMs }) : createMemoryCounters(),
+    counters,
     audit: auditLog,
     decisionConfig: catalog.decisionConfig,
     seedTenant: catalog.seedTenant,
@@ -265,6 +267,16 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     redis: f.config.redisUrl ? { url: f.config.redisUrl, keyPrefix: f.config.redisKeyPrefix } : null,
     enabled: f.config.schedulerEnabled,
   });
+  const portability = createPortability({
+    db: f.db,
+    audit: auditLog,
+    bus: f.bus,
+    assignments: counters.assignments,
+    evidence: counters.evidence,
+    counters: counters.customerWipe,
+    positiveOutcomes: decisions.positiveOutcomes,
+    configChanged: decisions.configChanged,
+  });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
@@ -280,6 +292,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...observability.services,
     ...content.services,
     ...customers.services,
+    ...portability.services,
   ];
   return {
     identityStore,

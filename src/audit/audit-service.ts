@@ -184,7 +184,8 @@ function changeFeedPayload(row: AuditRow): JsonValue & Record<string, JsonValue>
   return payload;
 }
 
-function download(text: string, contentType: string, filename: string): HttpBody {
+/** A file download: the REST door adds Content-Disposition (rest.ts); other domains' exports use it too. */
+export function download(text: string, contentType: string, filename: string): HttpBody {
   return create(HttpBodySchema, {
     contentType,
     data: new TextEncoder().encode(text),

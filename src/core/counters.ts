@@ -48,6 +48,11 @@ export function frequencyCounterKey(
   return `fc:${segment(customerId)}:${scope}:${segment(scopeValue)}${windowSuffix(windowSeconds, nowMs)}`;
 }
 
+/** What every frequency counter of one customer starts with: the GDPR erasure deletes them all. */
+export function customerCounterPrefix(customerId: string): string {
+  return `fc:${segment(customerId)}:`;
+}
+
 /**
  * Budget periods are calendar windows in UTC: `day` from midnight, `week` from Monday (ISO weeks),
  * `month` from the 1st; `lifetime` never resets.

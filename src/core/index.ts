@@ -43,3 +43,4 @@ export * from "./time.js";
 export * from "./scoring/index.js";
 export * from "./explain/tree-shap.js";
 export * from "./explain/decision-shap.js";
+export * from "./import-rewiring.js";

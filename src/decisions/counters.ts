@@ -4,7 +4,14 @@ import { createMemoryDecisionCounter, createRedisDecisionCounter, type DecisionC
 import { createMemoryEvidenceStore, createRedisEvidenceStore, type EvidenceStore } from "./evidence-store.js";
 import { createMemoryNegativeOutcomeStore, createRedisNegativeOutcomeStore, type NegativeOutcomeStore } from "./negative-outcome-store.js";
 import { createMemoryReservationStore, createRedisReservationStore, type ReservationStore } from "./reservation-store.js";
-import { createMemoryTenantCounterWipe, createRedisTenantCounterWipe, type TenantCounterWipe } from "./tenant-counter-wipe.js";
+import {
+  createMemoryCustomerCounterWipe,
+  createMemoryTenantCounterWipe,
+  createRedisCustomerCounterWipe,
+  createRedisTenantCounterWipe,
+  type CustomerCounterWipe,
+  type TenantCounterWipe,
+} from "./tenant-counter-wipe.js";
 import { createMemoryVariantAssignments, createRedisVariantAssignments, type VariantAssignments } from "../experiments/variant-assignments.js";
 
 /**
@@ -20,6 +27,8 @@ export interface Counters {
   /** Experiments' kept variants (30 days), which Recommend reads and sets. */
   assignments: VariantAssignments;
   wipe: TenantCounterWipe;
+  /** GDPR erasure of one customer's counters. */
+  customerWipe: CustomerCounterWipe;
 }
 
 export function createRedisCounters(redis: Redis): Counters {
@@ -31,6 +40,7 @@ export function createRedisCounters(redis: Redis): Counters {
     decisionCounter: createRedisDecisionCounter(redis),
     assignments: createRedisVariantAssignments(redis),
     wipe: createRedisTenantCounterWipe(redis),
+    customerWipe: createRedisCustomerCounterWipe(redis),
   };
 }
 
@@ -50,5 +60,6 @@ export function createMemoryCounters(now: () => number = Date.now): Counters {
     decisionCounter,
     assignments,
     wipe: createMemoryTenantCounterWipe([reservations, evidence, buckets, negatives, decisionCounter, assignments]),
+    customerWipe: createMemoryCustomerCounterWipe([reservations, negatives]),
   };
 }

@@ -141,6 +141,17 @@ export function withEvidenceCache(counters: Counters, options: EvidenceCacheOpti
         if (counted) bump(tenantId, key, { sent: number, field: "successes", by: 1 });
         return counted;
       },
+      countedExposures: (tenantId, exposureIds) => evidence.countedExposures(tenantId, exposureIds),
+      /** This process's cache follows at once; other processes' within maxAgeMs, like any other count. */
+      async takeBack(tenantId, counts, exposureIds) {
+        const number = ++sent;
+        const taken = await evidence.takeBack(tenantId, counts, exposureIds);
+        for (const { key, trials, successes } of taken) {
+          if (trials) bump(tenantId, key, { sent: number, field: "trials", by: -trials });
+          if (successes) bump(tenantId, key, { sent: number, field: "successes", by: -successes });
+        }
+        return taken;
+      },
     },
     decisionCounter: {
       ...decisionCounter,

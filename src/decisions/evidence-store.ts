@@ -31,6 +31,25 @@ export interface EvidenceStore {
    * increment are one step. Returns whether the success was counted.
    */
   addSuccess(tenantId: string, key: string, exposure: Exposure): Promise<boolean>;
+  /** GDPR erasure: which of the exposures had their success counted (their markers are still kept). */
+  countedExposures(tenantId: string, exposureIds: readonly string[]): Promise<Set<string>>;
+  /**
+   * GDPR erasure: takes trials and successes back from their keys, never below zero and never
+   * leaving more successes than trials, and forgets the exposures' markers. Returns what was taken.
+   */
+  takeBack(tenantId: string, counts: readonly EvidenceCount[], exposureIds: readonly string[]): Promise<EvidenceCount[]>;
+}
+
+/** Trials and successes of one evidence key: what a customer's decisions added, or what was taken back. */
+export interface EvidenceCount extends AdaptiveEvidence {
+  key: string;
+}
+
+/** Trials and successes left after taking `by` back from `from`: never negative, successes within trials. */
+export function takenBack(from: AdaptiveEvidence, by: AdaptiveEvidence): AdaptiveEvidence {
+  const trials = Math.max(0, from.trials - by.trials);
+  const successes = Math.max(0, Math.min(from.successes - by.successes, trials));
+  return { trials: from.trials - trials, successes: from.successes - successes };
 }
 
 /** Where one key's evidence lives in Redis: the bucket's hash and the offer's two fields in it. */
@@ -52,7 +71,7 @@ export function evidenceSlot(key: string): EvidenceSlot {
 }
 
 /** Where an exposure that has had its success is remembered (a key of its own, expiring with the lookback). */
-const exposureMarker = (exposure: Exposure) => `ax:${exposure.id}`;
+const exposureMarker = (exposure: Pick<Exposure, "id">) => `ax:${exposure.id}`;
 
 /**
  * KEYS: the bucket's evidence hash, the exposure's marker. ARGV: the success field, the trial
@@ -68,10 +87,28 @@ redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
 return 1
 `;
 
-type Scripted = Redis & { addSuccess(numKeys: number, ...args: Array<string | number>): Promise<number> };
+/**
+ * KEYS: the bucket's evidence hash. ARGV: the success field, the trial field, the successes and
+ * trials to take back. Returns {successes taken, trials taken}; takenBack's rule, in one step.
+ */
+const TAKE_BACK = `
+if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then return {0, 0} end
+local s = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+local t = tonumber(redis.call('HGET', KEYS[1], ARGV[2]))
+local newT = math.max(0, t - tonumber(ARGV[4]))
+local newS = math.max(0, math.min(s - tonumber(ARGV[3]), newT))
+redis.call('HSET', KEYS[1], ARGV[1], newS, ARGV[2], newT)
+return {s - newS, t - newT}
+`;
+
+type Scripted = Redis & {
+  addSuccess(numKeys: number, ...args: Array<string | number>): Promise<number>;
+  takeBackEvidence(numKeys: number, ...args: Array<string | number>): Promise<[number, number]>;
+};
 
 export function createRedisEvidenceStore(redis: Redis): EvidenceStore {
   redis.defineCommand("addSuccess", { lua: ADD_SUCCESS });
+  redis.defineCommand("takeBackEvidence", { lua: TAKE_BACK });
   const r = redis as Scripted;
   return failClosed<EvidenceStore>({
     async readEvidence(tenantId, keys) {
@@ -98,6 +135,21 @@ export function createRedisEvidenceStore(redis: Redis): EvidenceStore {
       const { hash, successField, trialField } = evidenceSlot(key);
       const counted = await r.addSuccess(2, tenantKey(tenantId, hash), tenantKey(tenantId, exposureMarker(exposure)), successField, trialField, exposure.rememberSeconds);
       return counted === 1;
+    },
+    async countedExposures(tenantId, exposureIds) {
+      if (!exposureIds.length) return new Set();
+      const found = await redis.mget(...exposureIds.map((id) => tenantKey(tenantId, exposureMarker({ id }))));
+      return new Set(exposureIds.filter((_, i) => found[i] !== null));
+    },
+    async takeBack(tenantId, counts, exposureIds) {
+      const taken: EvidenceCount[] = [];
+      for (const count of counts) {
+        const { hash, successField, trialField } = evidenceSlot(count.key);
+        const [successes, trials] = await r.takeBackEvidence(1, tenantKey(tenantId, hash), successField, trialField, count.successes, count.trials);
+        taken.push({ key: count.key, successes, trials });
+      }
+      if (exposureIds.length) await redis.del(...exposureIds.map((id) => tenantKey(tenantId, exposureMarker({ id }))));
+      return taken;
     },
   });
 }
@@ -137,6 +189,22 @@ export function createMemoryEvidenceStore(now: () => number = Date.now): MemoryE
       markers.set(marker, now() + exposure.rememberSeconds * 1000);
       add(tenantKey(tenantId, key), "successes", 1);
       return true;
+    },
+    async countedExposures(tenantId, exposureIds) {
+      forgetExpired();
+      return new Set(exposureIds.filter((id) => markers.has(tenantKey(tenantId, exposureMarker({ id })))));
+    },
+    async takeBack(tenantId, counts, exposureIds) {
+      const taken = counts.map((count) => {
+        const full = tenantKey(tenantId, count.key);
+        const e = evidence.get(full);
+        if (!e) return { key: count.key, successes: 0, trials: 0 };
+        const back = takenBack(e, count);
+        evidence.set(full, { successes: e.successes - back.successes, trials: e.trials - back.trials });
+        return { key: count.key, ...back };
+      });
+      for (const id of exposureIds) markers.delete(tenantKey(tenantId, exposureMarker({ id })));
+      return taken;
     },
     addTrials(tenantId, keys, by) {
       for (const key of keys) add(tenantKey(tenantId, key), "trials", by);

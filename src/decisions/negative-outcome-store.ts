@@ -1,7 +1,7 @@
 import type { Redis } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 import { failClosed } from "./fail-closed.js";
-import { deleteTenantKeys, type TenantCounterWipe } from "./tenant-counter-wipe.js";
+import { deleteTenantKeys, type CustomerCounterWipe, type TenantCounterWipe } from "./tenant-counter-wipe.js";
 
 /** A negative outcome a suppression policy may rest an offer for (the core's RecentOutcome). */
 export interface NegativeOutcome {
@@ -20,7 +20,7 @@ export interface NegativeOutcomeStore {
   forCustomer(tenantId: string, customerId: string): Promise<NegativeOutcome[]>;
 }
 
-const negativesKey = (customerId: string) => `neg:${encodeURIComponent(customerId)}`;
+export const negativesKey = (customerId: string) => `neg:${encodeURIComponent(customerId)}`;
 
 export function createRedisNegativeOutcomeStore(redis: Redis): NegativeOutcomeStore {
   return failClosed<NegativeOutcomeStore>({
@@ -36,7 +36,7 @@ export function createRedisNegativeOutcomeStore(redis: Redis): NegativeOutcomeSt
 }
 
 /** The single-node default: the same semantics in one process's memory, without expiry. */
-export function createMemoryNegativeOutcomeStore(): NegativeOutcomeStore & TenantCounterWipe {
+export function createMemoryNegativeOutcomeStore(): NegativeOutcomeStore & TenantCounterWipe & CustomerCounterWipe {
   const negativeOutcomes = new Map<string, Record<string, NegativeOutcome>>();
   return {
     async record(tenantId, customerId, outcome) {
@@ -45,6 +45,9 @@ export function createMemoryNegativeOutcomeStore(): NegativeOutcomeStore & Tenan
     },
     async forCustomer(tenantId, customerId) {
       return Object.values(negativeOutcomes.get(tenantKey(tenantId, negativesKey(customerId))) ?? {});
+    },
+    async forgetCustomer(tenantId, customerId) {
+      return negativeOutcomes.delete(tenantKey(tenantId, negativesKey(customerId))) ? 1 : 0;
     },
     async resetTenant(tenantId) {
       deleteTenantKeys(negativeOutcomes, tenantId);

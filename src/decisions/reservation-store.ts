@@ -1,7 +1,8 @@
 import type { Redis } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 import { failClosed } from "./fail-closed.js";
-import { deleteTenantKeys, type TenantCounterWipe } from "./tenant-counter-wipe.js";
+import { customerCounterPrefix } from "../core/counters.js";
+import { deleteTenantKeys, type CustomerCounterWipe, type TenantCounterWipe } from "./tenant-counter-wipe.js";
 
 /** One limited counter a returned offer consumes (the core's CounterCheck, minus its bookkeeping). */
 export interface CounterReservation {
@@ -108,7 +109,7 @@ export function createRedisReservationStore(redis: Redis): ReservationStore {
 }
 
 /** The single-node default: the same semantics in one process's memory, without expiry sweeps. */
-export function createMemoryReservationStore(now: () => number = Date.now): ReservationStore & TenantCounterWipe {
+export function createMemoryReservationStore(now: () => number = Date.now): ReservationStore & TenantCounterWipe & CustomerCounterWipe {
   const values = new Map<string, { value: number; expiresAt: number | null }>();
   const get = (k: string) => {
     const v = values.get(k);
@@ -145,6 +146,10 @@ export function createMemoryReservationStore(now: () => number = Date.now): Rese
     },
     async increment(tenantId, increments) {
       for (const i of increments) add(tenantKey(tenantId, i.key), i.by, i.ttlSeconds);
+    },
+    async forgetCustomer(tenantId, customerId) {
+      const prefix = tenantKey(tenantId, customerCounterPrefix(customerId));
+      return [...values.keys()].filter((k) => k.startsWith(prefix) && values.delete(k)).length;
     },
     async resetTenant(tenantId) {
       deleteTenantKeys(values, tenantId);

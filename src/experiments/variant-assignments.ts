@@ -17,6 +17,10 @@ export interface VariantAssignments {
    * concurrent first decisions agree.
    */
   keep(tenantId: string, experimentId: string, customerId: string, assigned: string, variants: readonly string[]): Promise<string>;
+  /** GDPR erasure: drops the customer's kept variants in `experimentIds`; returns how many existed. */
+  forget(tenantId: string, customerId: string, experimentIds: readonly string[]): Promise<number>;
+  /** How many of the customer's kept variants in `experimentIds` exist: erasure's verification. */
+  count(tenantId: string, customerId: string, experimentIds: readonly string[]): Promise<number>;
 }
 
 const assignmentKey = (experimentId: string, customerId: string) => `exp:${experimentId}:${encodeURIComponent(customerId)}`;
@@ -42,6 +46,10 @@ export function createRedisVariantAssignments(redis: Redis): VariantAssignments 
   return failClosed<VariantAssignments>({
     keep: (tenantId, experimentId, customerId, assigned, variants) =>
       r.keepVariant(1, tenantKey(tenantId, assignmentKey(experimentId, customerId)), assigned, ASSIGNMENT_TTL_SECONDS, ...variants),
+    forget: async (tenantId, customerId, experimentIds) =>
+      experimentIds.length ? redis.del(...experimentIds.map((id) => tenantKey(tenantId, assignmentKey(id, customerId)))) : 0,
+    count: async (tenantId, customerId, experimentIds) =>
+      experimentIds.length ? redis.exists(...experimentIds.map((id) => tenantKey(tenantId, assignmentKey(id, customerId)))) : 0,
   });
 }
 
@@ -55,6 +63,12 @@ export function createMemoryVariantAssignments(now: () => number = Date.now): Va
       if (found && found.expiresAt > now() && variants.includes(found.variant)) return found.variant;
       kept.set(key, { variant: assigned, expiresAt: now() + ASSIGNMENT_TTL_SECONDS * 1000 });
       return assigned;
+    },
+    async forget(tenantId, customerId, experimentIds) {
+      return experimentIds.filter((id) => kept.delete(tenantKey(tenantId, assignmentKey(id, customerId)))).length;
+    },
+    async count(tenantId, customerId, experimentIds) {
+      return experimentIds.filter((id) => kept.has(tenantKey(tenantId, assignmentKey(id, customerId)))).length;
     },
     async resetTenant(tenantId) {
       deleteTenantKeys(kept, tenantId);

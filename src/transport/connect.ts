@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { DescMethod, JsonValue, Message } from "@bufbuild/protobuf";
+import { createRegistry, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { DownloadDispositionSchema } from "../../gen/decisioning/v1/common_pb.js";
 import { ConnectError, createConnectRouter, createContextKey, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
@@ -41,7 +42,8 @@ export function createConnectHandler(gateway: Gateway) {
     // gRPC has its own port (GRPC_PORT); here the protocol is Connect's, over HTTP/1.1 or h2c.
     grpc: false,
     grpcWeb: false,
-    jsonOptions: { alwaysEmitImplicit: true },
+    // The registry lets Connect's JSON write the DownloadDisposition packed into file answers (HttpBody).
+    jsonOptions: { alwaysEmitImplicit: true, registry: createRegistry(DownloadDispositionSchema) },
     // Compressed request bodies are refused (unimplemented), since this door reads the raw body.
     acceptCompression: [],
   });

@@ -1,0 +1,32 @@
+/**
+ * How an imported row stops pointing into its source tenant (docs/portability.md, "References").
+ * Ids are UUIDs, unique across tenants, so every string anywhere in the row that equals an
+ * imported row's old id is that reference and becomes the new id. Keys are short words that may
+ * also be plain values, so they are rewired only under JSON properties named `...Key` or `...Keys`
+ * (a flow's score node: `modelKey`, `shadowModelKeys`).
+ */
+export interface Rewiring {
+  ids: ReadonlyMap<string, string>;
+  keys: ReadonlyMap<string, string>;
+}
+
+export function rewire(value: unknown, map: Rewiring, underKey = false): unknown {
+  if (typeof value === "string") return map.ids.get(value) ?? (underKey ? map.keys.get(value) : undefined) ?? value;
+  if (Array.isArray(value)) return value.map((v) => rewire(v, map, underKey));
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, rewire(v, map, /keys?$/i.test(k) && k !== "key" ? true : false)]));
+  }
+  return value;
+}
+
+/** `<key>-imported-<suffix>`, the key shortened so that the result fits `maxLength`. */
+export function importedKey(key: string, suffix: string, maxLength = 64): string {
+  const tail = `-imported-${suffix}`;
+  return `${key.slice(0, Math.max(1, maxLength - tail.length))}${tail}`;
+}
+
+/** `<name> (imported)`, the name shortened so that the result fits `maxLength`. */
+export function importedName(name: string, maxLength = 255): string {
+  const tail = " (imported)";
+  return `${name.slice(0, maxLength - tail.length)}${tail}`;
+}

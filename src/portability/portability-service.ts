@@ -1,0 +1,173 @@
+import { randomBytes } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import type { Sequelize } from "sequelize";
+import type { HttpBody } from "../../gen/google/api/httpbody_pb.js";
+import {
+  ImportReportSchema,
+  type ExportEntityRequest,
+  type ImportReport,
+  type ImportRequest,
+  type ImportedEntity,
+} from "../../gen/decisioning/v1/portability_pb.js";
+import { ImportedEntitySchema } from "../../gen/decisioning/v1/portability_pb.js";
+import { download } from "../audit/audit-service.js";
+import type { AuditLog } from "../audit/audit-log.js";
+import { importedKey, importedName, rewire } from "../core/index.js";
+import type { TenantContext } from "../platform/context.js";
+import { isUnstorableValue, pgErrorCode, type Transaction } from "../platform/db.js";
+import { AppError, conflict, invalidField, invalidFields, notFound } from "../platform/errors.js";
+import { isUuid, newId } from "../platform/ids.js";
+import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
+import { columnRow, fileRow, FORMAT_VERSION, parseImport, type ExportFile, type ExportKind } from "./export-file.js";
+import { EXPORTABLE_KINDS, kindByName, type ExportableKind } from "./exportable-kinds.js";
+import type { PortabilityStore, Row } from "./portability-store.js";
+
+export interface PortabilityDeps {
+  db: Sequelize;
+  store: PortabilityStore;
+  audit: AuditLog;
+  /** The decisions' snapshot invalidation, after an import commits. */
+  configChanged(tenantId: string): void;
+}
+
+/** One row on its way in: where it is in the file (for messages), and its new identity. */
+interface Incoming {
+  kind: ExportableKind;
+  index: number;
+  row: Row;
+  sourceId: string | null;
+}
+
+/** Export files and imports of them (spec 4.13, docs/portability.md). */
+export class PortabilityService {
+  constructor(private readonly deps: PortabilityDeps) {}
+
+  async exportFull(ctx: TenantContext): Promise<HttpBody> {
+    const entities: Record<string, Row[]> = {};
+    for (const kind of EXPORTABLE_KINDS) entities[kind.kind] = (await this.deps.store.rows(kind, ctx.tenantId)).map(fileRow);
+    return this.file("full", entities, `export-${ctx.tenantId}`);
+  }
+
+  async exportDecisionFlow(ctx: TenantContext, req: ExportEntityRequest): Promise<HttpBody> {
+    const flows = kindByName.get("decisionFlows")!;
+    const [flow] = await this.entity(ctx, flows, req.id, "decision flow");
+    const versions = await this.deps.store.rows(kindByName.get("decisionFlowVersions")!, ctx.tenantId, flow.id as string);
+    return this.file("decision_flow", { decisionFlows: [fileRow(flow)], decisionFlowVersions: versions.map(fileRow) }, `decision-flow-${flow.key}`);
+  }
+
+  /** The model, and under `versions` each version its audit trail recorded (import ignores them). */
+  async exportModel(ctx: TenantContext, req: ExportEntityRequest): Promise<HttpBody> {
+    const models = kindByName.get("algorithmModels")!;
+    const [model] = await this.entity(ctx, models, req.id, "algorithm model");
+    const versions = await this.deps.store.auditedVersions(ctx.tenantId, models.entityType, model.id as string);
+    return this.file("model", { algorithmModels: [{ ...fileRow(model), versions }] }, `model-${model.key}`);
+  }
+
+  async importConfiguration(ctx: TenantContext, req: ImportRequest): Promise<ImportReport> {
+    const parsed = parseImport({ formatVersion: req.formatVersion, kind: req.kind, entities: req.entities as Record<string, unknown> | undefined });
+    const suffix = randomBytes(3).toString("hex");
+    const incoming: Incoming[] = [];
+    for (const { kind, rows } of parsed.batches) {
+      const columns = await this.deps.store.importableColumns(kind);
+      rows.forEach((row, index) => incoming.push({ kind, index, row: columnRow(row, columns), sourceId: null }));
+    }
+    // New ids and keys for every row first: a row may name one that comes later in the file.
+    const ids = new Map<string, string>();
+    const keys = new Map<string, string>();
+    for (const item of incoming) {
+      const { kind, row } = item;
+      if (kind.idColumn) {
+        const id = row[kind.idColumn];
+        if (typeof id !== "string" || !isUuid(id)) throw invalidField(this.path(item, "id"), "must be the UUID the export wrote");
+        if (ids.has(id)) throw invalidField(this.path(item, "id"), "appears twice in the file");
+        item.sourceId = id;
+        ids.set(id, newId());
+      }
+      if (kind.keyColumn && typeof row[kind.keyColumn] === "string") keys.set(row[kind.keyColumn] as string, importedKey(row[kind.keyColumn] as string, suffix));
+    }
+    const map = { ids, keys };
+    const entities: ImportedEntity[] = [];
+    const imported: Record<string, number> = {};
+    await tenantWriteTransaction(this.deps.db, ctx.tenantId, async (t) => {
+      for (const item of incoming) {
+        const { kind } = item;
+        const row = rewire(item.row, map) as Row;
+        Object.assign(row, kind.onImport);
+        if (kind.idColumn) row[kind.idColumn] = ids.get(item.sourceId!);
+        if (kind.nameColumn) {
+          if (typeof row[kind.nameColumn] !== "string" || !(row[kind.nameColumn] as string).trim()) throw invalidField(this.path(item, "name"), "is required");
+          row[kind.nameColumn] = importedName(row[kind.nameColumn] as string);
+        }
+        if (kind.keyColumn) {
+          if (typeof item.row[kind.keyColumn] !== "string") throw invalidField(this.path(item, "key"), "is required");
+          row[kind.keyColumn] = keys.get(item.row[kind.keyColumn] as string);
+        }
+        const problems = kind.validate?.(row) ?? [];
+        if (problems.length) throw invalidFields(problems.map((p) => ({ field: `entities.${kind.kind}[${item.index}].${p.split(":")[0]}`, message: p.slice(p.indexOf(":") + 1).trim() })));
+        await this.checkReferences(t, ctx.tenantId, item, row);
+        await this.deps.store.insert(t, kind, ctx.tenantId, row).catch((err) => {
+          throw this.insertError(item, row, err);
+        });
+        imported[kind.kind] = (imported[kind.kind] ?? 0) + 1;
+        if (!kind.idColumn) continue;
+        const name = kind.nameColumn ? (row[kind.nameColumn] as string) : "";
+        entities.push(create(ImportedEntitySchema, { kind: kind.kind, sourceId: item.sourceId!, id: row.id as string, name, key: kind.keyColumn ? (row[kind.keyColumn] as string) : undefined }));
+        await this.deps.audit.record(t, ctx, {
+          action: "create",
+          entityType: kind.entityType,
+          entityId: row.id as string,
+          entityName: name || null,
+          before: null,
+          after: fileRow(row),
+          entityVersion: 1,
+          changes: { imported: true, sourceId: item.sourceId },
+        });
+      }
+    });
+    this.deps.configChanged(ctx.tenantId);
+    return create(ImportReportSchema, { imported, entities });
+  }
+
+  /** Reference columns must name rows of the tenant: imported ones (already inserted) or its own. */
+  private async checkReferences(t: Transaction, tenantId: string, item: Incoming, row: Row): Promise<void> {
+    for (const [column, ref] of Object.entries(item.kind.references ?? {})) {
+      const value = row[column];
+      if (value === null || value === undefined) continue;
+      const named = Array.isArray(value) ? value : [value];
+      const field = this.path(item, column);
+      if (!named.every((id) => typeof id === "string" && isUuid(id))) throw invalidField(field, "must name ids");
+      const found = await this.deps.store.existing(t, ref, tenantId, named as string[]);
+      const missing = (named as string[]).find((id) => !found.has(id));
+      const what = ref.entryKind?.replace("_", " ") ?? ref.table.replace(/_/g, " ").replace(/s$/, "");
+      if (missing) throw invalidField(field, `names ${missing}, which is no ${what} in the file or in this tenant`);
+    }
+  }
+
+  /** Database refusals of one row, said about that row: never a 500 for a bad file. */
+  private insertError(item: Incoming, row: Row, err: unknown): unknown {
+    const code = pgErrorCode(err);
+    const at = `entities.${item.kind.kind}[${item.index}]`;
+    if (code === "23505") return conflict("DUPLICATE", `${at}: a ${item.kind.entityType} named ${JSON.stringify(item.kind.nameColumn ? row[item.kind.nameColumn] : "")} already exists`);
+    if (code === "23502" || code === "23514" || code === "23503" || code === "22P02" || code === "22023" || code === "42804" || isUnstorableValue(err)) {
+      const detail = (err as { original?: { message?: string } }).original?.message ?? "invalid value";
+      return new AppError({ code: "INVALID_ARGUMENT", reason: "VALIDATION_FAILED", message: `${at}: ${detail}`, cause: err });
+    }
+    return err;
+  }
+
+  private path(item: Incoming, column: string): string {
+    return `entities.${item.kind.kind}[${item.index}].${column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())}`;
+  }
+
+  private async entity(ctx: TenantContext, kind: ExportableKind, id: string, label: string): Promise<Row[]> {
+    if (!isUuid(id)) throw notFound(label, id);
+    const rows = await this.deps.store.rows(kind, ctx.tenantId, id);
+    if (!rows.length) throw notFound(label, id);
+    return rows;
+  }
+
+  private file(kind: ExportKind, entities: Record<string, Row[]>, name: string): HttpBody {
+    const file: ExportFile = { formatVersion: FORMAT_VERSION, kind, exportedAt: new Date().toISOString(), entities };
+    return download(JSON.stringify(file, null, 2), "application/json", `${name.replace(/[^A-Za-z0-9._-]/g, "_")}.json`);
+  }
+}

@@ -1,0 +1,197 @@
+import { test, before, after, describe } from "node:test";
+import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
+import { startTestService, type TestService } from "../support/service.js";
+import { startChildService, type ChildService } from "../support/child-service.js";
+import { rest } from "../support/clients.js";
+import { tenantKey } from "../../src/platform/redis.js";
+import { ALL_CONTEXTS_BUCKET } from "../../src/core/index.js";
+import { subjectHash } from "../../src/portability/customer-erasure.js";
+
+let svc: TestService;
+let child: ChildService;
+type Tenant = { tenantId: string; userId: string; apiKey: string };
+let n = 0;
+const unique = (base: string) => `${base}-${++n}`;
+
+const call = (key: string, method: string, path: string, body?: unknown, baseUrl = svc.baseUrl) =>
+  rest(baseUrl, method, path, { key, body: body ?? (method === "GET" || method === "DELETE" ? undefined : {}), headers: { "x-requested-with": "test" } });
+
+async function created(t: Tenant, path: string, body: Record<string, unknown>) {
+  const res = await call(t.apiKey, "POST", path, body);
+  assert.equal(res.status, 201, `${path}: ${JSON.stringify(res.body)}`);
+  return res.body as any;
+}
+
+async function sql(query: string, bind: unknown[]): Promise<any[]> {
+  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
+}
+
+const redis = () => svc.running.foundation.redis!;
+
+/** A tenant with one active offer, an adaptive flow, and a data-plane key. */
+async function tenantWithFlow(modelConfig: Record<string, unknown> = { type: "adaptive" }) {
+  const t = await svc.createTenant(unique("t"));
+  const offer = await created(t, "/api/v1/offers", { name: unique("offer"), status: "active" });
+  const model = await created(t, "/api/v1/algorithm-models", { name: unique("m"), key: unique("m"), ...modelConfig });
+  const flow = await created(t, "/api/v1/decision-flows", {
+    name: unique("flow"), key: unique("flow"), status: "active",
+    config: { nodes: [{ type: "candidates" }, { type: "score", modelKey: model.key }, { type: "rank", count: 1 }] },
+  });
+  const dataKey = (await call(t.apiKey, "POST", "/api/v1/api-keys", { name: "sdk" })).body.key as string;
+  return { t, offer, model, flow, dataKey };
+}
+
+async function recommend(dataKey: string, customerId: string, flow: string, baseUrl = svc.baseUrl) {
+  const res = await call(dataKey, "POST", "/api/v1/recommend", { customerId, flow }, baseUrl);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body as any;
+}
+
+async function click(dataKey: string, customerId: string, rec: any, outcome = "click") {
+  const res = await rest(svc.baseUrl, "POST", "/api/v1/respond", {
+    key: dataKey,
+    body: { customerId, outcome, recommendationId: rec.recommendationId, rank: 1 },
+    headers: { "idempotency-key": unique("click") },
+  });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+}
+
+/** Traces are written after the answer: waits until `count` exist for the customer. */
+async function traces(tenantId: string, customerId: string, count: number) {
+  for (let i = 0; i < 100; i++) {
+    if ((await sql("SELECT count(*)::int AS n FROM decision_traces WHERE tenant_id = $1 AND customer_id = $2", [tenantId, customerId]))[0].n >= count) return;
+    await sleep(20);
+  }
+  assert.fail(`traces of ${customerId} not written`);
+}
+
+async function rowsOf(tenantId: string, customerId: string) {
+  const out: Record<string, number> = {};
+  for (const table of ["customers", "recommendations", "interactions", "decision_traces"]) {
+    out[table] = (await sql(`SELECT count(*)::int AS n FROM ${table} WHERE tenant_id = $1 AND customer_id = $2`, [tenantId, customerId]))[0].n;
+  }
+  return out;
+}
+
+/** The customer's counter keys in Redis: frequency caps and kept negative outcomes. */
+async function counterKeys(tenantId: string, customerId: string): Promise<string[]> {
+  const prefix = svc.config.redisKeyPrefix;
+  const [, caps] = await redis().scan("0", "MATCH", `${prefix}${tenantKey(tenantId, `fc:${customerId}:`)}*`, "COUNT", 10_000);
+  const negatives = await redis().exists(tenantKey(tenantId, `neg:${customerId}`));
+  return [...caps, ...(negatives ? ["neg"] : [])];
+}
+
+async function evidence(tenantId: string, offerId: string) {
+  const [s, t] = await redis().hmget(tenantKey(tenantId, `ad:${ALL_CONTEXTS_BUCKET}`), `${offerId}:s`, `${offerId}:t`);
+  return { successes: Number(s ?? 0), trials: Number(t ?? 0) };
+}
+
+before(async () => {
+  svc = await startTestService();
+  child = await startChildService(svc);
+});
+after(async () => {
+  await child.stop();
+  await svc.stop();
+});
+
+describe("GDPR erasure", () => {
+  test("removes the customer's rows, traces, variant assignments; verified by SQL and Redis; others untouched; audited without the id", async () => {
+    const { t, offer, model, flow, dataKey } = await tenantWithFlow();
+    const other = await created(t, "/api/v1/algorithm-models", { name: unique("m"), key: unique("m"), type: "adaptive" });
+    const experiment = await created(t, "/api/v1/experiments", {
+      name: unique("exp"), championModelId: model.id, status: "active", trafficSplit: { championPct: 50 },
+      challengers: [{ modelId: other.id, key: "b", trafficPct: 50 }], holdoutPercent: 0,
+    });
+    await created(t, "/api/v1/contact-policies", { name: unique("cap"), config: { scope: "offer", maxImpressions: 10, windowSeconds: 86400 } });
+    for (const id of ["alice", "bob"]) assert.equal((await call(t.apiKey, "PUT", `/api/v1/customers/${id}`, { attributes: { age: 40 } })).status, 200);
+    const recs = [await recommend(dataKey, "alice", flow.key), await recommend(dataKey, "alice", flow.key), await recommend(dataKey, "bob", flow.key)];
+    assert.equal(recs[0].experiment?.id, experiment.id, "the experiment assigned a variant");
+    await click(dataKey, "alice", recs[0]);
+    await click(dataKey, "alice", recs[1], "dismiss");
+    await click(dataKey, "bob", recs[2], "dismiss");
+    await traces(t.tenantId, "alice", 2);
+    await traces(t.tenantId, "bob", 1);
+    const assignment = (customerId: string) => redis().exists(tenantKey(t.tenantId, `exp:${experiment.id}:${customerId}`));
+    assert.equal(await assignment("alice"), 1);
+    assert.equal((await counterKeys(t.tenantId, "alice")).length, 2, "a frequency counter and the kept dismissal");
+
+    // Another tenant's admin erases nothing here.
+    const stranger = await svc.createTenant(unique("stranger"));
+    const foreign = await call(stranger.apiKey, "DELETE", "/api/v1/export/full?customerId=alice");
+    assert.equal(foreign.status, 200);
+    assert.equal((await rowsOf(t.tenantId, "alice")).recommendations, 2);
+
+    const res = await call(t.apiKey, "DELETE", "/api/v1/export/full?customerId=alice");
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const report = res.body as any;
+    assert.equal(report.verified, true);
+    assert.equal(report.removed.customers, 1);
+    assert.equal(report.removed.recommendations, 2);
+    assert.equal(report.removed.decisionTraces, 2);
+    assert.equal(report.removed.interactions, 4, "two impressions, a click and a dismissal");
+    assert.equal(report.removed.counters, 2);
+    assert.equal(report.removed.variantAssignments, 1);
+    assert.deepEqual(await rowsOf(t.tenantId, "alice"), { customers: 0, recommendations: 0, interactions: 0, decision_traces: 0 });
+    assert.deepEqual(await rowsOf(t.tenantId, "bob"), { customers: 1, recommendations: 1, interactions: 2, decision_traces: 1 });
+    assert.deepEqual(await counterKeys(t.tenantId, "alice"), []);
+    assert.equal((await counterKeys(t.tenantId, "bob")).length, 2);
+    assert.equal(await assignment("alice"), 0);
+    assert.equal(await assignment("bob"), 1);
+    assert.equal((await call(t.apiKey, "GET", "/api/v1/customers/alice")).status, 404);
+    // Every trial and the success alice added are taken back: what is left is bob's.
+    assert.deepEqual(await evidence(t.tenantId, offer.id), { trials: 1, successes: 0 });
+    assert.equal(report.evidenceTrialsRemoved, 2);
+    assert.equal(report.evidenceSuccessesRemoved, 1);
+
+    const [entry] = await sql("SELECT * FROM audit_log WHERE tenant_id = $1 AND action = 'gdpr_erasure'", [t.tenantId]);
+    assert.equal(entry.entity_id, subjectHash(t.tenantId, "alice"));
+    assert.equal(JSON.stringify(entry).includes("alice"), false, "no personal data in the audit entry");
+
+    const again = await call(t.apiKey, "DELETE", "/api/v1/export/full?customerId=alice");
+    assert.equal(again.status, 200);
+    assert.equal((again.body as any).removed.recommendations ?? 0, 0);
+  });
+
+  test("a constructed case: the adaptive evidence afterwards is exactly the other customers'", async () => {
+    const { t, offer, flow, dataKey } = await tenantWithFlow();
+    const x = [await recommend(dataKey, "x", flow.key), await recommend(dataKey, "x", flow.key), await recommend(dataKey, "x", flow.key)];
+    const y = [await recommend(dataKey, "y", flow.key), await recommend(dataKey, "y", flow.key)];
+    await click(dataKey, "x", x[1]);
+    await click(dataKey, "x", x[2]);
+    await click(dataKey, "y", y[0]);
+    assert.deepEqual(await evidence(t.tenantId, offer.id), { trials: 5, successes: 3 });
+    const res = await call(t.apiKey, "DELETE", "/api/v1/export/full?customerId=x");
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(await evidence(t.tenantId, offer.id), { trials: 2, successes: 1 }, "y's two trials and one success");
+    // The exposure markers of x's successes are gone with them.
+    assert.equal(await redis().exists(tenantKey(t.tenantId, `ax:rec:${x[1].recommendationId}:1`)), 0);
+    assert.equal(await redis().exists(tenantKey(t.tenantId, `ax:rec:${y[0].recommendationId}:1`)), 1);
+  });
+
+  test("every process forgets the cached attributes before the answer", async () => {
+    const { t, flow, dataKey } = await tenantWithFlow({ type: "logistic_regression", config: { intercept: -1, coefficients: { "customer.age": 0.05 } } });
+    assert.equal((await call(t.apiKey, "PUT", "/api/v1/customers/carol", { attributes: { age: 40 } })).status, 200);
+    const withAge = 1 / (1 + Math.exp(-(-1 + 0.05 * 40)));
+    const without = 1 / (1 + Math.exp(1));
+    for (const baseUrl of [svc.baseUrl, child.baseUrl]) {
+      const rec = await recommend(dataKey, "carol", flow.key, baseUrl);
+      assert.ok(Math.abs(rec.offers[0].propensity - withAge) < 1e-9, "the process has carol's attributes cached");
+    }
+    assert.equal((await call(t.apiKey, "DELETE", "/api/v1/export/full?customerId=carol")).status, 200);
+    for (const baseUrl of [child.baseUrl, svc.baseUrl]) {
+      const rec = await recommend(dataKey, "carol", flow.key, baseUrl);
+      assert.ok(Math.abs(rec.offers[0].propensity - without) < 1e-9, `${baseUrl} still scored with the erased attributes`);
+    }
+  });
+
+  test("bad input and roles", async () => {
+    const { t } = await tenantWithFlow();
+    const editor = await svc.createUser(t.tenantId, "editor");
+    const missing = await call(t.apiKey, "DELETE", "/api/v1/export/full");
+    assert.equal(missing.status, 400);
+    assert.match(JSON.stringify(missing.body), /customerId: is required/);
+    assert.equal((await call(editor.apiKey, "DELETE", "/api/v1/export/full?customerId=a")).status, 403);
+  });
+});

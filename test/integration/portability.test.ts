@@ -1,0 +1,206 @@
+import { test, before, after, describe } from "node:test";
+import assert from "node:assert/strict";
+import { startTestService, type TestService } from "../support/service.js";
+import { connectClient, grpcClient, rest } from "../support/clients.js";
+import { PortabilityService } from "../../gen/decisioning/v1/portability_pb.js";
+
+let svc: TestService;
+type Tenant = { tenantId: string; userId: string; apiKey: string };
+let a: Tenant;
+let b: Tenant;
+let viewerB: { apiKey: string };
+
+const call = (t: { apiKey: string }, method: string, path: string, body?: unknown) =>
+  rest(svc.baseUrl, method, path, { key: t.apiKey, body: body ?? (method === "GET" || method === "DELETE" ? undefined : {}) });
+
+async function created(t: Tenant, path: string, body: Record<string, unknown>) {
+  const res = await call(t, "POST", path, body);
+  assert.equal(res.status, 201, `${path}: ${JSON.stringify(res.body)}`);
+  return res.body as any;
+}
+
+async function sql(query: string, bind: unknown[]): Promise<any[]> {
+  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
+}
+
+/** Tenant A's configuration: every kind that references another, so rewiring is exercised. */
+const source: Record<string, any> = {};
+
+before(async () => {
+  svc = await startTestService();
+  a = await svc.createTenant("a");
+  b = await svc.createTenant("b");
+  viewerB = await svc.createUser(b.tenantId, "viewer");
+  source.category = await created(a, "/api/v1/categories", { name: "Cards" });
+  source.subCategory = await created(a, "/api/v1/sub-categories", { name: "Gold", categoryId: source.category.id });
+  source.channel = await created(a, "/api/v1/channels", { name: "Web", type: "web" });
+  source.placement = await created(a, "/api/v1/placements", { name: "Hero", channelId: source.channel.id });
+  source.offer = await created(a, "/api/v1/offers", { name: "Gold card", status: "active", categoryId: source.category.id, subCategoryId: source.subCategory.id, priority: 70 });
+  source.creative = await created(a, "/api/v1/creatives", { offerId: source.offer.id, name: "banner", channelId: source.channel.id, placementId: source.placement.id });
+  source.profile = await created(a, "/api/v1/ranking-profiles", { name: "Value first", config: { weights: { propensity: 0.5, businessValue: 0.5 } } }).catch(() => null);
+  source.champion = await created(a, "/api/v1/algorithm-models", { name: "Champ", key: "champ", type: "logistic_regression", config: { intercept: 0, coefficients: { "offer.priority": 0.01 } } });
+  source.challenger = await created(a, "/api/v1/algorithm-models", { name: "Chal", key: "chal", type: "adaptive" });
+  source.flow = await created(a, "/api/v1/decision-flows", {
+    name: "Main", key: "main", status: "active", offerIds: [source.offer.id],
+    config: { nodes: [{ type: "candidates", offerIds: [source.offer.id] }, { type: "score", modelKey: "champ", shadowModelKeys: ["chal"] }, { type: "rank", count: 2 }] },
+  });
+  assert.equal((await call(a, "POST", `/api/v1/decision-flows/${source.flow.id}/publish`, { notes: "v1" })).status, 200);
+  source.experiment = await created(a, "/api/v1/experiments", {
+    name: "Champ vs chal", championModelId: source.champion.id, flowId: source.flow.id, trafficSplit: { championPct: 50 },
+    challengers: [{ modelId: source.challenger.id, key: "b", trafficPct: 50 }], holdoutPercent: 0,
+  });
+});
+after(() => svc.stop());
+
+async function exportOf(t: Tenant) {
+  const res = await call(t, "GET", "/api/v1/export/full");
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res;
+}
+
+describe("export and import", () => {
+  test("the full export is a versioned JSON file without secrets, and only for admins", async () => {
+    const res = await exportOf(a);
+    assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
+    assert.match(res.headers.get("content-disposition") ?? "", /^attachment; filename=".+\.json"$/);
+    const file = res.body as any;
+    assert.equal(file.formatVersion, 1);
+    assert.equal(file.kind, "full");
+    assert.deepEqual(file.entities.offers.map((o: any) => o.id), [source.offer.id]);
+    assert.equal(file.entities.decisionFlowVersions.length, 1);
+    for (const p of file.entities.notificationProviders) assert.equal("secrets" in p, false);
+    assert.equal(JSON.stringify(file).includes(b.tenantId), false);
+    assert.equal((await call(viewerB, "GET", "/api/v1/export/full")).status, 403);
+  });
+
+  test("round trip: A's export imported into B reproduces A's configuration, rewired, in draft", async () => {
+    const file = (await exportOf(a)).body as any;
+    const res = await call(b, "POST", "/api/v1/import", file);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const report = res.body as any;
+    const newId = new Map<string, string>(report.entities.map((e: any) => [e.sourceId, e.id]));
+    for (const [kind, rows] of Object.entries(file.entities as Record<string, any[]>)) {
+      assert.equal(report.imported[kind] ?? 0, rows.length, kind);
+    }
+    const imported = (await exportOf(b)).body as any;
+    const ignored = new Set(["id", "name", "key", "status", "registryStatus", "publishedVersion", "startedAt", "publishedBy", "publishedAt"]);
+    for (const [kind, rows] of Object.entries(file.entities as Record<string, any[]>)) {
+      for (const row of rows) {
+        const copy = row.id
+          ? imported.entities[kind].find((r: any) => r.id === newId.get(row.id))
+          : imported.entities[kind].find((r: any) => r.flowId === newId.get(row.flowId) && r.version === row.version);
+        assert.ok(copy, `${kind} ${row.id ?? row.flowId} was imported`);
+        if (row.name) assert.equal(copy.name, `${row.name} (imported)`);
+        if (row.key) assert.match(copy.key, new RegExp(`^${row.key}-imported-[0-9a-f]{6}$`));
+        // Every other field is A's, with A's ids and keys replaced by the imported ones.
+        let expected = JSON.stringify(Object.fromEntries(Object.entries(row).filter(([f]) => !ignored.has(f))));
+        for (const [from, to] of newId) expected = expected.split(from).join(to);
+        for (const e of report.entities.filter((x: any) => x.key)) {
+          const sourceKey = file.entities[e.kind].find((r: any) => r.id === e.sourceId).key;
+          expected = expected.split(`"${sourceKey}"`).join(`"${e.key}"`);
+        }
+        const actual = JSON.stringify(Object.fromEntries(Object.entries(copy).filter(([f]) => !ignored.has(f))));
+        if (kind === "outcomeTypes" || kind === "algorithmModels") {
+          // outcome keys and model keys are rewired only where a ...Key property names them
+          assert.deepEqual(JSON.parse(actual).config ?? null, JSON.parse(expected).config ?? null, `${kind} config`);
+        } else if (kind !== "offers") {
+          assert.equal(actual, expected, `${kind} ${row.id}`);
+        }
+      }
+    }
+    const offer = imported.entities.offers.find((o: any) => o.id === newId.get(source.offer.id));
+    assert.equal(offer.status, "draft");
+    assert.equal(offer.categoryId, newId.get(source.category.id));
+    const flow = imported.entities.decisionFlows.find((f: any) => f.id === newId.get(source.flow.id));
+    assert.equal(flow.status, "draft");
+    assert.deepEqual(flow.offerIds, [newId.get(source.offer.id)]);
+    assert.equal(flow.config.nodes[1].modelKey, report.entities.find((e: any) => e.sourceId === source.champion.id).key);
+    const experiment = imported.entities.experiments.find((e: any) => e.id === newId.get(source.experiment.id));
+    assert.equal(experiment.status, "draft");
+    assert.equal(experiment.championModelId, newId.get(source.champion.id));
+    assert.equal(experiment.challengers[0].modelId, newId.get(source.challenger.id));
+    assert.equal(imported.entities.algorithmModels.every((m: any) => m.registryStatus === "draft"), true);
+    // Nothing of A is readable from B, and A is unchanged.
+    assert.equal((await call(b, "GET", `/api/v1/offers/${source.offer.id}`)).status, 404);
+    assert.equal((await call(b, "GET", `/api/v1/decision-flows/${source.flow.id}`)).status, 404);
+    assert.equal(JSON.stringify(imported).includes(source.offer.id), false);
+    assert.equal((await call(b, "GET", `/api/v1/offers/${newId.get(source.offer.id)}`)).status, 200);
+    assert.equal((await call(a, "GET", `/api/v1/offers/${newId.get(source.offer.id)}`)).status, 404);
+    const audit = await sql("SELECT count(*)::int AS n FROM audit_log WHERE tenant_id = $1 AND action = 'create' AND changes->>'imported' = 'true'", [b.tenantId]);
+    assert.equal(audit[0].n, report.entities.length);
+  });
+
+  test("single flow and model exports; cross-tenant ids are 404", async () => {
+    const flow = await call(a, "GET", `/api/v1/export/decision-flows/${source.flow.id}`);
+    assert.equal(flow.status, 200);
+    assert.equal((flow.body as any).kind, "decision_flow");
+    assert.equal((flow.body as any).entities.decisionFlowVersions.length, 1);
+    const model = await call(a, "GET", `/api/v1/export/models/${source.champion.id}`);
+    assert.equal(model.status, 200);
+    assert.ok((model.body as any).entities.algorithmModels[0].versions.length >= 1);
+    assert.equal((await call(b, "GET", `/api/v1/export/decision-flows/${source.flow.id}`)).status, 404);
+    assert.equal((await call(b, "GET", `/api/v1/export/models/${source.champion.id}`)).status, 404);
+    assert.equal((await call(b, "GET", `/api/v1/export/models/not-an-id`)).status, 404);
+    // A single flow imports into its own tenant beside the original.
+    const again = await call(a, "POST", "/api/v1/import", flow.body);
+    assert.equal(again.status, 201, JSON.stringify(again.body));
+    assert.equal((again.body as any).imported.decisionFlows, 1);
+  });
+
+  test("gRPC and Connect serve the same file; the full export and import are limited to 10 per minute", async () => {
+    const t = await svc.createTenant("limits");
+    const headers = { headers: { "x-api-key": t.apiKey } };
+    const viaGrpc = await grpcClient(PortabilityService, svc.grpcAddress).exportFull({}, headers);
+    const viaConnect = await connectClient(PortabilityService, svc.baseUrl, true).exportFull({}, headers);
+    // Connect's JSON writes the packed DownloadDisposition too.
+    const connectJson = await rest(svc.baseUrl, "POST", "/api/v1/decisioning.v1.PortabilityService/ExportFull", { key: t.apiKey, body: {} });
+    assert.equal(connectJson.status, 200, JSON.stringify(connectJson.body));
+    assert.equal((connectJson.body as any).contentType, "application/json");
+    assert.equal(viaGrpc.contentType, "application/json");
+    const file = JSON.parse(new TextDecoder().decode(viaConnect.data));
+    assert.equal(file.formatVersion, 1);
+    assert.deepEqual(Object.keys(JSON.parse(new TextDecoder().decode(viaGrpc.data)).entities), Object.keys(file.entities));
+    const statuses: number[] = [];
+    // The gRPC and Connect calls counted too: seven more make ten.
+    for (let i = 0; i < 7; i++) statuses.push((await call(t, "GET", "/api/v1/export/full")).status);
+    assert.deepEqual(statuses, Array(7).fill(200));
+    const limited = await call(t, "GET", "/api/v1/export/full");
+    assert.equal(limited.status, 429);
+    assert.ok(Number(limited.headers.get("retry-after")) > 0);
+    // Import counts in its own window.
+    const imported = await call(t, "POST", "/api/v1/import", { formatVersion: 1, kind: "full", entities: {} });
+    assert.equal(imported.status, 201, JSON.stringify(imported.body));
+  });
+
+  test("bad files are 400s that say what is wrong, and nothing is written", async () => {
+    const before = await sql("SELECT count(*)::int AS n FROM offers WHERE tenant_id = $1", [b.tenantId]);
+    const file = (await exportOf(a)).body as any;
+    const plainOffer = { ...file.entities.offers[0], name: "Fresh offer", categoryId: null, subCategoryId: null };
+    const cases: Array<[unknown, number, RegExp]> = [
+      [{ hello: "world" }, 400, /not an export file/],
+      [{ ...file, formatVersion: 99 }, 400, /formatVersion: unsupported export format version 99/],
+      [{ ...file, entities: { widgets: [] } }, 400, /entities\.widgets: unknown entity kind/],
+      [{ ...file, entities: { offers: Array.from({ length: 501 }, () => file.entities.offers[0]) } }, 400, /entities\.offers: at most 500 items per kind, got 501/],
+      // The flow comes last and is invalid: the offers before it must not stay.
+      [{ ...file, entities: { offers: [plainOffer], decisionFlows: [{ ...file.entities.decisionFlows[0], config: { nodes: [{ type: "bogus" }] } }] } }, 400, /entities\.decisionFlows\[0\]\.config\.nodes\[0\]\.type/],
+      [{ ...file, entities: { offers: [{ ...plainOffer, priority: "high" }] } }, 400, /entities\.offers\[0\]/],
+      // B imported A's offer already: the same name again is a conflict.
+      [{ ...file, entities: { offers: [{ ...plainOffer, name: "Gold card" }] } }, 409, /entities\.offers\[0\]: a offer named .*Gold card \(imported\).* already exists/],
+      // A reference must name an entity of the right kind: a channel is no category.
+      [{ ...file, entities: { channels: file.entities.channels, subCategories: [{ ...file.entities.subCategories[0], categoryId: file.entities.channels[0].id }] } }, 400, /entities\.subCategories\[0\]\.categoryId: names .*, which is no category/],
+      [{ ...file, entities: { creatives: [{ ...file.entities.creatives[0], offerId: "7f2c1a4e-0000-4000-8000-000000000000" }] } }, 400, /entities\.creatives\[0\]\.offerId: names 7f2c1a4e/],
+    ];
+    for (const [body, status, message] of cases) {
+      const res = await call(b, "POST", "/api/v1/import", body);
+      assert.equal(res.status, status, JSON.stringify(res.body).slice(0, 300));
+      assert.match(JSON.stringify(res.body), message);
+    }
+    const malformed = await rest(svc.baseUrl, "POST", "/api/v1/import", { key: b.apiKey, rawBody: "{not json", headers: { "content-type": "application/json" } });
+    assert.equal(malformed.status, 400);
+    const huge = await rest(svc.baseUrl, "POST", "/api/v1/import", { key: b.apiKey, rawBody: JSON.stringify({ formatVersion: 1, entities: {}, pad: "x".repeat(10_500_000) }), headers: { "content-type": "application/json" } });
+    assert.equal(huge.status, 413);
+    assert.equal((await call(viewerB, "POST", "/api/v1/import", file)).status, 403);
+    const afterCount = await sql("SELECT count(*)::int AS n FROM offers WHERE tenant_id = $1", [b.tenantId]);
+    assert.equal(afterCount[0].n, before[0].n);
+  });
+});
