@@ -35,6 +35,7 @@ import { createMemoryCounters, createRedisCounters } from "./decisions/counters.
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
 import { createModelRegistry } from "./models/model-registry.js";
+import { createApprovals, type Approvals } from "./approvals/approvals.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
@@ -143,6 +144,8 @@ export interface Services {
   /** Sends every outbound message (alerts, reports, triggers): src/notifications/outbound.ts. */
   dispatcher: Dispatcher;
   experiments: Experiments;
+  /** Approvals and AI recommendations; `approvals.jobs` holds approvals-expire for the scheduler. */
+  approvals: Approvals;
   registrations: ServiceRegistration[];
   /** Subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
@@ -161,7 +164,11 @@ export function createServices(f: Foundation): Services {
     new DecisionConfigStore(f.db),
     auditLog,
     (tenantId, userId) => identityStore.isActiveAdmin(tenantId, userId),
+    [],
+    // Approvals are built over the catalog's writes; a publish asks them only later.
+    (t, ctx, flowId) => approvals.publishGate(t, ctx, flowId),
   );
+  const approvals = createApprovals({ db: f.db, audit: auditLog, catalog, maxAgeHours: f.config.approvalMaxAgeHours, logger: f.logger });
   const experiments = createExperiments({
     db: f.db,
     audit: auditLog,
@@ -214,6 +221,7 @@ export function createServices(f: Foundation): Services {
     ...notifications.services,
     ...experiments.services,
     ...explanations.services,
+    ...approvals.services,
   ];
   return {
     identityStore,
@@ -225,6 +233,7 @@ export function createServices(f: Foundation): Services {
     notifications,
     dispatcher: notifications.dispatcher,
     experiments,
+    approvals,
     registrations,
     listen: async () => {
       await decisions.listen();
