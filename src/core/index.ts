@@ -41,3 +41,4 @@ export * from "./time.js";
 export * from "./scoring/index.js";
 export * from "./explain/tree-shap.js";
 export * from "./explain/decision-shap.js";
+export * from "./approval-stages.js";
