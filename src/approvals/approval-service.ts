@@ -115,7 +115,8 @@ export class ApprovalService {
         entity_id: entityId,
         ...(outcome.status !== "pending" && { resolved_at: new Date() }),
       });
-      await this.record(t, ctx, decision, before, after);
+      const stage = before.stages.findIndex((s) => s.status === "pending") + 1;
+      await this.record(t, ctx, decision, before, after, { stage, comment: req.comment });
       return after;
     });
     return toApproval(row);
@@ -166,7 +167,14 @@ export class ApprovalService {
     return row;
   }
 
-  private record(t: Transaction, ctx: TenantContext, action: "create" | "approve" | "reject", before: ApprovalRow | null, after: ApprovalRow) {
+  private record(
+    t: Transaction,
+    ctx: TenantContext,
+    action: "create" | "approve" | "reject",
+    before: ApprovalRow | null,
+    after: ApprovalRow,
+    changes?: Record<string, unknown>,
+  ) {
     return this.o.audit.record(t, ctx, {
       action,
       entityType: "approval_request",
@@ -175,6 +183,7 @@ export class ApprovalService {
       before: before ? approvalSnapshot(before) : null,
       after: approvalSnapshot(after),
       entityVersion: null,
+      changes,
     });
   }
 }

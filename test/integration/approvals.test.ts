@@ -88,8 +88,8 @@ describe("staged review", () => {
     assert.equal(created.priority, 40);
     const entries = await sql("SELECT action, entity_type, user_id FROM audit_log WHERE tenant_id = $1 AND entity_id = $2", [admin.tenantId, created.id]);
     assert.deepEqual(entries.map((e) => [e.action, e.entity_type, e.user_id]), [["create", "offer", admin3.userId]]);
-    const approvalEntries = await sql("SELECT action FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 ORDER BY seq", [admin.tenantId, req.id]);
-    assert.deepEqual(approvalEntries.map((e) => e.action), ["create", "approve", "approve"]);
+    const approvalEntries = await sql("SELECT action, changes->>'stage' AS stage FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 ORDER BY seq", [admin.tenantId, req.id]);
+    assert.deepEqual(approvalEntries.map((e) => [e.action, e.stage]), [["create", null], ["approve", "1"], ["approve", "2"]]);
 
     const again = await resolve(req.id, "reject", admin.apiKey);
     assert.equal(again.status, 409);
@@ -186,19 +186,26 @@ describe("bad input", () => {
 });
 
 describe("concurrency", () => {
-  test("two approvers of the last stage, on two processes, apply the payload once", async () => {
-    child = await startChildService(svc);
+  /** Two approvers of one request's last stage at once, through `baseUrls`; one wins, once. */
+  async function race(baseUrls: [string, string]) {
     for (let round = 0; round < 3; round++) {
       const name = unique("race");
       const req = await propose({ entityType: "offer", action: "create", payload: { name } }, editor.apiKey);
       const results = await Promise.all([
-        resolve(req.id, "approve", admin2.apiKey),
-        rest(child.baseUrl, "POST", `/api/v1/approvals/${req.id}`, { key: admin3.apiKey, body: { decision: "approve" } }),
+        rest(baseUrls[0], "POST", `/api/v1/approvals/${req.id}`, { key: admin2.apiKey, body: { decision: "approve" } }),
+        rest(baseUrls[1], "POST", `/api/v1/approvals/${req.id}`, { key: admin3.apiKey, body: { decision: "approve" } }),
       ]);
       assert.deepEqual(results.map((r) => r.status).sort(), [200, 409], JSON.stringify(results.map((r) => r.body)));
       assert.equal(Number((await sql("SELECT count(*) AS n FROM offers WHERE tenant_id = $1 AND name = $2", [admin.tenantId, name]))[0].n), 1);
       assert.equal(Number((await sql("SELECT count(*) AS n FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 AND action = 'approve'", [admin.tenantId, req.id]))[0].n), 1);
     }
+  }
+
+  test("two approvers of the last stage apply the payload once", () => race([svc.baseUrl, svc.baseUrl]));
+
+  test("two approvers on two processes apply the payload once", async () => {
+    child = await startChildService(svc);
+    await race([svc.baseUrl, child.baseUrl]);
   });
 });
 
