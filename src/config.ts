@@ -44,6 +44,8 @@ export interface Config {
   cronSecret: string | null;
   /** Scored decisions a model needs before it may replace a champion (docs/models.md); 0 turns that rule off. */
   modelPromotionMinDecisions: number;
+  /** Pending approval requests older than this many hours expire (spec 3.5, 8). */
+  approvalMaxAgeHours: number;
   /** The tenant whose admins manage platform settings; null: the tenant created with --platform-owner. */
   platformOwnerTenantId: string | null;
   /** Keys for encrypted settings and provider secrets, the current one first; empty: none configured. */
@@ -219,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     cronSecret: optional(env, "CRON_SECRET"),
     modelPromotionMinDecisions:
       env.MODEL_PROMOTION_MIN_DECISIONS === "0" ? 0 : positiveInt(env, "MODEL_PROMOTION_MIN_DECISIONS", DEFAULT_MIN_SCORED_DECISIONS),
+    approvalMaxAgeHours: positiveInt(env, "APPROVAL_MAX_AGE_HOURS", 168),
     platformOwnerTenantId: platformOwner(env),
     settingsKeys: settingsKeys(env),
     outbound: outbound(env),

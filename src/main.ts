@@ -41,6 +41,7 @@ import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
 import { createModelRegistry } from "./models/model-registry.js";
 import { createPortability } from "./portability/portability.js";
+import { createApprovals, type Approvals } from "./approvals/approvals.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
@@ -159,6 +160,8 @@ export interface Services {
   webhooks: Webhooks;
   /** Metrics, request statistics shared by every process, and health alerts (for the alerts domain). */
   observability: Observability;
+  /** Approvals and AI recommendations; `approvals.jobs` holds approvals-expire for the scheduler. */
+  approvals: Approvals;
   registrations: ServiceRegistration[];
   /** Every domain's scheduled jobs, registered with the scheduler. */
   jobs: ScheduledJob[];
@@ -195,7 +198,10 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     (tenantId, userId) => identityStore.isActiveAdmin(tenantId, userId),
     [],
     content.referable,
+    // Approvals are built over the catalog's writes; a publish asks them only later.
+    (t, ctx, flowId) => approvals.publishGate(t, ctx, flowId),
   );
+  const approvals = createApprovals({ db: f.db, audit: auditLog, catalog, maxAgeHours: f.config.approvalMaxAgeHours, logger: f.logger });
   const experiments = createExperiments({
     db: f.db,
     audit: auditLog,
@@ -253,7 +259,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
       f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
     logger: f.logger,
   });
-  const jobs: ScheduledJob[] = [...experiments.jobs, ...(options.extraJobs?.(f) ?? [])];
+  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...(options.extraJobs?.(f) ?? [])];
   const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
     ...options.scheduler,
@@ -293,6 +299,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...content.services,
     ...customers.services,
     ...portability.services,
+    ...approvals.services,
   ];
   return {
     identityStore,
@@ -306,6 +313,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     experiments,
     webhooks,
     observability,
+    approvals,
     registrations,
     jobs,
     scheduler,

@@ -1,6 +1,7 @@
 import { create, type DescMessage, type Message, type MessageShape } from "@bufbuild/protobuf";
 import type { FieldMask } from "@bufbuild/protobuf/wkt";
-import { DeleteResponseSchema, type CatalogIdRequest, type DeleteResponse } from "../../gen/decisioning/v1/catalog_pb.js";
+import { CatalogIdRequestSchema, DeleteResponseSchema, type CatalogIdRequest, type DeleteResponse } from "../../gen/decisioning/v1/catalog_pb.js";
+import type { WriteTarget } from "./write-targets.js";
 import type { TenantContext } from "../platform/context.js";
 import type { Transaction } from "../platform/db.js";
 import { invalidField, isAppError, conflict, notFound, type FieldViolation } from "../platform/errors.js";
@@ -69,30 +70,39 @@ export class CatalogCollection<M extends DescMessage, L extends DescMessage> {
       await this.record(tx, ctx, "create", null, row);
       return row;
     };
-    return this.spec.toMessage(t ? await write(t) : await this.store.transaction(ctx.tenantId, write));
+    return this.spec.toMessage(await this.store.transaction(ctx.tenantId, write, t));
   }
 
-  async update(ctx: TenantContext, req: WriteMessage): Promise<MessageShape<M>> {
+  /** `t`: an outer transaction to write in (an approval's), as in create. */
+  async update(ctx: TenantContext, req: WriteMessage, t?: Transaction): Promise<MessageShape<M>> {
     if (!req.id) throw invalidField("id", "is required");
     const { values, violations } = columnsFromWrite(this.spec.writeSchema, req, this.spec.rules, "update");
-    const row = await this.store.transaction(ctx.tenantId, async (t) => {
-      const before = await this.mustFind(ctx.tenantId, req.id, t);
-      await this.checkReferences(ctx, values, violations, before);
-      const after = await this.conflicts(this.store.update(t, this.spec.table, ctx.tenantId, before.id, values, true), values);
-      await this.record(t, ctx, "update", before, after);
-      return after;
-    });
+    const row = await this.store.transaction(
+      ctx.tenantId,
+      async (tx) => {
+        const before = await this.mustFind(ctx.tenantId, req.id, tx);
+        await this.checkReferences(ctx, values, violations, before);
+        const after = await this.conflicts(this.store.update(tx, this.spec.table, ctx.tenantId, before.id, values, true), values);
+        await this.record(tx, ctx, "update", before, after);
+        return after;
+      },
+      t,
+    );
     return this.spec.toMessage(row);
   }
 
   /** Soft delete with a version increment, as a cascade from an offer would do. */
-  async delete(ctx: TenantContext, req: CatalogIdRequest): Promise<DeleteResponse> {
+  async delete(ctx: TenantContext, req: CatalogIdRequest, t?: Transaction): Promise<DeleteResponse> {
     if (!req.id) throw invalidField("id", "is required");
-    await this.store.transaction(ctx.tenantId, async (t) => {
-      const before = await this.mustFind(ctx.tenantId, req.id, t);
-      const after = await this.store.update(t, this.spec.table, ctx.tenantId, before.id, { deleted_at: new Date() }, true);
-      await this.record(t, ctx, "soft_delete", before, after);
-    });
+    await this.store.transaction(
+      ctx.tenantId,
+      async (tx) => {
+        const before = await this.mustFind(ctx.tenantId, req.id, tx);
+        const after = await this.store.update(tx, this.spec.table, ctx.tenantId, before.id, { deleted_at: new Date() }, true);
+        await this.record(tx, ctx, "soft_delete", before, after);
+      },
+      t,
+    );
     return create(DeleteResponseSchema, { success: true, id: req.id, cascaded: 0 });
   }
 
@@ -140,4 +150,16 @@ export class CatalogCollection<M extends DescMessage, L extends DescMessage> {
       entityVersion: after.version,
     });
   }
+}
+
+/** A collection as a write target for other domains (write-targets.ts). */
+export function collectionTarget<M extends DescMessage, L extends DescMessage>(c: CatalogCollection<M, L>): WriteTarget {
+  // Every catalog message has an id.
+  const withId = (m: unknown) => m as { id: string };
+  return {
+    writeSchema: c.spec.writeSchema,
+    create: async (ctx, req, t) => withId(await c.create(ctx, req as WriteMessage, t)),
+    update: async (ctx, req, t) => withId(await c.update(ctx, req, t)),
+    delete: (ctx, id, t) => c.delete(ctx, create(CatalogIdRequestSchema, { id }), t),
+  };
 }

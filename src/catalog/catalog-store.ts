@@ -1,6 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { execReturning, selectRows, type Transaction } from "../platform/db.js";
-import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
+import { lockTenantWrites, tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import type { CursorPageRequest } from "../platform/pagination.js";
 import type { ColumnValues } from "./write-fields.js";
 
@@ -58,8 +58,17 @@ export class CatalogStore {
    * Every catalog write runs here: the tenant's write lock first, then whatever row locks `fn`
    * takes (the one lock order, tenant-write-lock.ts), retried when PostgreSQL still aborts it for a
    * deadlock or serialization failure, so `fn` may run more than once.
+   *
+   * Given an `outer` transaction (an approval applying its payload), the write joins it: the same
+   * lock is taken (re-entrant), nothing commits here, and the change is reported once `outer` commits.
    */
-  async transaction<T>(tenantId: string, fn: (t: Transaction) => Promise<T>): Promise<T> {
+  async transaction<T>(tenantId: string, fn: (t: Transaction) => Promise<T>, outer?: Transaction): Promise<T> {
+    if (outer) {
+      await lockTenantWrites(this.db, outer, tenantId);
+      const result = await fn(outer);
+      outer.afterCommit(() => this.committed(tenantId));
+      return result;
+    }
     const result = await tenantWriteTransaction(this.db, tenantId, fn);
     this.committed(tenantId);
     return result;

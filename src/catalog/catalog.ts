@@ -3,6 +3,9 @@ import type { Handler, ServiceRegistration } from "../platform/service-registrat
 import {
   CatalogEntrySchema,
   CatalogEntryService,
+  CatalogIdRequestSchema,
+  OfferWriteSchema,
+  type OfferWrite,
   CatalogEntryWriteSchema,
   CreativeSchema,
   CreativeService,
@@ -17,7 +20,9 @@ import type { Transaction } from "../platform/db.js";
 import { invalidField, notFound } from "../platform/errors.js";
 import { isUuid } from "../platform/ids.js";
 import type { AuditLog } from "../audit/audit-log.js";
-import { CatalogCollection } from "./catalog-collection.js";
+import { CatalogCollection, collectionTarget } from "./catalog-collection.js";
+import type { CatalogWriteType, WriteTarget } from "./write-targets.js";
+import type { PublishGate } from "./decision-flows.js";
 import { toCatalogEntry, toCreative } from "./catalog-mapper.js";
 import { CREATIVE_RULES, DEFAULT_OUTCOME_TYPES, ENTRY_KINDS } from "./catalog-rules.js";
 import type { CatalogStore, DecisionConfigRows, DecisionConfigStore } from "./catalog-store.js";
@@ -38,6 +43,8 @@ export interface Catalog {
   decisionConfig(tenantId: string): Promise<DecisionConfigRows>;
   /** Which of `ids` name live models or decision flows of the tenant: other domains' reference checks. */
   liveIds(tenantId: string, table: "algorithm_models" | "decision_flows", ids: readonly string[]): Promise<Set<string>>;
+  /** The writes an approval applies, by approval entity type (write-targets.ts). */
+  writeTargets: Record<CatalogWriteType, WriteTarget>;
 }
 
 /** The content domain's read model: which of `ids` a creative may name (docs/content.md). */
@@ -50,8 +57,9 @@ export function createCatalog(
   isTenantAdmin: AdminCheck,
   listeners: OfferEventListener[] = [],
   contentReferable: ContentReferable = async () => new Set(),
+  publishGate?: PublishGate,
 ): Catalog {
-  const decisionConfig = createDecisionConfig(store, decisionStore, audit);
+  const decisionConfig = createDecisionConfig(store, decisionStore, audit, publishGate);
   const offers = new OfferService(store, audit, isTenantAdmin, [decisionConfig.onOfferEvent, ...listeners]);
   const creatives = new CatalogCollection(store, audit, {
     table: "creatives",
@@ -136,6 +144,20 @@ export function createCatalog(
       },
       ...decisionConfig.services,
     ],
+    writeTargets: {
+      ...decisionConfig.targets,
+      offer: {
+        writeSchema: OfferWriteSchema,
+        create: (ctx, req, t) => offers.createWithin(ctx, req as OfferWrite, t),
+        update: (ctx, req, t) => offers.updateWithin(ctx, req as OfferWrite, t),
+        delete: (ctx, id, t) => offers.deleteWithin(ctx, create(CatalogIdRequestSchema, { id }), t),
+      },
+      creative: collectionTarget(creatives),
+      channel: collectionTarget(entry(ENTRY_KINDS.channel.collection)),
+      qualificationRule: collectionTarget(entry(ENTRY_KINDS.qualification_rule.collection)),
+      contactPolicy: collectionTarget(entry(ENTRY_KINDS.contact_policy.collection)),
+      rankingProfile: collectionTarget(entry(ENTRY_KINDS.ranking_profile.collection)),
+    },
     decisionConfig: (tenantId) => decisionStore.decisionConfig(tenantId),
     async liveIds(tenantId, table, ids) {
       const found = await Promise.all(ids.map(async (id) => (isUuid(id) && (await store.find(table, tenantId, { id })) ? id : null)));

@@ -28,7 +28,8 @@ import { BUDGET_RULES, FLOW_RULES, MODEL_RULES } from "./catalog-rules.js";
 import type { CatalogRow, CatalogStore, DecisionConfigStore } from "./catalog-store.js";
 import type { ColumnValues } from "./write-fields.js";
 import { configViolations, referenceViolations } from "./catalog-support.js";
-import { DecisionFlowLifecycle } from "./decision-flows.js";
+import { DecisionFlowLifecycle, type PublishGate } from "./decision-flows.js";
+import { collectionTarget } from "./catalog-collection.js";
 
 
 /** Model parameters by type, checked by compiling them as the scorer will; paths name `config`. */
@@ -89,7 +90,7 @@ async function flowViolations(store: CatalogStore, ctx: TenantContext, after: Co
 }
 
 /** Budgets, algorithm models and decision flows: collections with rules of their own. */
-export function createDecisionConfig(store: CatalogStore, flowStore: DecisionConfigStore, audit: AuditLog) {
+export function createDecisionConfig(store: CatalogStore, flowStore: DecisionConfigStore, audit: AuditLog, publishGate?: PublishGate) {
   const budgets = new CatalogCollection(store, audit, {
     table: "budgets",
     entityType: "budget",
@@ -133,7 +134,7 @@ export function createDecisionConfig(store: CatalogStore, flowStore: DecisionCon
     fixed: { config: { nodes: DEFAULT_FLOW.nodes } },
     validate: (ctx, after) => flowViolations(store, ctx, after),
   });
-  const lifecycle = new DecisionFlowLifecycle(store, flowStore, audit);
+  const lifecycle = new DecisionFlowLifecycle(store, flowStore, audit, publishGate);
 
   const services: ServiceRegistration[] = [
     {
@@ -169,5 +170,9 @@ export function createDecisionConfig(store: CatalogStore, flowStore: DecisionCon
       },
     },
   ];
-  return { services, onOfferEvent: lifecycle.onOfferEvent };
+  return {
+    services,
+    onOfferEvent: lifecycle.onOfferEvent,
+    targets: { algorithmModel: collectionTarget(models), decisionFlow: collectionTarget(flows) },
+  };
 }

@@ -19,6 +19,13 @@ import type { CatalogRow, CatalogStore, DecisionConfigStore } from "./catalog-st
 import { snapshot, toMessage } from "./catalog-mapper.js";
 import type { OfferEventListener } from "./offer-events.js";
 
+/**
+ * Runs inside a publish's transaction, after the flow row is locked and before anything is written:
+ * throws to refuse the publish (the tenant requires an approval and has none), or consumes what
+ * authorized it, so that the publish and the consumption commit or roll back together.
+ */
+export type PublishGate = (t: Transaction, ctx: TenantContext, flowId: string) => Promise<void>;
+
 const MAX_NOTES = 2000;
 
 /**
@@ -31,11 +38,13 @@ export class DecisionFlowLifecycle {
     private readonly store: CatalogStore,
     private readonly flows: DecisionConfigStore,
     private readonly audit: AuditLog,
+    private readonly publishGate: PublishGate = async () => {},
   ) {}
 
   async publish(ctx: TenantContext, req: PublishDecisionFlowRequest): Promise<DecisionFlow> {
     if (req.notes.length > MAX_NOTES) throw invalidField("notes", `must be at most ${MAX_NOTES} characters`);
     return this.transition(ctx, req.id, async (t, before) => {
+      await this.publishGate(t, ctx, before.id);
       const version = await this.flows.insertFlowVersion(t, ctx.tenantId, {
         flow_id: before.id,
         config: before.config as Record<string, unknown>,

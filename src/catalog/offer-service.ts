@@ -74,7 +74,16 @@ export class OfferService {
     return toOffer(await this.mustFind(ctx.tenantId, req.id));
   }
 
-  async createOffer(ctx: TenantContext, req: OfferWrite): Promise<OfferWithRelations> {
+  createOffer(ctx: TenantContext, req: OfferWrite): Promise<OfferWithRelations> {
+    return this.createWithin(ctx, req);
+  }
+
+  /**
+   * The writes behind createOffer, updateOffer and deleteOffer, joining `outer` when given: the
+   * transaction of an approval applying its payload (CatalogStore.transaction). Separate methods,
+   * because the doors call every method of this class with a third argument of their own.
+   */
+  async createWithin(ctx: TenantContext, req: OfferWrite, outer?: Transaction): Promise<OfferWithRelations> {
     const { values, violations } = columnsFromWrite(OfferWriteSchema, req, OFFER_RULES, "create");
     await this.validate(ctx, values, violations, null);
     const row = await this.store.transaction(ctx.tenantId, async (t) => {
@@ -94,15 +103,19 @@ export class OfferService {
       await this.recordMandatory(t, ctx, values, null, created);
       await this.emit(t, ctx, { kind: "created", offerId: created.id, status: String(created.status) });
       return created;
-    });
+    }, outer);
     return (await this.withRelations(ctx.tenantId, [row], false))[0];
   }
 
   /** PUT /offers: any create field, version incremented, guards identical to create. */
-  async updateOffer(ctx: TenantContext, req: OfferWrite): Promise<OfferWithRelations> {
+  updateOffer(ctx: TenantContext, req: OfferWrite): Promise<OfferWithRelations> {
+    return this.updateWithin(ctx, req);
+  }
+
+  async updateWithin(ctx: TenantContext, req: OfferWrite, outer?: Transaction): Promise<OfferWithRelations> {
     if (!req.id) throw invalidField("id", "is required");
     const { values, violations } = columnsFromWrite(OfferWriteSchema, req, OFFER_RULES, "update");
-    const row = await this.change(ctx, req.id, values, violations, true);
+    const row = await this.change(ctx, req.id, values, violations, true, outer);
     return (await this.withRelations(ctx.tenantId, [row], false))[0];
   }
 
@@ -113,7 +126,11 @@ export class OfferService {
   }
 
   /** DELETE /offers?id=: cascading soft delete with version increments and an audit entry per entity. */
-  async deleteOffer(ctx: TenantContext, req: CatalogIdRequest): Promise<DeleteResponse> {
+  deleteOffer(ctx: TenantContext, req: CatalogIdRequest): Promise<DeleteResponse> {
+    return this.deleteWithin(ctx, req);
+  }
+
+  async deleteWithin(ctx: TenantContext, req: CatalogIdRequest, outer?: Transaction): Promise<DeleteResponse> {
     if (!req.id) throw invalidField("id", "is required");
     const cascaded = await this.store.transaction(ctx.tenantId, async (t) => {
       const before = await this.mustFind(ctx.tenantId, req.id, t);
@@ -134,7 +151,7 @@ export class OfferService {
       }
       await this.emit(t, ctx, { kind: "deleted", offerId: before.id, status: String(before.status) });
       return creatives.length;
-    });
+    }, outer);
     return create(DeleteResponseSchema, { success: true, id: req.id, cascaded });
   }
 
@@ -179,6 +196,7 @@ export class OfferService {
     values: ColumnValues,
     violations: FieldViolation[],
     bumpVersion: boolean,
+    outer?: Transaction,
   ): Promise<CatalogRow> {
     return this.store.transaction(ctx.tenantId, async (t) => {
       // Not-found before body errors: nothing is learnt about an offer that is not the caller's.
@@ -194,7 +212,7 @@ export class OfferService {
         await this.emit(t, ctx, { kind: "status_changed", offerId: after.id, status: String(after.status) });
       }
       return after;
-    });
+    }, outer);
   }
 
   /** Category references, then the mandatory rules of spec 2.4 (403 before 400 for non-admins). */

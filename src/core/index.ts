@@ -44,3 +44,4 @@ export * from "./scoring/index.js";
 export * from "./explain/tree-shap.js";
 export * from "./explain/decision-shap.js";
 export * from "./import-rewiring.js";
+export * from "./approval-stages.js";

@@ -57,6 +57,8 @@ export interface SettingsRow {
   maturity_ramp_start_fraction: number;
   /** aiAnalyzerSettings.llmExplanationsEnabled: the opt-in to decision explanations (spec 4.11). */
   llm_explanations_enabled: boolean;
+  /** Publishing a decision flow needs an approved publish approval (spec 3.5, docs/approvals.md). */
+  require_publish_approval: boolean;
   updated_at: Date | null;
 }
 
@@ -66,6 +68,7 @@ export const DEFAULT_SETTINGS: SettingsRow = {
   maturity_ramp_days: 0,
   maturity_ramp_start_fraction: 0.1,
   llm_explanations_enabled: false,
+  require_publish_approval: false,
   updated_at: null,
 };
 
@@ -78,6 +81,7 @@ export interface CustomerRow {
 
 /** Tables the workspace reset empties, children first; identity and the audit log stay. */
 const WORKSPACE_TABLES = [
+  "approval_requests", "ai_recommendations",
   "delivery_events", "notification_delivery_attempts", "notification_deliveries", "notification_providers",
   "clv_records", "customer_identities", "decision_traces", "decision_policies", "interactions", "recommendations", "customers", "experiments", "decision_flow_versions", "decision_flows",
   "budgets", "algorithm_models", "creatives", "content_versions", "content_items", "offers", "catalog_entries", "tenant_settings",
@@ -201,13 +205,14 @@ export class DecisionStore {
     const [row] = await execReturning<SettingsRow>(
       this.db,
       `INSERT INTO tenant_settings (tenant_id, decision_trace_enabled, decision_trace_sample_rate, maturity_ramp_days, maturity_ramp_start_fraction,
-         llm_explanations_enabled)
-       VALUES ($1, $2, $3, $4, $5, $6)
+         llm_explanations_enabled, require_publish_approval)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
        ON CONFLICT (tenant_id) DO UPDATE SET decision_trace_enabled = $2, decision_trace_sample_rate = $3,
-         maturity_ramp_days = $4, maturity_ramp_start_fraction = $5, llm_explanations_enabled = $6, updated_at = now()
+         maturity_ramp_days = $4, maturity_ramp_start_fraction = $5, llm_explanations_enabled = $6, require_publish_approval = $7,
+         updated_at = now()
        RETURNING *`,
       [tenantId, merged.decision_trace_enabled, merged.decision_trace_sample_rate, merged.maturity_ramp_days, merged.maturity_ramp_start_fraction,
-        merged.llm_explanations_enabled],
+        merged.llm_explanations_enabled, merged.require_publish_approval],
     );
     return row;
   }

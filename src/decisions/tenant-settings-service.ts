@@ -15,6 +15,7 @@ function toSettings(row: SettingsRow): TenantSettings {
     maturityRampDays: row.maturity_ramp_days,
     maturityRampStartFraction: row.maturity_ramp_start_fraction,
     aiAnalyzerSettings: { llmExplanationsEnabled: row.llm_explanations_enabled },
+    requirePublishApproval: row.require_publish_approval,
     updatedAt: row.updated_at ? timestampFromDate(row.updated_at) : undefined,
   });
 }
@@ -49,6 +50,7 @@ export class TenantSettingsService {
       ...(days !== undefined && { maturity_ramp_days: days }),
       ...(fraction !== undefined && { maturity_ramp_start_fraction: fraction }),
       ...(llmExplanations !== undefined && { llm_explanations_enabled: llmExplanations }),
+      ...(req.requirePublishApproval !== undefined && { require_publish_approval: req.requirePublishApproval }),
     });
     await this.snapshots.invalidate(ctx.tenantId);
     return toSettings(row);

@@ -14,6 +14,7 @@ import * as m0013 from "./0013-experiments.js";
 import * as m0014 from "./0014-explanations.js";
 import * as m0016 from "./0016-customer-profile.js";
 import * as m0017 from "./0017-delivery-events.js";
+import * as m0018 from "./0018-approvals.js";
 import * as m0019 from "./0019-content.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
@@ -33,5 +34,6 @@ export const migrations: Migration[] = [
   { name: "0014-explanations", up: m0014.up },
   { name: "0016-customer-profile", up: m0016.up },
   { name: "0017-delivery-events", up: m0017.up },
+  { name: "0018-approvals", up: m0018.up },
   { name: "0019-content", up: m0019.up },
 ];

@@ -75,6 +75,11 @@ const HTTP_BY_REASON: Record<string, number> = {
   CONFLICT: 409,
   // FAILED_PRECONDITION on gRPC and Connect; spec 3.3 answers the model registry's guard with 409.
   ROLLBACK_GUARD: 409,
+  // Approvals (docs/approvals.md): the request cannot move, or its change no longer applies.
+  APPROVAL_RESOLVED: 409,
+  APPROVAL_EXPIRED: 409,
+  APPROVAL_NOT_APPLICABLE: 409,
+  PUBLISH_APPROVAL_REQUIRED: 409,
 };
 
 export function httpStatusOf(err: AppError): number {

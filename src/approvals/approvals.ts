@@ -1,0 +1,66 @@
+import type { Sequelize } from "sequelize";
+import { AiRecommendationService, ApprovalService as ApprovalServiceDesc } from "../../gen/decisioning/v1/approvals_pb.js";
+import type { Handler, ServiceRegistration } from "../platform/service-registration.js";
+import type { Logger } from "../platform/logger.js";
+import type { AuditLog } from "../audit/audit-log.js";
+import type { Catalog } from "../catalog/catalog.js";
+import type { PublishGate } from "../catalog/decision-flows.js";
+import { requiresPublishApproval } from "../decisions/publish-approval-setting.js";
+import type { ScheduledJob } from "../scheduling/scheduled-job.js";
+import { ApprovalService } from "./approval-service.js";
+import { ApprovalStore } from "./approval-store.js";
+import { ChangeExecutor } from "./change-executor.js";
+import { RecommendationService } from "./recommendation-service.js";
+import { RecommendationStore } from "./recommendation-store.js";
+
+export interface ApprovalsOptions {
+  db: Sequelize;
+  audit: AuditLog;
+  catalog: Pick<Catalog, "writeTargets" | "liveIds">;
+  /** APPROVAL_MAX_AGE_HOURS. */
+  maxAgeHours: number;
+  logger: Logger;
+}
+
+export interface Approvals {
+  services: ServiceRegistration[];
+  /** What the decision flows' publish asks (createCatalog's publishGate). */
+  publishGate: PublishGate;
+  /** approvals-expire: hourly, and on demand at /api/v1/cron/approvals-expire. */
+  jobs: ScheduledJob[];
+}
+
+/** Approvals and AI recommendations, built once at start-up (docs/approvals.md). */
+export function createApprovals(o: ApprovalsOptions): Approvals {
+  const recommendationStore = new RecommendationStore(o.db);
+  const executor = new ChangeExecutor(o.db, o.catalog.writeTargets, recommendationStore, async (tenantId, ids) =>
+    o.catalog.liveIds(tenantId, "decision_flows", ids),
+  );
+  const approvals = new ApprovalService({
+    db: o.db,
+    store: new ApprovalStore(o.db),
+    executor,
+    audit: o.audit,
+    maxAgeMs: o.maxAgeHours * 3_600_000,
+    requiresPublishApproval: (tenantId, t) => requiresPublishApproval(o.db, tenantId, t),
+  });
+  const recommendations = new RecommendationService(o.db, recommendationStore, executor, o.audit);
+  return {
+    services: [
+      { service: ApprovalServiceDesc, impl: approvals as unknown as Record<string, Handler> },
+      { service: AiRecommendationService, impl: recommendations as unknown as Record<string, Handler> },
+    ],
+    publishGate: approvals.consumePublishApproval,
+    jobs: [
+      {
+        name: "approvals-expire",
+        schedule: { everyMs: 3_600_000 },
+        route: "approvals-expire",
+        async run(slot) {
+          const expired = await approvals.expireStale(slot);
+          if (expired) o.logger.info({ expired }, "approval requests expired");
+        },
+      },
+    ],
+  };
+}

@@ -1,0 +1,303 @@
+import { test, before, after, describe } from "node:test";
+import assert from "node:assert/strict";
+import { startTestService, type TestService } from "../support/service.js";
+import { startChildService, type ChildService } from "../support/child-service.js";
+import { rest } from "../support/clients.js";
+
+let svc: TestService;
+let child: ChildService;
+type Actor = { userId: string; apiKey: string };
+let admin: Actor & { tenantId: string };
+let admin2: Actor;
+let admin3: Actor;
+let editor: Actor;
+let editor2: Actor;
+let viewer: Actor;
+let other: Actor & { tenantId: string };
+let n = 0;
+const unique = (base: string) => `${base}-${++n}`;
+
+const call = (method: string, path: string, body?: unknown, key = admin.apiKey, baseUrl = svc.baseUrl) =>
+  rest(baseUrl, method, path, { key, body: body ?? (method === "GET" ? undefined : {}) });
+
+async function sql(query: string, bind: unknown[] = []): Promise<any[]> {
+  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
+}
+
+async function propose(body: Record<string, unknown>, key = admin.apiKey) {
+  const res = await call("POST", "/api/v1/approvals", body, key);
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body as { id: string; status: string; stages: any[]; entityId: string | null };
+}
+
+const resolve = (id: string, decision: string, key: string, comment = "") => call("POST", `/api/v1/approvals/${id}`, { decision, comment }, key);
+
+async function offer(fields: Record<string, unknown> = {}) {
+  const res = await call("POST", "/api/v1/offers", { name: unique("offer"), status: "active", priority: 10, ...fields });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body as { id: string; name: string; priority: number; version: number };
+}
+
+before(async () => {
+  svc = await startTestService();
+  admin = await svc.createTenant();
+  admin2 = await svc.createUser(admin.tenantId, "admin");
+  admin3 = await svc.createUser(admin.tenantId, "admin");
+  editor = await svc.createUser(admin.tenantId, "editor");
+  editor2 = await svc.createUser(admin.tenantId, "editor");
+  viewer = await svc.createUser(admin.tenantId, "viewer");
+  other = await svc.createTenant("other");
+});
+after(async () => {
+  await child?.stop();
+  await svc.stop();
+});
+
+describe("staged review", () => {
+  test("a create waits for its stages and is applied by the last approval, audited like a direct write", async () => {
+    const name = unique("approved-offer");
+    const req = await propose({ entityType: "offer", action: "create", payload: { name, priority: 40 }, stages: [{ requiredRole: "editor" }, { requiredRole: "admin" }], comment: "new offer" }, editor.apiKey);
+    assert.equal(req.status, "pending");
+    assert.equal(req.entityId, null);
+    assert.deepEqual(req.stages.map((s) => [s.requiredRole, s.status]), [["editor", "pending"], ["admin", "waiting"]]);
+
+    // The requester cannot approve; a viewer cannot decide at all.
+    const self = await resolve(req.id, "approve", editor.apiKey);
+    assert.equal(self.status, 403);
+    assert.match(JSON.stringify(self.body), /cannot approve their own/);
+    assert.equal((await resolve(req.id, "approve", viewer.apiKey)).status, 403);
+
+    const first = await resolve(req.id, "approve", admin2.apiKey, "looks fine");
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.equal(first.body.status, "pending");
+    assert.deepEqual(first.body.stages.map((s: any) => s.status), ["approved", "pending"]);
+    assert.equal(first.body.stages[0].decidedBy, admin2.userId);
+    assert.equal((await call("GET", `/api/v1/offers?limit=100`)).body.data.filter((o: any) => o.name === name).length, 0, "nothing applied before the last stage");
+
+    // Nobody approves two stages.
+    const twice = await resolve(req.id, "approve", admin2.apiKey);
+    assert.equal(twice.status, 403);
+    assert.match(JSON.stringify(twice.body), /two stages/);
+
+    const last = await resolve(req.id, "approve", admin3.apiKey);
+    assert.equal(last.status, 200, JSON.stringify(last.body));
+    assert.equal(last.body.status, "approved");
+    assert.ok(last.body.resolvedAt);
+    const created = (await call("GET", `/api/v1/offers/${last.body.entityId}`)).body;
+    assert.equal(created.name, name);
+    assert.equal(created.priority, 40);
+    const entries = await sql("SELECT action, entity_type, user_id FROM audit_log WHERE tenant_id = $1 AND entity_id = $2", [admin.tenantId, created.id]);
+    assert.deepEqual(entries.map((e) => [e.action, e.entity_type, e.user_id]), [["create", "offer", admin3.userId]]);
+    const approvalEntries = await sql("SELECT action, changes->>'stage' AS stage FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 ORDER BY seq", [admin.tenantId, req.id]);
+    assert.deepEqual(approvalEntries.map((e) => [e.action, e.stage]), [["create", null], ["approve", "1"], ["approve", "2"]]);
+
+    const again = await resolve(req.id, "reject", admin.apiKey);
+    assert.equal(again.status, 409);
+  });
+
+  test("reject closes the request, applies nothing and leaves later stages waiting", async () => {
+    const o = await offer();
+    const req = await propose({ entityType: "offer", action: "update", entityId: o.id, payload: { priority: 99 }, stages: [{ requiredRole: "editor" }, { requiredRole: "admin" }] });
+    const res = await resolve(req.id, "reject", editor2.apiKey, "no");
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.status, "rejected");
+    assert.deepEqual(res.body.stages.map((s: any) => s.status), ["rejected", "waiting"]);
+    assert.equal((await call("GET", `/api/v1/offers/${o.id}`)).body.priority, 10);
+    assert.equal((await resolve(req.id, "approve", admin2.apiKey)).status, 409);
+  });
+
+  test("an editor cannot decide an admin stage; delete and update apply through the offer service", async () => {
+    const o = await offer();
+    const upd = await propose({ entityType: "offer", action: "update", entityId: o.id, payload: { priority: 55 } }, editor.apiKey);
+    assert.equal(upd.stages[0].requiredRole, "admin", "default: one admin stage");
+    assert.equal((await resolve(upd.id, "approve", editor2.apiKey)).status, 403);
+    assert.equal((await resolve(upd.id, "approve", admin.apiKey)).status, 200);
+    const updated = (await call("GET", `/api/v1/offers/${o.id}`)).body;
+    assert.equal(updated.priority, 55);
+    assert.equal(updated.version, o.version + 1);
+
+    const del = await propose({ entityType: "offer", action: "delete", entityId: o.id }, editor.apiKey);
+    assert.equal((await resolve(del.id, "approve", admin2.apiKey)).status, 200);
+    assert.equal((await call("GET", `/api/v1/offers/${o.id}`)).status, 404);
+  });
+
+  test("list filters by status and pages with a cursor", async () => {
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await propose({ entityType: "channel", action: "create", payload: { name: unique("ch") } })).id);
+    const page1 = await call("GET", "/api/v1/approvals?status=pending&limit=2");
+    assert.equal(page1.status, 200);
+    assert.equal(page1.body.data.length, 2);
+    assert.equal(page1.body.pagination.hasMore, true);
+    assert.ok(page1.body.data.every((a: any) => a.status === "pending"));
+    const page2 = await call("GET", `/api/v1/approvals?status=pending&limit=2&cursor=${page1.body.pagination.cursor}`);
+    assert.ok(page2.body.data.length >= 1);
+    const seen = new Set([...page1.body.data, ...page2.body.data].map((a: any) => a.id));
+    assert.ok(seen.has(ids[2]) && seen.has(ids[1]));
+    assert.equal((await call("GET", "/api/v1/approvals?status=approved")).body.data.every((a: any) => a.status === "approved"), true);
+    assert.equal((await call("GET", "/api/v1/approvals?status=maybe")).status, 400);
+  });
+});
+
+describe("bad input", () => {
+  test("an unknown entityType, a bad payload and a foreign entity are refused at create, naming the field", async () => {
+    const unknown = await call("POST", "/api/v1/approvals", { entityType: "spaceship", action: "create", payload: {} });
+    assert.equal(unknown.status, 400);
+    assert.match(JSON.stringify(unknown.body), /entityType/);
+
+    const bad = await call("POST", "/api/v1/approvals", { entityType: "offer", action: "create", payload: { name: unique("o"), priority: 500 } });
+    assert.equal(bad.status, 400);
+    assert.match(JSON.stringify(bad.body), /payload\.priority/);
+    const missing = await call("POST", "/api/v1/approvals", { entityType: "qualificationRule", action: "create", payload: { name: unique("q") } });
+    assert.equal(missing.status, 400);
+    assert.match(JSON.stringify(missing.body), /payload\.config/);
+
+    const foreign = await call("POST", "/api/v1/offers", { name: unique("foreign") }, other.apiKey);
+    const cross = await call("POST", "/api/v1/approvals", { entityType: "offer", action: "update", entityId: foreign.body.id, payload: { priority: 1 } });
+    assert.equal(cross.status, 400);
+    assert.match(JSON.stringify(cross.body), /entityId/);
+
+    const stage = await call("POST", "/api/v1/approvals", { entityType: "channel", action: "create", payload: { name: unique("c") }, stages: [{ requiredRole: "viewer" }] });
+    assert.equal(stage.status, 400);
+    assert.match(JSON.stringify(stage.body), /stages\[0\]\.requiredRole/);
+    assert.equal((await call("POST", "/api/v1/approvals", { entityType: "channel", action: "create", payload: { name: unique("c") } }, viewer.apiKey)).status, 403);
+    assert.equal(Number((await sql("SELECT count(*) AS n FROM approval_requests WHERE tenant_id = $1 AND stages @> '[{\"requiredRole\":\"viewer\"}]'", [admin.tenantId]))[0].n), 0);
+  });
+
+  test("another tenant's request is 404 to read and to resolve", async () => {
+    const req = await propose({ entityType: "channel", action: "create", payload: { name: unique("c") } });
+    assert.equal((await call("GET", `/api/v1/approvals/${req.id}`, undefined, other.apiKey)).status, 404);
+    assert.equal((await resolve(req.id, "approve", other.apiKey)).status, 404);
+    assert.equal((await call("GET", `/api/v1/approvals/${req.id}`)).body.status, "pending");
+  });
+
+  test("a payload that no longer applies at approval rolls everything back with 409", async () => {
+    const name = unique("taken");
+    const req = await propose({ entityType: "offer", action: "create", payload: { name } }, editor.apiKey);
+    await offer({ name });
+    const res = await resolve(req.id, "approve", admin.apiKey);
+    assert.equal(res.status, 409, JSON.stringify(res.body));
+    assert.match(JSON.stringify(res.body), /no longer applies/);
+    const stored = (await call("GET", `/api/v1/approvals/${req.id}`)).body;
+    assert.equal(stored.status, "pending");
+    assert.deepEqual(stored.stages.map((s: any) => s.status), ["pending"]);
+    assert.equal(Number((await sql("SELECT count(*) AS n FROM offers WHERE tenant_id = $1 AND name = $2", [admin.tenantId, name]))[0].n), 1);
+    assert.equal((await sql("SELECT action FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 AND action = 'approve'", [admin.tenantId, req.id])).length, 0);
+  });
+});
+
+describe("concurrency", () => {
+  /** Two approvers of one request's last stage at once, through `baseUrls`; one wins, once. */
+  async function race(baseUrls: [string, string]) {
+    for (let round = 0; round < 3; round++) {
+      const name = unique("race");
+      const req = await propose({ entityType: "offer", action: "create", payload: { name } }, editor.apiKey);
+      const results = await Promise.all([
+        rest(baseUrls[0], "POST", `/api/v1/approvals/${req.id}`, { key: admin2.apiKey, body: { decision: "approve" } }),
+        rest(baseUrls[1], "POST", `/api/v1/approvals/${req.id}`, { key: admin3.apiKey, body: { decision: "approve" } }),
+      ]);
+      assert.deepEqual(results.map((r) => r.status).sort(), [200, 409], JSON.stringify(results.map((r) => r.body)));
+      assert.equal(Number((await sql("SELECT count(*) AS n FROM offers WHERE tenant_id = $1 AND name = $2", [admin.tenantId, name]))[0].n), 1);
+      assert.equal(Number((await sql("SELECT count(*) AS n FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 AND action = 'approve'", [admin.tenantId, req.id]))[0].n), 1);
+    }
+  }
+
+  test("two approvers of the last stage apply the payload once", () => race([svc.baseUrl, svc.baseUrl]));
+
+  test("two approvers on two processes apply the payload once", async () => {
+    child = await startChildService(svc);
+    await race([svc.baseUrl, child.baseUrl]);
+  });
+});
+
+describe("expiry", () => {
+  test("the approvals-expire job expires stale pending requests, changing only status and resolvedAt", async () => {
+    const stale = await propose({ entityType: "channel", action: "create", payload: { name: unique("c") } });
+    const fresh = await propose({ entityType: "channel", action: "create", payload: { name: unique("c") } });
+    await sql("UPDATE approval_requests SET created_at = now() - interval '169 hours', updated_at = now() - interval '169 hours' WHERE tenant_id = $1 AND id = $2", [admin.tenantId, stale.id]);
+    const [beforeRow] = await sql("SELECT * FROM approval_requests WHERE id = $1", [stale.id]);
+    const job = svc.running.services.approvals.jobs.find((j) => j.route === "approvals-expire")!;
+    await job.run(new Date());
+    await job.run(new Date()); // idempotent
+    const [afterRow] = await sql("SELECT * FROM approval_requests WHERE id = $1", [stale.id]);
+    assert.equal(afterRow.status, "expired");
+    assert.ok(afterRow.resolved_at);
+    const { status: _s, resolved_at: _r, ...restAfter } = afterRow;
+    const { status: _s2, resolved_at: _r2, ...restBefore } = beforeRow;
+    assert.deepEqual(restAfter, restBefore);
+    assert.equal((await call("GET", `/api/v1/approvals/${fresh.id}`)).body.status, "pending");
+    assert.equal((await resolve(stale.id, "approve", admin2.apiKey)).status, 409);
+  });
+});
+
+describe("publish approval", () => {
+  test("with requirePublishApproval one approval authorizes exactly one publish and changes nothing in the flow", async () => {
+    const flow = await call("POST", "/api/v1/decision-flows", { name: unique("flow"), key: unique("flow"), status: "active" });
+    assert.equal(flow.status, 201, JSON.stringify(flow.body));
+    assert.equal((await call("PUT", "/api/v1/tenant-settings", { requirePublishApproval: true })).body.requirePublishApproval, true);
+    try {
+      const refused = await call("POST", `/api/v1/decision-flows/${flow.body.id}/publish`, { notes: "v1" });
+      assert.equal(refused.status, 409, JSON.stringify(refused.body));
+      assert.match(JSON.stringify(refused.body), /publish approval/);
+
+      const req = await propose({ entityType: "decisionFlow", action: "publish", entityId: flow.body.id }, editor.apiKey);
+      assert.equal((await call("POST", `/api/v1/decision-flows/${flow.body.id}/publish`, { notes: "v1" })).status, 409, "a pending approval authorizes nothing");
+      assert.equal((await resolve(req.id, "approve", admin.apiKey)).status, 200);
+      const unchanged = (await call("GET", `/api/v1/decision-flows/${flow.body.id}`)).body;
+      assert.equal(unchanged.version, flow.body.version);
+
+      const published = await call("POST", `/api/v1/decision-flows/${flow.body.id}/publish`, { notes: "v1" });
+      assert.equal(published.status, 200, JSON.stringify(published.body));
+      assert.ok((await call("GET", `/api/v1/approvals/${req.id}`)).body.consumedAt);
+      assert.equal((await call("POST", `/api/v1/decision-flows/${flow.body.id}/publish`, { notes: "v2" })).status, 409, "one approval, one publish");
+    } finally {
+      await call("PUT", "/api/v1/tenant-settings", { requirePublishApproval: false });
+    }
+    assert.equal((await call("POST", `/api/v1/decision-flows/${flow.body.id}/publish`, { notes: "v3" })).status, 200);
+  });
+});
+
+describe("ai recommendations", () => {
+  test("CRUD for admins, a bad patch is refused, and direct apply is idempotent", async () => {
+    const o = await offer();
+    const bad = await call("POST", "/api/v1/ai/recommendations", { entityType: "offer", entityId: o.id, patch: { priority: -3 }, rationale: "x" });
+    assert.equal(bad.status, 400);
+    assert.match(JSON.stringify(bad.body), /payload\.priority/);
+    assert.equal((await call("POST", "/api/v1/ai/recommendations", { entityType: "offer", entityId: o.id, patch: {} }, editor.apiKey)).status, 403);
+
+    const rec = await call("POST", "/api/v1/ai/recommendations", { entityType: "offer", entityId: o.id, patch: { priority: 70 }, rationale: "converts better" });
+    assert.equal(rec.status, 201, JSON.stringify(rec.body));
+    const upd = await call("PUT", `/api/v1/ai/recommendations/${rec.body.id}`, { rationale: "converts much better" });
+    assert.equal(upd.body.rationale, "converts much better");
+    assert.equal((await call("GET", "/api/v1/ai/recommendations?status=pending")).body.data.some((r: any) => r.id === rec.body.id), true);
+    assert.equal((await call("GET", `/api/v1/ai/recommendations/${rec.body.id}`, undefined, other.apiKey)).status, 404);
+
+    const applied = await call("POST", `/api/v1/ai/recommendations/${rec.body.id}/apply`);
+    assert.equal(applied.status, 200, JSON.stringify(applied.body));
+    assert.equal(applied.body.status, "applied");
+    const again = await call("POST", `/api/v1/ai/recommendations/${rec.body.id}/apply`);
+    assert.equal(again.status, 200);
+    const current = (await call("GET", `/api/v1/offers/${o.id}`)).body;
+    assert.equal(current.priority, 70);
+    assert.equal(current.version, o.version + 1, "applied once");
+
+    const doomed = await call("POST", "/api/v1/ai/recommendations", { entityType: "channel", entityId: (await call("POST", "/api/v1/channels", { name: unique("ch") })).body.id, patch: { description: "d" } });
+    assert.equal((await call("DELETE", `/api/v1/ai/recommendations/${doomed.body.id}`)).status, 204);
+    assert.equal((await call("GET", `/api/v1/ai/recommendations/${doomed.body.id}`)).status, 404);
+  });
+
+  test("approving an ai_recommendation applies the live record once; re-resolving is a no-op", async () => {
+    const o = await offer();
+    const rec = await call("POST", "/api/v1/ai/recommendations", { entityType: "offer", entityId: o.id, patch: { priority: 20 }, rationale: "r" });
+    const req = await propose({ entityType: "ai_recommendation", action: "update", entityId: rec.body.id }, editor.apiKey);
+    // The live record changes after the request: approval applies what it says now.
+    await call("PUT", `/api/v1/ai/recommendations/${rec.body.id}`, { patch: { priority: 33 } });
+    const res = await resolve(req.id, "approve", admin.apiKey);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal((await call("GET", `/api/v1/offers/${o.id}`)).body.priority, 33);
+    assert.equal((await call("GET", `/api/v1/ai/recommendations/${rec.body.id}`)).body.status, "applied");
+    const again = await resolve(req.id, "approve", admin2.apiKey);
+    assert.equal(again.status, 200);
+    assert.equal(again.body.status, "approved");
+    assert.equal((await call("GET", `/api/v1/offers/${o.id}`)).body.version, o.version + 1);
+  });
+});
