@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { execReturning, selectRows, type Transaction } from "../platform/db.js";
+import { execReturning, selectRows, selectStatusPage, type Transaction } from "../platform/db.js";
 import type { CursorPageRequest } from "../platform/pagination.js";
 import type { Stage } from "../core/approval-stages.js";
 
@@ -54,17 +54,7 @@ export class ApprovalStore {
   }
 
   page(tenantId: string, page: CursorPageRequest, status: ApprovalStatus | null): Promise<ApprovalRow[]> {
-    const bind: unknown[] = [tenantId, page.limit + 1];
-    let where = "tenant_id = $1";
-    if (page.cursor) {
-      bind.push(page.cursor);
-      where += ` AND id < $${bind.length}`;
-    }
-    if (status) {
-      bind.push(status);
-      where += ` AND status = $${bind.length}`;
-    }
-    return selectRows<ApprovalRow>(this.db, `SELECT * FROM approval_requests WHERE ${where} ORDER BY id DESC LIMIT $2`, bind);
+    return selectStatusPage<ApprovalRow>(this.db, "approval_requests", tenantId, page, status);
   }
 
   async update(

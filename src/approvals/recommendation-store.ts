@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { execReturning, selectRows, type Transaction } from "../platform/db.js";
+import { execReturning, selectRows, selectStatusPage, type Transaction } from "../platform/db.js";
 import type { CursorPageRequest } from "../platform/pagination.js";
 
 export interface RecommendationRow {
@@ -45,17 +45,7 @@ export class RecommendationStore {
   }
 
   page(tenantId: string, page: CursorPageRequest, status: string | null): Promise<RecommendationRow[]> {
-    const bind: unknown[] = [tenantId, page.limit + 1];
-    let where = "tenant_id = $1";
-    if (page.cursor) {
-      bind.push(page.cursor);
-      where += ` AND id < $${bind.length}`;
-    }
-    if (status) {
-      bind.push(status);
-      where += ` AND status = $${bind.length}`;
-    }
-    return selectRows<RecommendationRow>(this.db, `SELECT * FROM ai_recommendations WHERE ${where} ORDER BY id DESC LIMIT $2`, bind);
+    return selectStatusPage<RecommendationRow>(this.db, "ai_recommendations", tenantId, page, status);
   }
 
   async update(t: Transaction, tenantId: string, id: string, values: Writable): Promise<RecommendationRow> {

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { execReturning, selectRows, type Transaction } from "../platform/db.js";
+import { execReturning, selectRows, selectStatusPage, type Transaction } from "../platform/db.js";
 import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import type { CursorPageRequest } from "../platform/pagination.js";
 import type { ChallengerArm } from "../core/index.js";
@@ -95,17 +95,7 @@ export class ExperimentStore {
 
   /** A keyset page, newest first, one extra row telling whether more exist. */
   page(tenantId: string, page: CursorPageRequest, status: ExperimentStatus | null): Promise<ExperimentRow[]> {
-    const bind: unknown[] = [tenantId, page.limit + 1];
-    let where = "tenant_id = $1 AND deleted_at IS NULL";
-    if (page.cursor) {
-      bind.push(page.cursor);
-      where += ` AND id < $${bind.length}`;
-    }
-    if (status) {
-      bind.push(status);
-      where += ` AND status = $${bind.length}`;
-    }
-    return selectRows<ExperimentRow>(this.db, `SELECT * FROM experiments WHERE ${where} ORDER BY id DESC LIMIT $2`, bind);
+    return selectStatusPage<ExperimentRow>(this.db, "experiments", tenantId, page, status, "deleted_at IS NULL");
   }
 
   /** The active experiments, oldest first: the order in which they claim decisions. */

@@ -1,3 +1,4 @@
+import type { CursorPageRequest } from "./pagination.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Sequelize, QueryTypes, type Transaction } from "sequelize";
 import { AppError } from "./errors.js";
@@ -163,4 +164,30 @@ export async function retryingTransaction<T>(db: Sequelize, fn: (t: Transaction)
       await sleep(Math.round(attempt * 20 * (0.5 + Math.random())));
     }
   }
+}
+
+/**
+ * A keyset page of a tenant's rows, newest id first, optionally of one status, with one extra row
+ * telling whether more exist (cursorPage). `where` adds a fixed condition such as a soft-delete filter;
+ * the table name and `where` are code, never input.
+ */
+export function selectStatusPage<T>(
+  db: Sequelize,
+  table: string,
+  tenantId: string,
+  page: CursorPageRequest,
+  status: string | null,
+  where = "",
+): Promise<T[]> {
+  const bind: unknown[] = [tenantId, page.limit + 1];
+  let condition = `tenant_id = $1${where ? ` AND ${where}` : ""}`;
+  if (page.cursor) {
+    bind.push(page.cursor);
+    condition += ` AND id < $${bind.length}`;
+  }
+  if (status) {
+    bind.push(status);
+    condition += ` AND status = $${bind.length}`;
+  }
+  return selectRows<T>(db, `SELECT * FROM ${table} WHERE ${condition} ORDER BY id DESC LIMIT $2`, bind);
 }
