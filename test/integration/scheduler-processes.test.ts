@@ -17,7 +17,7 @@ let svc: TestService;
 let child: ChildService;
 
 before(async () => {
-  svc = await startTestService({ cronSecret: CRON_SECRET }, undefined, undefined, {
+  svc = await startTestService({ cronSecret: CRON_SECRET, schedulerEnabled: true }, undefined, undefined, {
     extraJobs: (f) => [slotRecorderJob(f.db, EVERY_SECOND)],
   });
   await createSlotTable(svc.running.foundation.db);

@@ -69,7 +69,7 @@ for (const driver of ["bullmq", "local"] as const) {
           { name: "flaky", schedule, failFirst: 2 },
           { name: "broken", schedule, failFirst: 99 },
         ],
-        driver === "local" ? { redisUrl: null } : {},
+        driver === "local" ? { redisUrl: null, schedulerEnabled: true } : { schedulerEnabled: true },
         { scheduler: { retry: { attempts: 3, baseDelayMs: 200, maxDelayMs: 10_000 } } },
         logger,
       );

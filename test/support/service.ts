@@ -45,6 +45,9 @@ export async function startTestService(
     internalApiKey: TEST_INTERNAL_KEY,
     logLevel: process.env.TEST_LOG_LEVEL ?? "silent",
     shutdownGraceMs: 2000,
+    // Off unless a test is about the scheduler: a scheduled run would change data under other tests,
+    // and BullMQ's connections can outlive a stop after a Redis outage, keeping the test process alive.
+    schedulerEnabled: false,
     ...overrides,
   };
   const running = await startService(config, logger ?? createLogger(config.logLevel), options);
