@@ -48,6 +48,8 @@ export interface Config {
   outbound: OutboundConfig;
   /** The OpenAI-compatible chat-completions endpoint that writes narratives; null: the deterministic writer. */
   llm: LlmConfig | null;
+  /** Approximate cap of each tenant's event stream (XADD MAXLEN ~), docs/events.md. */
+  eventStreamMaxLen: number;
 }
 
 export interface OutboundConfig {
@@ -196,5 +198,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     settingsKeys: settingsKeys(env),
     outbound: outbound(env),
     llm: llmConfig(env),
+    eventStreamMaxLen: positiveInt(env, "EVENT_STREAM_MAXLEN", 10_000),
   };
 }

@@ -31,6 +31,11 @@ import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
 import { createExperiments, type Experiments } from "./experiments/experiments.js";
 import { createExplanations } from "./explanations/explanations.js";
+import { createEvents, type Events } from "./events/events.js";
+import { RecommendRequestSchema } from "../gen/decisioning/v1/decisions_pb.js";
+import { NotificationProviderIdRequestSchema } from "../gen/decisioning/v1/notifications_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { isAppError } from "./platform/errors.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
@@ -143,6 +148,8 @@ export interface Services {
   /** Sends every outbound message (alerts, reports, triggers): src/notifications/outbound.ts. */
   dispatcher: Dispatcher;
   experiments: Experiments;
+  /** Events, trigger rules and journeys; `events.history` is the CustomerEventHistory for the profile and CLV. */
+  events: Events;
   registrations: ServiceRegistration[];
   /** Subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
@@ -204,6 +211,25 @@ export function createServices(f: Foundation): Services {
       f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
     logger: f.logger,
   });
+  const events = createEvents({
+    db: f.db,
+    redis: f.redis,
+    streamMaxLen: f.config.eventStreamMaxLen,
+    audit: auditLog,
+    dispatcher: notifications.dispatcher,
+    decider: {
+      decide: async (ctx, customerId, step) => {
+        const res = await decisions.recommend(ctx, create(RecommendRequestSchema, { customerId, flow: step.flow ?? "", limit: step.count }));
+        return { recommendationId: res.recommendationId, offerIds: res.offers.map((o) => o.offerId) };
+      },
+    },
+    providerExists: (ctx, id) =>
+      notifications.providers.getNotificationProvider(ctx, create(NotificationProviderIdRequestSchema, { id })).then(
+        () => true,
+        (err) => (isAppError(err) && err.code === "NOT_FOUND" ? false : Promise.reject(err)),
+      ),
+    logger: f.logger,
+  });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
@@ -214,6 +240,7 @@ export function createServices(f: Foundation): Services {
     ...notifications.services,
     ...experiments.services,
     ...explanations.services,
+    ...events.services,
   ];
   return {
     identityStore,
@@ -225,12 +252,14 @@ export function createServices(f: Foundation): Services {
     notifications,
     dispatcher: notifications.dispatcher,
     experiments,
+    events,
     registrations,
     listen: async () => {
       await decisions.listen();
       await notifications.listen();
     },
     close: async () => {
+      await events.settled();
       await decisions.close();
       await pool.close();
     },

@@ -78,6 +78,7 @@ export interface CustomerRow {
 
 /** Tables the workspace reset empties, children first; identity and the audit log stay. */
 const WORKSPACE_TABLES = [
+  "journey_enrollments", "trigger_rules", "journeys", "customer_events",
   "notification_delivery_attempts", "notification_deliveries", "notification_providers",
   "decision_traces", "decision_policies", "interactions", "recommendations", "customers", "experiments", "decision_flow_versions", "decision_flows",
   "budgets", "algorithm_models", "creatives", "offers", "catalog_entries", "tenant_settings",

@@ -10,6 +10,7 @@ import * as m0009 from "./0009-notifications.js";
 import * as m0012 from "./0012-model-registry.js";
 import * as m0013 from "./0013-experiments.js";
 import * as m0014 from "./0014-explanations.js";
+import * as m0015 from "./0015-customer-events.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
 export const migrations: Migration[] = [
@@ -24,4 +25,5 @@ export const migrations: Migration[] = [
   { name: "0012-model-registry", up: m0012.up },
   { name: "0013-experiments", up: m0013.up },
   { name: "0014-explanations", up: m0014.up },
+  { name: "0015-customer-events", up: m0015.up },
 ];

@@ -19,6 +19,8 @@ export interface RouteRateLimit {
   failClosed: boolean;
   /** Successes count per key; every attempt counts per key and caller address (options.proto). */
   countSuccesses: boolean;
+  /** The request's repeated field whose length is the number of hits a call takes; null: one hit. */
+  costField: string | null;
 }
 
 /** The proto method options, resolved with defaults: what every door enforces. */
@@ -42,6 +44,7 @@ export const DEFAULT_RATE_LIMIT: RouteRateLimit = {
   key: "tenant",
   failClosed: false,
   countSuccesses: false,
+  costField: null,
 };
 
 const PLANES: Record<Plane, PlaneName> = {
@@ -80,6 +83,7 @@ export function methodPolicy(method: DescMethod, defaultBodyLimitBytes: number):
           key: rl.key === RateLimitKey.CLIENT_ID ? "client_id" : "tenant",
           failClosed: rl.failClosed,
           countSuccesses: rl.countSuccesses,
+          costField: rl.costField || null,
         }
       : null,
     errorFormat:
