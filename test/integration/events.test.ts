@@ -48,6 +48,7 @@ before(async () => {
   svc = await startTestService({
     eventStreamMaxLen: STREAM_MAX,
     decisionQuota: QUOTA,
+    settingsKeys: [{ id: "k1", secret: "events-test-settings-key-0123456789abcdef" }],
     outbound: { allowPrivate: true, maxAttempts: 2, backoffMs: 20, backoffMaxMs: 50, timeoutMs: 3000 },
   });
 });
@@ -241,6 +242,25 @@ describe("trigger rules", () => {
     assert.equal(deliveries[0].n, 1, "recorded by the dispatcher");
   });
 
+  test("a webhook action through a notification provider is signed with the provider's secret; a foreign provider is a 400", async () => {
+    const t = await svc.createTenant();
+    const secret = "whsec-events-0123456789abcdef";
+    receiver.routes.set("/provider-hook", { statuses: [200], secret });
+    const provider = await created("notifications/providers", { type: "webhook", name: unique("hook"), config: { url: `${receiver.url}/provider-hook`, secret } }, t);
+    const other = await svc.createTenant();
+    const foreign = await call("POST", "/api/v1/triggers", other.apiKey, { name: "x", eventType: "e", action: { type: "webhook", providerId: provider.id } });
+    assert.equal(foreign.status, 400);
+    assert.match(foreign.body.detail, /action\.providerId/);
+    await created("triggers", { name: unique("hook"), eventType: "vip", action: { type: "webhook", providerId: provider.id } }, t);
+    const res = await send(t, { eventType: "vip", customerId: "p1" });
+    assert.equal(res.body.results[0].triggersMatched, 1);
+    await svc.running.services.events.settled();
+    const hits = receiver.received.filter((r) => r.path === "/provider-hook");
+    assert.equal(hits.length, 1);
+    assert.equal(hits[0].signatureValid, true);
+    assert.equal(JSON.parse(hits[0].body).event.id, res.body.results[0].id);
+  });
+
   test("bad rules are 400s naming the field; a foreign journey is a 400", async () => {
     const t = await svc.createTenant();
     const other = await svc.createTenant();
@@ -292,6 +312,24 @@ describe("trigger rules", () => {
     assert.equal((await call("GET", `/api/v1/triggers/${rule.id}`, t.apiKey)).status, 404);
     const audit = await sql("SELECT action FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 ORDER BY seq", [t.tenantId, rule.id]);
     assert.deepEqual(audit.map((a) => a.action), ["create", "update", "soft_delete"]);
+  });
+});
+
+describe("without Redis", () => {
+  test("events are accepted with streamId null and triggers still run", async () => {
+    const local = await startTestService({ redisUrl: null });
+    try {
+      const t = await local.createTenant();
+      const j = await rest(local.baseUrl, "POST", "/api/v1/journeys", { key: t.apiKey, body: { name: "j", steps: [{ type: "decision" }] } });
+      assert.equal(j.status, 201);
+      const rule = await rest(local.baseUrl, "POST", "/api/v1/triggers", { key: t.apiKey, body: { name: "r", eventType: "e", action: { type: "journey", journeyId: j.body.id } } });
+      assert.equal(rule.status, 201);
+      const res = await rest(local.baseUrl, "POST", "/api/v1/events", { key: t.apiKey, body: { eventType: "e", customerId: "c" } });
+      assert.equal(res.status, 202);
+      assert.deepEqual(res.body.results.map((r: any) => [r.streamId, r.triggersEvaluated, r.triggersMatched]), [[null, true, 1]]);
+    } finally {
+      await local.stop();
+    }
   });
 });
 
