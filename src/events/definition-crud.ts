@@ -25,8 +25,7 @@ export class DefinitionCrud<Row extends DefinitionRow> {
 
   async page(ctx: TenantContext, req: { limit?: number; cursor: string }) {
     const page = cursorPageRequest(req);
-    const result = cursorPage(await this.o.store.page(ctx.tenantId, page), page.limit);
-    return result;
+    return cursorPage(await this.o.store.page(ctx.tenantId, page), page.limit);
   }
 
   /** A live row of the caller's tenant; another tenant's id, or a malformed one, is a 404. */

@@ -19,7 +19,7 @@ export interface RouteRateLimit {
   failClosed: boolean;
   /** Successes count per key; every attempt counts per key and caller address (options.proto). */
   countSuccesses: boolean;
-  /** The request's repeated field whose length is the number of hits a call takes; null: one hit. */
+  /** The request's list (its property name) whose length is the number of hits a call takes; null: one hit. */
   costField: string | null;
 }
 
@@ -62,6 +62,13 @@ const ROLE_NAMES: Record<Role, RoleName> = {
 
 const cache = new WeakMap<DescMethod, ResolvedPolicy>();
 
+/** The request property of a `cost_field`; a name that is not a list of the request fails at start-up. */
+function costProperty(method: DescMethod, name: string): string {
+  const field = method.input.fields.find((f) => f.name === name);
+  if (field?.fieldKind !== "list") throw new Error(`${method.parent.typeName}.${method.name}: cost_field ${name} is not a list field of the request`);
+  return field.localName;
+}
+
 export function methodPolicy(method: DescMethod, defaultBodyLimitBytes: number): ResolvedPolicy {
   const cached = cache.get(method);
   if (cached) return cached;
@@ -83,7 +90,7 @@ export function methodPolicy(method: DescMethod, defaultBodyLimitBytes: number):
           key: rl.key === RateLimitKey.CLIENT_ID ? "client_id" : "tenant",
           failClosed: rl.failClosed,
           countSuccesses: rl.countSuccesses,
-          costField: rl.costField || null,
+          costField: rl.costField ? costProperty(method, rl.costField) : null,
         }
       : null,
     errorFormat:
