@@ -54,6 +54,8 @@ export interface Config {
   outbound: OutboundConfig;
   /** The OpenAI-compatible chat-completions endpoint that writes narratives; null: the deterministic writer. */
   llm: LlmConfig | null;
+  /** Approximate cap of each tenant's event stream (XADD MAXLEN ~), docs/events.md. */
+  eventStreamMaxLen: number;
   /** Port of GET /metrics (Prometheus); null keeps it off (docs/observability.md). */
   metricsPort: number | null;
   /** Bearer token the metrics port requires; null: open to whoever reaches the port. */
@@ -233,5 +235,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     metricsPort: optional(env, "METRICS_PORT") === null ? null : port(env, "METRICS_PORT", 0),
     metricsToken: optional(env, "METRICS_TOKEN"),
+    eventStreamMaxLen: positiveInt(env, "EVENT_STREAM_MAXLEN", 10_000),
   };
 }

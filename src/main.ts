@@ -36,6 +36,11 @@ import { createExplanations } from "./explanations/explanations.js";
 import { createWebhooks, type Webhooks } from "./webhooks/webhooks.js";
 import { createContent } from "./content/content.js";
 import { createCustomers } from "./customers/customers.js";
+import { createEvents, type Events } from "./events/events.js";
+import { RecommendRequestSchema } from "../gen/decisioning/v1/decisions_pb.js";
+import { NotificationProviderIdRequestSchema } from "../gen/decisioning/v1/notifications_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { isAppError } from "./platform/errors.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
@@ -162,6 +167,8 @@ export interface Services {
   observability: Observability;
   /** Approvals and AI recommendations; `approvals.jobs` holds approvals-expire for the scheduler. */
   approvals: Approvals;
+  /** Events, trigger rules and journeys; `events.history` is the CustomerEventHistory for the profile and CLV. */
+  events: Events;
   registrations: ServiceRegistration[];
   /** Every domain's scheduled jobs, registered with the scheduler. */
   jobs: ScheduledJob[];
@@ -232,13 +239,6 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     clvScore: (tenantId, customerId) => customers.clvScore(tenantId, customerId),
   });
   const webhooks = createWebhooks({ db: f.db, secrets: f.config.webhooks, logger: f.logger });
-  const customers = createCustomers({
-    db: f.db,
-    logger: f.logger,
-    decisions: decisions.readModel.customerHistory,
-    clvChanged: (tenantId, customerIds) => decisions.customersChanged(tenantId, customerIds),
-    deliveries: webhooks.deliveryEvents,
-  });
   observability.metrics.watch({ scoringPool: pool, traces: decisions.traces });
   configChanged = decisions.configChanged;
   const models = createModelRegistry({
@@ -283,6 +283,33 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     positiveOutcomes: decisions.positiveOutcomes,
     configChanged: decisions.configChanged,
   });
+  const events = createEvents({
+    db: f.db,
+    redis: f.redis,
+    streamMaxLen: f.config.eventStreamMaxLen,
+    audit: auditLog,
+    dispatcher: notifications.dispatcher,
+    decider: {
+      decide: async (ctx, customerId, step) => {
+        const res = await decisions.recommend(ctx, create(RecommendRequestSchema, { customerId, flow: step.flow ?? "", limit: step.count }));
+        return { recommendationId: res.recommendationId, offerIds: res.offers.map((o) => o.offerId) };
+      },
+    },
+    providerExists: (ctx, id) =>
+      notifications.providers.getNotificationProvider(ctx, create(NotificationProviderIdRequestSchema, { id })).then(
+        () => true,
+        (err) => (isAppError(err) && err.code === "NOT_FOUND" ? false : Promise.reject(err)),
+      ),
+    logger: f.logger,
+  });
+  const customers = createCustomers({
+    db: f.db,
+    logger: f.logger,
+    decisions: decisions.readModel.customerHistory,
+    clvChanged: (tenantId, customerIds) => decisions.customersChanged(tenantId, customerIds),
+    deliveries: webhooks.deliveryEvents,
+    events: events.history,
+  });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
@@ -300,6 +327,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...customers.services,
     ...portability.services,
     ...approvals.services,
+    ...events.services,
   ];
   return {
     identityStore,
@@ -314,6 +342,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     webhooks,
     observability,
     approvals,
+    events,
     registrations,
     jobs,
     scheduler,
@@ -322,6 +351,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
       await notifications.listen();
     },
     close: async () => {
+      await events.settled();
       await decisions.close();
       await pool.close();
       await observability.close();

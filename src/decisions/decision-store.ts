@@ -81,6 +81,7 @@ export interface CustomerRow {
 
 /** Tables the workspace reset empties, children first; identity and the audit log stay. */
 const WORKSPACE_TABLES = [
+  "journey_enrollments", "trigger_rules", "journeys", "customer_events",
   "approval_requests", "ai_recommendations",
   "delivery_events", "notification_delivery_attempts", "notification_deliveries", "notification_providers",
   "clv_records", "customer_identities", "decision_traces", "decision_policies", "interactions", "recommendations", "customers", "experiments", "decision_flow_versions", "decision_flows",

@@ -1,6 +1,6 @@
 import type { ServiceRegistration } from "../platform/service-registration.js";
 import { CustomerService as CustomerServiceDesc, WorkspaceService as WorkspaceServiceDesc } from "../../gen/decisioning/v1/configuration_pb.js";
-import { DecisionService, DecisionTraceService, OutcomeService } from "../../gen/decisioning/v1/decisions_pb.js";
+import { DecisionService, DecisionTraceService, OutcomeService, type RecommendRequest } from "../../gen/decisioning/v1/decisions_pb.js";
 import type { Sequelize } from "sequelize";
 import type { Bus } from "../platform/bus.js";
 import type { TenantContext } from "../platform/context.js";
@@ -163,6 +163,8 @@ export function createDecisions(o: DecisionsOptions) {
     customersChanged: async (tenantId: string, customerIds: readonly string[]) => {
       await Promise.all(customerIds.map((id) => customers.invalidate(tenantId, id)));
     },
+    /** Recommend as a call, for journeys' decision steps: counted against the decision quota like every Recommend. */
+    recommend: (ctx: TenantContext, req: RecommendRequest) => recommend.recommend(ctx, req),
     /** Subscribes the caches to cross-process invalidation. */
     listen: () => Promise.all([snapshots.listen(), customers.listen(), o.bus.subscribe(WORKSPACE_RESET_CHANNEL, forgetTenant)]),
     /** The keys of the tenant's outcome types in the `positive` category: what experiments count as conversions. */

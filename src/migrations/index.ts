@@ -12,6 +12,7 @@ import * as m0011 from "./0011-health-alerts.js";
 import * as m0012 from "./0012-model-registry.js";
 import * as m0013 from "./0013-experiments.js";
 import * as m0014 from "./0014-explanations.js";
+import * as m0015 from "./0015-customer-events.js";
 import * as m0016 from "./0016-customer-profile.js";
 import * as m0017 from "./0017-delivery-events.js";
 import * as m0018 from "./0018-approvals.js";
@@ -32,6 +33,7 @@ export const migrations: Migration[] = [
   { name: "0012-model-registry", up: m0012.up },
   { name: "0013-experiments", up: m0013.up },
   { name: "0014-explanations", up: m0014.up },
+  { name: "0015-customer-events", up: m0015.up },
   { name: "0016-customer-profile", up: m0016.up },
   { name: "0017-delivery-events", up: m0017.up },
   { name: "0018-approvals", up: m0018.up },

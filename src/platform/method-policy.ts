@@ -19,6 +19,8 @@ export interface RouteRateLimit {
   failClosed: boolean;
   /** Successes count per key; every attempt counts per key and caller address (options.proto). */
   countSuccesses: boolean;
+  /** The request's list (its property name) whose length is the number of hits a call takes; null: one hit. */
+  costField: string | null;
 }
 
 /** The proto method options, resolved with defaults: what every door enforces. */
@@ -42,6 +44,7 @@ export const DEFAULT_RATE_LIMIT: RouteRateLimit = {
   key: "tenant",
   failClosed: false,
   countSuccesses: false,
+  costField: null,
 };
 
 const PLANES: Record<Plane, PlaneName> = {
@@ -59,6 +62,13 @@ const ROLE_NAMES: Record<Role, RoleName> = {
 };
 
 const cache = new WeakMap<DescMethod, ResolvedPolicy>();
+
+/** The request property of a `cost_field`; a name that is not a list of the request fails at start-up. */
+function costProperty(method: DescMethod, name: string): string {
+  const field = method.input.fields.find((f) => f.name === name);
+  if (field?.fieldKind !== "list") throw new Error(`${method.parent.typeName}.${method.name}: cost_field ${name} is not a list field of the request`);
+  return field.localName;
+}
 
 export function methodPolicy(method: DescMethod, defaultBodyLimitBytes: number): ResolvedPolicy {
   const cached = cache.get(method);
@@ -81,6 +91,7 @@ export function methodPolicy(method: DescMethod, defaultBodyLimitBytes: number):
           key: rl.key === RateLimitKey.CLIENT_ID ? "client_id" : "tenant",
           failClosed: rl.failClosed,
           countSuccesses: rl.countSuccesses,
+          costField: rl.costField ? costProperty(method, rl.costField) : null,
         }
       : null,
     errorFormat:

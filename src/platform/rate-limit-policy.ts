@@ -35,11 +35,16 @@ export class RateLimitPolicy {
    * secrets sent from one address spend that address's window and nobody else's, and a hit per
    * key after a successful call, which keeps the spec's limit on what one client is issued.
    */
-  async limit<T>(route: RouteRateLimit | null, subject: RateLimitSubject, call: () => Promise<T>): Promise<{ result: T; rateLimit: RateLimitDecision | null }> {
+  async limit<T>(
+    route: RouteRateLimit | null,
+    subject: RateLimitSubject,
+    call: () => Promise<T>,
+    cost = 1,
+  ): Promise<{ result: T; rateLimit: RateLimitDecision | null }> {
     const rule = route ?? DEFAULT_RATE_LIMIT;
     const key = this.windowKey(rule, subject);
     if (!rule.countSuccesses) {
-      const rateLimit = await this.hit(rule, subject, key);
+      const rateLimit = await this.hit(rule, subject, key, cost);
       return { result: await call(), rateLimit };
     }
     await this.hit(rule, subject, `${key}:from:${subject.source}`);
@@ -53,18 +58,18 @@ export class RateLimitPolicy {
       : tenantKey(subject.tenantId, "rl", rule.bucket);
   }
 
-  private async hit(rule: RouteRateLimit, subject: RateLimitSubject, key: string): Promise<RateLimitDecision | null> {
+  private async hit(rule: RouteRateLimit, subject: RateLimitSubject, key: string, cost = 1): Promise<RateLimitDecision | null> {
     try {
       const tenantOverride = subject.tenantId
         ? (await this.tenantOverrides.get(subject.tenantId, () => this.loadTenantOverrides(subject.tenantId!)))[rule.bucket]
         : undefined;
       const effective = tenantOverride ?? this.deploymentOverrides[rule.bucket] ?? rule;
-      const decision = await this.limiter.hit(key, effective.limit, effective.windowSeconds * 1000);
+      const decision = await this.limiter.hit(key, effective.limit, effective.windowSeconds * 1000, cost);
       if (!decision.allowed) {
         throw new AppError({
           code: "RESOURCE_EXHAUSTED",
           reason: "RATE_LIMITED",
-          message: `Rate limit of ${effective.limit} requests per ${effective.windowSeconds} seconds exceeded`,
+          message: `Rate limit of ${effective.limit} ${rule.costField ? rule.costField : "requests"} per ${effective.windowSeconds} seconds exceeded`,
           details: { retryAfterSeconds: decision.retryAfterSeconds, limit: decision.limit, remaining: 0 },
         });
       }

@@ -11,12 +11,13 @@ export interface RateLimitDecision {
 
 /** Sliding-window log limiter: at most `limit` hits in any window of `windowMs`. */
 export interface RateLimiter {
-  hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision>;
+  /** Takes `cost` hits at once (a batch of events counts its items), all or none. */
+  hit(key: string, limit: number, windowMs: number, cost?: number): Promise<RateLimitDecision>;
 }
 
 /**
- * Atomic in one script: trim the window, count, add a unique member only when under the limit
- * (refused hits do not extend a caller's wait). Time comes from the Redis server so several
+ * Atomic in one script: trim the window, count, add `cost` unique members only when they all fit
+ * under the limit (refused hits do not extend a caller's wait). Time comes from the Redis server so several
  * service processes with skewed clocks share one window.
  */
 const SLIDING_WINDOW = `
@@ -25,25 +26,27 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local cost = tonumber(ARGV[4])
 local count = redis.call('ZCARD', KEYS[1])
-if count < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3] .. ':' .. now)
+if count + cost <= limit then
+  for i = 1, cost do redis.call('ZADD', KEYS[1], now, ARGV[3] .. ':' .. now .. ':' .. i) end
   redis.call('PEXPIRE', KEYS[1], window)
-  return {1, limit - count - 1, 0}
+  return {1, limit - count - cost, 0}
 end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local wait = tonumber(oldest[2]) + window - now
+-- The wait until enough hits leave the window for this cost (a cost above the limit never fits).
+local oldest = redis.call('ZRANGE', KEYS[1], math.max(0, count + cost - limit - 1), math.max(0, count + cost - limit - 1), 'WITHSCORES')
+local wait = (oldest[2] and tonumber(oldest[2]) or now) + window - now
 return {0, 0, wait}
 `;
 
 export function createRedisRateLimiter(redis: Redis): RateLimiter {
   redis.defineCommand("slidingWindowHit", { numberOfKeys: 1, lua: SLIDING_WINDOW });
   return {
-    async hit(key, limit, windowMs) {
+    async hit(key, limit, windowMs, cost = 1) {
       const member = randomBytes(8).toString("hex");
       const [allowed, remaining, waitMs] = (await (
-        redis as unknown as { slidingWindowHit(k: string, w: number, l: number, m: string): Promise<number[]> }
-      ).slidingWindowHit(key, windowMs, limit, member)) as [number, number, number];
+        redis as unknown as { slidingWindowHit(k: string, w: number, l: number, m: string, c: number): Promise<number[]> }
+      ).slidingWindowHit(key, windowMs, limit, member, cost)) as [number, number, number];
       return {
         allowed: allowed === 1,
         limit,
@@ -65,7 +68,7 @@ export function createMemoryRateLimiter(now: () => number = Date.now): RateLimit
     for (const [key, w] of windows) if (w.hits[w.hits.length - 1] <= t - w.windowMs) windows.delete(key);
   };
   return {
-    async hit(key, limit, windowMs) {
+    async hit(key, limit, windowMs, cost = 1) {
       const t = now();
       if (++hitsSinceSweep >= SWEEP_EVERY_HITS) {
         hitsSinceSweep = 0;
@@ -73,11 +76,12 @@ export function createMemoryRateLimiter(now: () => number = Date.now): RateLimit
       }
       const hits = (windows.get(key)?.hits ?? []).filter((h) => h > t - windowMs);
       windows.set(key, { hits, windowMs });
-      if (hits.length < limit) {
-        hits.push(t);
+      if (hits.length + cost <= limit) {
+        for (let i = 0; i < cost; i++) hits.push(t);
         return { allowed: true, limit, remaining: limit - hits.length, retryAfterSeconds: 0 };
       }
-      return { allowed: false, limit, remaining: 0, retryAfterSeconds: Math.max(1, Math.ceil((hits[0] + windowMs - t) / 1000)) };
+      const freeing = hits[Math.min(hits.length - 1, Math.max(0, hits.length + cost - limit - 1))] ?? t;
+      return { allowed: false, limit, remaining: 0, retryAfterSeconds: Math.max(1, Math.ceil((freeing + windowMs - t) / 1000)) };
     },
     trackedKeys: () => windows.size,
   };

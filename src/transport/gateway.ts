@@ -146,9 +146,17 @@ export class Gateway {
       clientKey: clientId ? `client_id:${String(clientId)}` : `ip:${inv.call.remoteAddress}`,
       source: inv.call.remoteAddress,
     };
-    const { result: response, rateLimit } = await this.rateLimits.limit(policy.rateLimit, subject, () => handler(ctx, request, inv.call));
+    const { result: response, rateLimit } = await this.rateLimits.limit(policy.rateLimit, subject, () => handler(ctx, request, inv.call), hitCost(policy, request));
     return { response, requestId, rateLimit };
   }
+}
+
+/** A route whose limit counts items (`cost_field`) takes one hit per item, and at least one. */
+function hitCost(policy: ResolvedPolicy, request: Message): number {
+  const field = policy.rateLimit?.costField;
+  if (!field) return 1;
+  const items = (request as unknown as Record<string, unknown>)[field];
+  return Array.isArray(items) ? Math.max(1, items.length) : 1;
 }
 
 /** Builds the AppError for an oversize body; each door detects size its own way. */

@@ -156,6 +156,15 @@ function rawBodyField(route: Route): "*" | DescField | null {
   return field?.fieldKind === "message" && field.message.typeName === HttpBodySchema.typeName ? field : null;
 }
 
+/**
+ * A body mapped to a list field takes one element as a one-item list, for routes whose spec body is
+ * "one object or an array of them" (POST /events).
+ */
+function oneOrList(method: DescMethod, name: string, body: JsonValue): JsonValue {
+  const field = fieldByName(method, name);
+  return field?.fieldKind === "list" && !Array.isArray(body) ? [body] : body;
+}
+
 /** Query values are strings; booleans need converting, everything else protobuf JSON accepts as text. */
 function queryValue(field: DescField, values: string[]): JsonValue {
   const convert = (v: string): JsonValue =>
@@ -232,7 +241,7 @@ export class RestTranscoder {
             if (typeof body !== "object" || body === null || Array.isArray(body)) throw invalidField("body", "must be a JSON object");
             Object.assign(json, body);
             bodyKeys = Object.keys(body);
-          } else json[fieldByName(route.method, route.body)?.jsonName ?? route.body] = body;
+          } else json[fieldByName(route.method, route.body)?.jsonName ?? route.body] = oneOrList(route.method, route.body, body);
         }
         for (const [name, raw] of Object.entries(vars)) {
           const value = percentDecode(raw);

@@ -34,6 +34,18 @@ describe("the in-process rate limiter (single-node default)", () => {
     assert.equal((await limiter.hit("k", 2, 1000)).allowed, false, "the hit at 600 has not");
   });
 
+  test("a hit of cost n takes n slots, all or none, and waits until enough of them leave the window", async () => {
+    let now = 0;
+    const limiter = createMemoryRateLimiter(() => now);
+    assert.equal((await limiter.hit("k", 10, 60_000, 6)).remaining, 4);
+    now = 10_000;
+    assert.equal((await limiter.hit("k", 10, 60_000, 3)).remaining, 1);
+    now = 20_000;
+    const refused = await limiter.hit("k", 10, 60_000, 5);
+    assert.deepEqual(refused, { allowed: false, limit: 10, remaining: 0, retryAfterSeconds: 40 }, "the six hits at 0 must leave the window");
+    assert.equal((await limiter.hit("k", 10, 60_000, 1)).remaining, 0, "a refused batch took nothing");
+  });
+
   test("windows of keys seen once are dropped after they expire", async () => {
     let now = 0;
     const limiter = createMemoryRateLimiter(() => now);

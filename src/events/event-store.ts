@@ -1,0 +1,52 @@
+import type { Sequelize } from "sequelize";
+import { execReturning, selectRows } from "../platform/db.js";
+import type { CustomerEventHistory, CustomerEventView } from "../customers/customer-activity.js";
+
+/** An accepted event, ready to store. */
+export interface EventRecord {
+  id: string;
+  eventType: string;
+  customerId: string | null;
+  sessionId: string | null;
+  properties: Record<string, unknown>;
+  occurredAt: Date;
+}
+
+interface EventRow {
+  id: string;
+  event_type: string;
+  properties: Record<string, unknown>;
+  occurred_at: Date;
+}
+
+/** customer_events of a tenant; tenant first, always. */
+export class EventStore implements CustomerEventHistory {
+  constructor(private readonly db: Sequelize) {}
+
+  /** The whole batch in one statement: either every event of a validated batch is stored or none. */
+  async insertAll(tenantId: string, events: readonly EventRecord[]): Promise<void> {
+    if (!events.length) return;
+    const bind: unknown[] = [tenantId];
+    const tuples = events.map((e) => {
+      const at = bind.length;
+      bind.push(e.id, e.eventType, e.customerId, e.sessionId, JSON.stringify(e.properties), e.occurredAt);
+      return `($1, $${at + 1}, $${at + 2}, $${at + 3}, $${at + 4}, $${at + 5}::jsonb, $${at + 6})`;
+    });
+    await execReturning(
+      this.db,
+      `INSERT INTO customer_events (tenant_id, id, event_type, customer_id, session_id, properties, occurred_at) VALUES ${tuples.join(", ")}`,
+      bind,
+    );
+  }
+
+  /** CustomerEventHistory (src/customers/customer-activity.ts): what the profile and CLV read. */
+  async recent(tenantId: string, customerId: string, limit: number): Promise<CustomerEventView[]> {
+    const rows = await selectRows<EventRow>(
+      this.db,
+      `SELECT id, event_type, properties, occurred_at FROM customer_events
+       WHERE tenant_id = $1 AND customer_id = $2 ORDER BY occurred_at DESC, id DESC LIMIT $3`,
+      [tenantId, customerId, limit],
+    );
+    return rows.map((r) => ({ id: r.id, eventType: r.event_type, properties: r.properties, occurredAt: r.occurred_at }));
+  }
+}
