@@ -13,6 +13,10 @@ export interface RecommendationRow {
   multi_placement: boolean;
   offers: unknown[];
   context: Record<string, unknown>;
+  /** The decision's funnel figures (decision-metrics.ts); NULL on rows stored before migration 0010. */
+  qualified_count: number | null;
+  suppressed_count: number | null;
+  degraded_scoring: boolean | null;
   created_at: Date;
 }
 
@@ -84,7 +88,7 @@ export class DecisionStore {
    */
   async saveRecommendation(tenantId: string, rec: Omit<RecommendationRow, "created_at">, impressions: ImpressionRow[]): Promise<Date> {
     const bind: unknown[] = [tenantId, rec.id, rec.customer_id, rec.flow_id, rec.interaction_id, rec.channel_id, rec.multi_placement,
-      JSON.stringify(rec.offers), JSON.stringify(rec.context)];
+      JSON.stringify(rec.offers), JSON.stringify(rec.context), rec.qualified_count, rec.suppressed_count, rec.degraded_scoring];
     const tuples = impressions.map((i) => {
       const at = bind.length;
       bind.push(i.id, i.rank, i.offer_id, i.creative_id, i.channel_id, i.placement_id, i.context_bucket);
@@ -102,8 +106,9 @@ export class DecisionStore {
       this.db,
       `save-recommendation-${tuples.length}`,
       `WITH rec AS (
-         INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING created_at)${impressionsCte}
+         INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context,
+           qualified_count, suppressed_count, degraded_scoring)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING created_at)${impressionsCte}
        SELECT created_at FROM rec`,
       bind,
     );

@@ -29,6 +29,7 @@ import type { CompiledTenant } from "./snapshot-compiler.js";
 import type { TraceWriter } from "./trace-writer.js";
 import { storedFlowId, toRecommendResponse, toTraceRow } from "./decision-mapper.js";
 import { traceRecord } from "./trace-record.js";
+import { decisionFunnel } from "./decision-metrics.js";
 
 export const MAX_OFFERS = 50;
 export const MAX_PLACEMENTS = 20;
@@ -140,6 +141,7 @@ export class RecommendService {
             bucket,
           })),
           context: input.context,
+          ...decisionFunnel(decision, refusals),
         },
         // Multi-placement responses write no interaction rows (spec 4.4): Respond then needs creativeId.
         singleSlot

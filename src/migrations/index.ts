@@ -6,6 +6,7 @@ import * as m0004 from "./0004-decisioning.js";
 import * as m0005 from "./0005-outcomes.js";
 import * as m0006 from "./0006-trace-records.js";
 import * as m0007 from "./0007-impressions-by-rank.js";
+import * as m0010 from "./0010-alert-rules.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
 export const migrations: Migration[] = [
@@ -16,4 +17,5 @@ export const migrations: Migration[] = [
   { name: "0005-outcomes", up: m0005.up },
   { name: "0006-trace-records", up: m0006.up },
   { name: "0007-impressions-by-rank", up: m0007.up },
+  { name: "0010-alert-rules", up: m0010.up },
 ];
