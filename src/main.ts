@@ -28,6 +28,9 @@ import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
+import { DecisionStats } from "./decisions/decision-stats.js";
+import { createAlerts, type Alerts, type AlertsPorts } from "./alerts/alerts.js";
+import type { ScheduledJob } from "./scheduling/scheduled-job.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
@@ -121,16 +124,27 @@ export interface Services {
   audit: AuditService;
   catalog: Catalog;
   decisions: ReturnType<typeof createDecisions>;
+  /** Alert rules and the funnel monitor; null until the operations ports are wired. */
+  alerts: Alerts | null;
   registrations: ServiceRegistration[];
+  /** The domains' scheduled jobs, for the scheduler and the cron routes. */
+  jobs: ScheduledJob[];
   /** Subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
   /** Flushes queued traces and stops the scoring workers. */
   close(): Promise<void>;
 }
 
-export function createServices(f: Foundation): Services {
+/**
+ * `operations` are the ports of the operations domains (dispatcher, request statistics, health
+ * alerts, notification providers); the alerts are served only when they are given.
+ */
+export function createServices(f: Foundation, operations?: AlertsPorts): Services {
   const identityStore = new IdentityStore(f.db);
   const auditLog = new AuditLog(new AuditStore(f.db));
+  const alerts = operations
+    ? createAlerts({ db: f.db, auditLog, decisionStats: new DecisionStats(f.db), logger: f.logger, ...operations })
+    : null;
   const audit = new AuditService(new AuditStore(f.db));
   // The catalog reports committed changes to the decisions' snapshot cache, built after it.
   let configChanged = (_tenantId: string) => {};
@@ -149,6 +163,7 @@ export function createServices(f: Foundation): Services {
     audit: auditLog,
     decisionConfig: catalog.decisionConfig,
     seedTenant: catalog.seedTenant,
+    otherWorkspaceData: alerts ? [alerts.wipeTenant] : [],
     pool,
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,
@@ -161,6 +176,7 @@ export function createServices(f: Foundation): Services {
     { service: AuditServiceDesc, impl: audit as never },
     ...catalog.services,
     ...decisions.services,
+    ...(alerts?.services ?? []),
   ];
   return {
     identityStore,
@@ -168,7 +184,9 @@ export function createServices(f: Foundation): Services {
     audit,
     catalog,
     decisions,
+    alerts,
     registrations,
+    jobs: alerts?.jobs ?? [],
     listen: async () => void (await decisions.listen()),
     close: async () => {
       await decisions.close();
@@ -189,9 +207,9 @@ export interface RunningService {
 const HEALTH_POLL_MS = 2_000;
 
 /** The one wiring point: config → pools → stores → services → servers. */
-export async function startService(config: Config, logger = createLogger(config.logLevel)): Promise<RunningService> {
+export async function startService(config: Config, logger = createLogger(config.logLevel), operations?: AlertsPorts): Promise<RunningService> {
   const f = await openFoundation(config, logger);
-  const services = createServices(f);
+  const services = createServices(f, operations);
   const { identityStore } = services;
   const authenticator = new Authenticator(identityStore, f.secrets, config.internalApiKey, logger);
   await authenticator.listen(f.bus);
