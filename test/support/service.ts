@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/platform/logger.js";
 import { startService, type RunningService } from "../../src/main.js";
+import type { AlertsPorts } from "../../src/alerts/alerts.js";
 import type { IdentityService } from "../../src/identity/identity-service.js";
 import type { RoleName } from "../../src/platform/context.js";
 import { createTestDatabase, requireEnv } from "./database.js";
@@ -24,9 +25,15 @@ export interface TestService {
 
 /**
  * The whole service on real Postgres (a database of this file's own) and Redis (a key prefix of its
- * own). `logger` lets a test read what the service logs.
+ * own). `logger` lets a test read what the service logs; `operations` are the ports the alerts need
+ * (test/support/operations.ts).
  */
-export async function startTestService(overrides: Partial<Config> = {}, databaseUrl?: string, logger?: Logger): Promise<TestService> {
+export async function startTestService(
+  overrides: Partial<Config> = {},
+  databaseUrl?: string,
+  logger?: Logger,
+  operations?: AlertsPorts,
+): Promise<TestService> {
   const config: Config = {
     ...loadConfig({}),
     host: "127.0.0.1",
@@ -42,7 +49,7 @@ export async function startTestService(overrides: Partial<Config> = {}, database
     shutdownGraceMs: 2000,
     ...overrides,
   };
-  const running = await startService(config, logger ?? createLogger(config.logLevel));
+  const running = await startService(config, logger ?? createLogger(config.logLevel), operations);
   const identity = running.services.identity;
   let n = 0;
   return {
