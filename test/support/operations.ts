@@ -35,12 +35,15 @@ export class RecordingDispatcher implements Dispatcher {
 /** Requests recorded by the test, queried as the shared statistics would be. */
 export class RecordedRequestStats implements RequestStats {
   private readonly requests: Array<{ tenantId: string; at: Date; durationMs: number; status: number }> = [];
+  /** Answers fail, as when the store behind the statistics is down. */
+  unavailable = false;
 
   record(tenantId: string, at: Date, durationMs: number, status = 200): void {
     this.requests.push({ tenantId, at, durationMs, status });
   }
 
   private within(tenantId: string, from: Date, to: Date) {
+    if (this.unavailable) throw new Error("request statistics unavailable");
     return this.requests.filter((r) => r.tenantId === tenantId && r.at >= from && r.at < to);
   }
 
