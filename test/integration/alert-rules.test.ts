@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { AlertRuleService } from "../../gen/decisioning/v1/alerts_pb.js";
 import { startTestService, type TestService } from "../support/service.js";
-import { connectClient, rest, rpcError } from "../support/clients.js";
+import { connectClient, grpcClient, rest, rpcError } from "../support/clients.js";
 import { createTestOperations, type TestOperations } from "../support/operations.js";
 
 let svc: TestService;
@@ -59,6 +59,9 @@ test("GET /alerts is a bare array on REST, the message on Connect; viewers read,
   const client = connectClient(AlertRuleService, svc.baseUrl);
   const viaConnect = await client.listAlertRules({}, { headers: { "x-api-key": viewerKey } });
   assert.ok(viaConnect.data.some((r) => r.id === created.id));
+  const viaGrpc = await grpcClient(AlertRuleService, svc.grpcAddress).getAlertRule({ id: created.id }, { headers: { "x-api-key": viewerKey } });
+  assert.equal(viaGrpc.name, "listed");
+  assert.equal(viaGrpc.channels?.values.length, valid().channels.length);
   for (const [method, path, body] of [["POST", "/api/v1/alerts", valid()], ["PUT", `/api/v1/alerts/${created.id}`, { name: "x" }], ["DELETE", `/api/v1/alerts/${created.id}`]] as const) {
     const res = await call(method, path, viewerKey, body);
     assert.equal(res.status, 403, `${method}: ${JSON.stringify(res.body)}`);
