@@ -22,12 +22,15 @@ export interface FunnelSource {
  * empty_candidate_rate against FUNNEL_THRESHOLDS; over the threshold raises the health alert
  * `funnel:<metric>`, anything else clears it (fewer than MIN_DECISIONS decisions included: too
  * little traffic is no evidence of a broken funnel). Raising and clearing are idempotent, so a
- * repeated slot changes nothing.
+ * repeated slot changes nothing, and a run at any instant judges the 30 minutes before it.
  */
 export function createDecisionFunnelMonitor(deps: { funnel: FunnelSource; healthAlerts: HealthAlerts; logger: Logger }): ScheduledJob {
   return {
     name: "alerts.decision-funnel",
     schedule: { cron: "*/30 * * * *", timezone: "UTC" },
+    // Spec 4.21: the tick runs "the scheduled evaluations", so that operators who drive the cron
+    // routes from outside (SCHEDULER=off) still get the monitor.
+    route: "tick",
     async run(slot: Date) {
       const from = new Date(slot.getTime() - WINDOW_MS);
       const tenants = await deps.funnel.funnelAcrossTenants(new Date(from.getTime() - WINDOW_MS), from, slot);

@@ -26,8 +26,9 @@ async function insertDecisions(tenantId: string, count: number, row: { at: Date;
   );
 }
 
-test("the monitor runs every 30 minutes in UTC", () => {
+test("the monitor runs every 30 minutes in UTC, and on the tick route", () => {
   assert.deepEqual(monitor.schedule, { cron: "*/30 * * * *", timezone: "UTC" });
+  assert.equal(monitor.route, "tick");
   assert.deepEqual(FUNNEL_THRESHOLDS, { suppression_rate: 0.8, empty_candidate_rate: 0.5 });
 });
 
