@@ -29,7 +29,7 @@ import { createDecisions } from "./decisions/decisions.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { DecisionStats } from "./decisions/decision-stats.js";
-import { createAlerts, type Alerts, type AlertsPorts } from "./alerts/alerts.js";
+import { createAlerts, type AlertsPorts } from "./alerts/alerts.js";
 import type { ScheduledJob } from "./scheduling/scheduled-job.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
 import { Gateway } from "./transport/gateway.js";
@@ -124,8 +124,6 @@ export interface Services {
   audit: AuditService;
   catalog: Catalog;
   decisions: ReturnType<typeof createDecisions>;
-  /** Alert rules and the funnel monitor; null until the operations ports are wired. */
-  alerts: Alerts | null;
   registrations: ServiceRegistration[];
   /** The domains' scheduled jobs, for the scheduler and the cron routes. */
   jobs: ScheduledJob[];
@@ -184,7 +182,6 @@ export function createServices(f: Foundation, operations?: AlertsPorts): Service
     audit,
     catalog,
     decisions,
-    alerts,
     registrations,
     jobs: alerts?.jobs ?? [],
     listen: async () => void (await decisions.listen()),
