@@ -22,9 +22,9 @@ export interface DecisionWindowStats {
   topOfferDecisions: number;
   /** Recommend's impression rows and outcomes of an impression-category type. */
   impressions: number;
-  /** Outcomes of a positive-category type. */
+  /** Recommended offers (or unattributed outcomes) with an outcome of a positive-category type. */
   positiveOutcomes: number;
-  /** Outcomes of type `click`. */
+  /** Recommended offers (or unattributed outcomes) with an outcome of type `click`. */
   clicks: number;
   /** Sum of conversionValue over the outcomes recorded in the window. */
   revenue: number;
@@ -65,10 +65,14 @@ export class DecisionStats {
       ),
       selectRows<Pick<DecisionWindowStats, "impressions" | "positiveOutcomes" | "clicks" | "revenue">>(
         this.db,
-        // Recommend's own impression rows carry no idempotency key; everything else came through Respond.
+        // Recommend's own impression rows carry no idempotency key; everything else came through
+        // Respond. A recommended offer (recommendation and rank) accepts or is clicked once, however
+        // many positive outcomes it gets, so the rates stay shares of impressions.
         `SELECT count(*) FILTER (WHERE i.idempotency_key IS NULL OR t.category = 'impression')::int AS "impressions",
-           count(*) FILTER (WHERE i.idempotency_key IS NOT NULL AND t.category = 'positive')::int AS "positiveOutcomes",
-           count(*) FILTER (WHERE i.idempotency_key IS NOT NULL AND i.outcome = 'click')::int AS "clicks",
+           count(DISTINCT coalesce(i.recommendation_id::text || ':' || i.rank, i.id::text))
+             FILTER (WHERE i.idempotency_key IS NOT NULL AND t.category = 'positive')::int AS "positiveOutcomes",
+           count(DISTINCT coalesce(i.recommendation_id::text || ':' || i.rank, i.id::text))
+             FILTER (WHERE i.idempotency_key IS NOT NULL AND i.outcome = 'click')::int AS "clicks",
            coalesce(sum(i.conversion_value) FILTER (WHERE i.idempotency_key IS NOT NULL), 0)::float8 AS "revenue"
          FROM interactions i
          LEFT JOIN catalog_entries t ON t.tenant_id = i.tenant_id AND t.kind = 'outcome_type' AND t.key = i.outcome AND t.deleted_at IS NULL

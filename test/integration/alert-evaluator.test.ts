@@ -76,6 +76,9 @@ describe("decision metrics from real Recommend and Respond calls", () => {
     await respond(1, "click");
     await respond(2, "conversion", { conversionValue: 120 });
     await respond(3, "dismiss");
+    // A second click and a conversion on the first offer: it was clicked and accepted once.
+    await respond(1, "click");
+    await respond(1, "conversion", { conversionValue: 0 });
     slot = new Date(Date.now() + 1000);
 
     const stored = await sql("SELECT qualified_count, suppressed_count, degraded_scoring FROM recommendations WHERE tenant_id = $1 ORDER BY created_at", [t.tenantId]);
