@@ -7,18 +7,19 @@ import { createServices, openFoundation } from "./main.js";
 
 const USAGE = `usage:
   cli migrate
-  cli tenant create --name <name>
+  cli tenant create --name <name> [--platform-owner]
   cli tenant set-limits --tenant <tenantId> --limits '{"<bucket>":{"limit":<n>,"windowSeconds":<s>}}'
   cli user create --tenant <tenantId> --email <email> --role <admin|editor|viewer> [--name <name>]
   cli user disable --tenant <tenantId> --user <userId>
   cli user enable --tenant <tenantId> --user <userId>
-  cli user set-role --tenant <tenantId> --user <userId> --role <admin|editor|viewer>`;
+  cli user set-role --tenant <tenantId> --user <userId> --role <admin|editor|viewer>
+  cli settings rotate-key`;
 
 class UsageError extends Error {}
 
-function need(values: Record<string, string | undefined>, name: string): string {
+function need(values: Record<string, string | boolean | undefined>, name: string): string {
   const v = values[name];
-  if (!v) throw new UsageError(`--${name} is required`);
+  if (typeof v !== "string" || !v) throw new UsageError(`--${name} is required`);
   return v;
 }
 
@@ -42,10 +43,11 @@ async function run(argv: string[]): Promise<unknown> {
       role: { type: "string" },
       user: { type: "string" },
       limits: { type: "string" },
+      "platform-owner": { type: "boolean" },
     },
   });
   const command = positionals.join(" ");
-  const known = ["migrate", "tenant create", "tenant set-limits", "user create", "user disable", "user enable", "user set-role"];
+  const known = ["migrate", "tenant create", "tenant set-limits", "user create", "user disable", "user enable", "user set-role", "settings rotate-key"];
   if (!known.includes(command)) throw new UsageError(command ? `unknown command "${command}"` : "no command given");
   const config = loadConfig();
   const logger = createLogger(process.env.LOG_LEVEL ?? "warn", 2);
@@ -57,7 +59,7 @@ async function run(argv: string[]): Promise<unknown> {
       case "migrate":
         return { migrated: true };
       case "tenant create":
-        return await identity.createTenant(need(values, "name"));
+        return await identity.createTenant(need(values, "name"), { platformOwner: values["platform-owner"] === true });
       case "tenant set-limits": {
         const limits = parseRateLimits(need(values, "limits"), "--limits");
         await identity.setTenantRateLimits(need(values, "tenant"), limits);
@@ -73,6 +75,8 @@ async function run(argv: string[]): Promise<unknown> {
         const row = await identity.updateUser(need(values, "tenant"), need(values, "user"), change);
         return { userId: row.id, role: row.role, disabled: row.disabled, tokenVersion: row.token_version };
       }
+      case "settings rotate-key":
+        return await services.notifications.rotateKey();
     }
   } finally {
     await services.close();

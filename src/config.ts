@@ -1,4 +1,7 @@
 /** Reads the environment once, validates it, and fails with one clear line. */
+import { parseSettingsKeys, type SettingsKey } from "./platform/settings-cipher.js";
+import { DEFAULT_MIN_SCORED_DECISIONS } from "./core/registry-moves.js";
+
 export interface RateLimitOverride {
   limit: number;
   windowSeconds: number;
@@ -35,6 +38,40 @@ export interface Config {
   workers: number;
   /** How old adaptive evidence may be before Recommend refreshes it from Redis; 0 reads it every time. */
   evidenceMaxAgeMs: number;
+  /** Scored decisions a model needs before it may replace a champion (docs/models.md); 0 turns that rule off. */
+  modelPromotionMinDecisions: number;
+  /** The tenant whose admins manage platform settings; null: the tenant created with --platform-owner. */
+  platformOwnerTenantId: string | null;
+  /** Keys for encrypted settings and provider secrets, the current one first; empty: none configured. */
+  settingsKeys: SettingsKey[];
+  /** Outbound notifications: how they retry, and whether private and loopback addresses may be reached. */
+  outbound: OutboundConfig;
+  /** The OpenAI-compatible chat-completions endpoint that writes narratives; null: the deterministic writer. */
+  llm: LlmConfig | null;
+  /** Port of GET /metrics (Prometheus); null keeps it off (docs/observability.md). */
+  metricsPort: number | null;
+  /** Bearer token the metrics port requires; null: open to whoever reaches the port. */
+  metricsToken: string | null;
+}
+
+export interface OutboundConfig {
+  /** Loopback, private, link-local and similar addresses are refused unless this is true. */
+  allowPrivate: boolean;
+  /** Attempts per destination, the first included. */
+  maxAttempts: number;
+  /** Backoff before the second attempt; it doubles per attempt up to backoffMaxMs. */
+  backoffMs: number;
+  backoffMaxMs: number;
+  /** Per attempt: connect, send and answer. */
+  timeoutMs: number;
+}
+
+export interface LlmConfig {
+  /** LLM_BASE_URL, e.g. https://api.openai.com/v1; requests go to `<baseUrl>/chat/completions`. */
+  baseUrl: string;
+  model: string;
+  /** Sent as a bearer token and nowhere else (never logged or returned); null for endpoints without one. */
+  apiKey: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -92,6 +129,50 @@ export function parseRateLimits(raw: string, source = "RATE_LIMITS"): Record<str
   return out;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function settingsKeys(env: NodeJS.ProcessEnv): SettingsKey[] {
+  try {
+    return parseSettingsKeys(optional(env, "SETTINGS_ENCRYPTION_KEYS"), optional(env, "SETTINGS_ENCRYPTION_KEY"));
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+}
+
+function platformOwner(env: NodeJS.ProcessEnv): string | null {
+  const id = optional(env, "PLATFORM_OWNER_TENANT_ID");
+  if (id !== null && !UUID.test(id)) throw new ConfigError(`PLATFORM_OWNER_TENANT_ID must be a tenant id (a UUID), got "${id}"`);
+  return id;
+}
+
+function outbound(env: NodeJS.ProcessEnv): OutboundConfig {
+  const allow = optional(env, "OUTBOUND_ALLOW_PRIVATE");
+  if (allow !== null && allow !== "true" && allow !== "false") throw new ConfigError(`OUTBOUND_ALLOW_PRIVATE must be true or false, got "${allow}"`);
+  return {
+    allowPrivate: allow === "true",
+    maxAttempts: positiveInt(env, "OUTBOUND_MAX_ATTEMPTS", 5),
+    backoffMs: positiveInt(env, "OUTBOUND_BACKOFF_MS", 1000),
+    backoffMaxMs: positiveInt(env, "OUTBOUND_BACKOFF_MAX_MS", 60_000),
+    timeoutMs: positiveInt(env, "OUTBOUND_TIMEOUT_MS", 10_000),
+  };
+}
+
+/** LLM_BASE_URL and LLM_MODEL together, or neither; LLM_API_KEY optional (a local endpoint needs none). */
+function llmConfig(env: NodeJS.ProcessEnv): LlmConfig | null {
+  const baseUrl = optional(env, "LLM_BASE_URL");
+  const model = optional(env, "LLM_MODEL");
+  if (baseUrl === null && model === null) return null;
+  if (baseUrl === null || model === null) throw new ConfigError("LLM_BASE_URL and LLM_MODEL must be set together");
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new ConfigError(`LLM_BASE_URL must be an http or https URL, got "${baseUrl}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError(`LLM_BASE_URL must be an http or https URL, got "${baseUrl}"`);
+  return { baseUrl: baseUrl.replace(/\/+$/, ""), model, apiKey: optional(env, "LLM_API_KEY") };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     host: env.HOST || "0.0.0.0",
@@ -113,5 +194,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     scoringPoolMinTreeWalks: positiveInt(env, "SCORING_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS),
     workers: positiveInt(env, "WORKERS", 1),
     evidenceMaxAgeMs: env.EVIDENCE_MAX_AGE_MS === "0" ? 0 : positiveInt(env, "EVIDENCE_MAX_AGE_MS", 1000),
+    modelPromotionMinDecisions:
+      env.MODEL_PROMOTION_MIN_DECISIONS === "0" ? 0 : positiveInt(env, "MODEL_PROMOTION_MIN_DECISIONS", DEFAULT_MIN_SCORED_DECISIONS),
+    platformOwnerTenantId: platformOwner(env),
+    settingsKeys: settingsKeys(env),
+    outbound: outbound(env),
+    llm: llmConfig(env),
+    metricsPort: optional(env, "METRICS_PORT") === null ? null : port(env, "METRICS_PORT", 0),
+    metricsToken: optional(env, "METRICS_TOKEN"),
   };
 }

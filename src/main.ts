@@ -13,6 +13,9 @@ import { createMemoryRateLimiter, createRedisRateLimiter } from "./platform/rate
 import { RateLimitPolicy } from "./platform/rate-limit-policy.js";
 import { createSecrets, loadOrCreateLocalSecrets, type Secrets } from "./platform/secrets.js";
 import { startEmbeddedPostgres, EmbeddedPostgresError } from "./platform/embedded-postgres.js";
+import { createSettingsCipher, derivedKeyId, type SettingsCipher } from "./platform/settings-cipher.js";
+import { createNotifications, type Notifications } from "./notifications/notifications.js";
+import type { Dispatcher } from "./notifications/outbound.js";
 import { createFirstTenant } from "./first-tenant.js";
 import { migrations } from "./migrations/index.js";
 import { IdentityStore } from "./identity/identity-store.js";
@@ -26,17 +29,24 @@ import { AuditService } from "./audit/audit-service.js";
 import { CatalogStore, DecisionConfigStore } from "./catalog/catalog-store.js";
 import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
+import { createExperiments, type Experiments } from "./experiments/experiments.js";
+import { createExplanations } from "./explanations/explanations.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { DecisionStats } from "./decisions/decision-stats.js";
-import { createAlerts, type AlertsPorts } from "./alerts/alerts.js";
+import { createAlerts } from "./alerts/alerts.js";
 import type { ScheduledJob } from "./scheduling/scheduled-job.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
+import { createModelRegistry } from "./models/model-registry.js";
+import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
 import { createHttpServer } from "./transport/http-server.js";
 import { createGrpcServer, bindGrpc } from "./transport/grpc.js";
 import { superviseWorkers } from "./supervisor.js";
+import { createObservability, type Observability } from "./observability/observability.js";
+import { startMetricsServer, type MetricsServer } from "./observability/metrics-server.js";
+import { shareMetricsWithSupervisor, startClusterMetricsServer } from "./observability/cluster-metrics.js";
 
 /** The stateful parts every entry point (server, CLI, tests) needs, built the same way. */
 export interface Foundation {
@@ -46,6 +56,8 @@ export interface Foundation {
   redis: Redis | null;
   bus: Bus;
   secrets: Secrets;
+  /** Encrypts platform settings and provider secrets (SETTINGS_ENCRYPTION_KEY[S], or the local key). */
+  settingsCipher: SettingsCipher;
   /** This start created the embedded database (never true with DATABASE_URL). */
   embeddedDatabaseCreated: boolean;
   close(): Promise<void>;
@@ -63,6 +75,7 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
   };
   let databaseUrl = config.databaseUrl;
   let secretValues = { apiKeyPepper: config.apiKeyPepper, jwtSigningSecret: config.jwtSigningSecret };
+  let settingsKeys = config.settingsKeys;
   let embeddedDatabaseCreated = false;
   if (databaseUrl === null) {
     const local = loadOrCreateLocalSecrets(config.dataDir);
@@ -70,6 +83,7 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
       apiKeyPepper: config.apiKeyPepper ?? local.apiKeyPepper,
       jwtSigningSecret: config.jwtSigningSecret ?? local.jwtSigningSecret,
     };
+    if (!settingsKeys.length) settingsKeys = [{ id: derivedKeyId(local.settingsEncryptionKey), secret: local.settingsEncryptionKey }];
     const pg = await startEmbeddedPostgres(config.dataDir, local.postgresPassword, logger, {
       runtimeDir: config.embeddedPgDir,
       shareRunning: options.shareEmbeddedDatabase,
@@ -84,6 +98,10 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
   const secrets = createSecrets(secretValues);
   for (const problem of secrets.problems()) {
     logger.warn(`SECURITY: ${problem}; key and client creation, authentication and token verification will fail until it is set`);
+  }
+  // Info, not a warning: nothing is exposed without the key, a feature is off until it is set.
+  if (!settingsKeys.length) {
+    logger.info("SETTINGS_ENCRYPTION_KEY is not set: encrypted platform settings and notification-provider secrets can be neither stored nor read until it is set");
   }
   const db = createSequelize(databaseUrl);
   closers.unshift(() => db.close());
@@ -112,6 +130,7 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
     redis,
     bus,
     secrets,
+    settingsCipher: createSettingsCipher(settingsKeys),
     embeddedDatabaseCreated,
     close: closeAll,
   };
@@ -124,25 +143,26 @@ export interface Services {
   audit: AuditService;
   catalog: Catalog;
   decisions: ReturnType<typeof createDecisions>;
+  /** Registry moves, for experiments' automatic promotion. */
+  modelPromoter: ModelPromoter;
+  notifications: Notifications;
+  /** Sends every outbound message (alerts, reports, triggers): src/notifications/outbound.ts. */
+  dispatcher: Dispatcher;
+  experiments: Experiments;
+  /** Metrics, request statistics shared by every process, and health alerts (for the alerts domain). */
+  observability: Observability;
   registrations: ServiceRegistration[];
-  /** The domains' scheduled jobs, for the scheduler and the cron routes. */
-  jobs: ScheduledJob[];
+  /** The alerts' scheduled jobs (the evaluator and the decision-funnel monitor), for the scheduler and the cron routes. */
+  alerts: { jobs: ScheduledJob[] };
   /** Subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
-  /** Flushes queued traces and stops the scoring workers. */
+  /** Flushes queued traces and request statistics, and stops the scoring workers. */
   close(): Promise<void>;
 }
 
-/**
- * `operations` are the ports of the operations domains (dispatcher, request statistics, health
- * alerts, notification providers); the alerts are served only when they are given.
- */
-export function createServices(f: Foundation, operations?: AlertsPorts): Services {
+export function createServices(f: Foundation): Services {
   const identityStore = new IdentityStore(f.db);
   const auditLog = new AuditLog(new AuditStore(f.db));
-  const alerts = operations
-    ? createAlerts({ db: f.db, auditLog, decisionStats: new DecisionStats(f.db), logger: f.logger, ...operations })
-    : null;
   const audit = new AuditService(new AuditStore(f.db));
   // The catalog reports committed changes to the decisions' snapshot cache, built after it.
   let configChanged = (_tenantId: string) => {};
@@ -152,6 +172,16 @@ export function createServices(f: Foundation, operations?: AlertsPorts): Service
     auditLog,
     (tenantId, userId) => identityStore.isActiveAdmin(tenantId, userId),
   );
+  const experiments = createExperiments({
+    db: f.db,
+    audit: auditLog,
+    logger: f.logger,
+    references: { liveIds: catalog.liveIds, positiveOutcomes: (tenantId) => decisions.positiveOutcomes(tenantId) },
+    // The registry is built after the decisions it invalidates; auto-promotion calls it only later.
+    promoter: { promote: (ctx, modelId, promotion) => models.promoter.promote(ctx, modelId, promotion) },
+    changed: (tenantId) => configChanged(tenantId),
+  });
+  const observability = createObservability({ db: f.db, redis: f.redis, logger: f.logger });
   const pool = createScoringPool(f.logger);
   const decisions = createDecisions({
     db: f.db,
@@ -161,20 +191,56 @@ export function createServices(f: Foundation, operations?: AlertsPorts): Service
     audit: auditLog,
     decisionConfig: catalog.decisionConfig,
     seedTenant: catalog.seedTenant,
-    otherWorkspaceData: alerts ? [alerts.wipeTenant] : [],
+    // Alert rules are built after the decisions; a reset reaches them only later.
+    otherWorkspaceData: [(t, tenantId) => alerts.wipeTenant(t, tenantId)],
     pool,
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,
+    activeExperiments: experiments.activeExperiments,
+    observer: observability.metrics,
   });
+  observability.metrics.watch({ scoringPool: pool, traces: decisions.traces });
   configChanged = decisions.configChanged;
+  const models = createModelRegistry({
+    db: f.db,
+    audit: auditLog,
+    configChanged: decisions.configChanged,
+    minScoredDecisions: f.config.modelPromotionMinDecisions,
+  });
+  const explanations = createExplanations({ db: f.db, audit: auditLog, sources: decisions.readModel, llm: f.config.llm, pool, logger: f.logger });
   const identity = new IdentityService(identityStore, f.secrets, f.bus, catalog.seedTenant);
+  const notifications = createNotifications({
+    db: f.db,
+    bus: f.bus,
+    audit: auditLog,
+    cipher: f.settingsCipher,
+    outbound: f.config.outbound,
+    isPlatformOwner: async (tenantId) =>
+      f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
+    logger: f.logger,
+  });
+  const alerts = createAlerts({
+    db: f.db,
+    auditLog,
+    decisionStats: new DecisionStats(f.db),
+    logger: f.logger,
+    dispatcher: notifications.dispatcher,
+    requestStats: observability.requestStats,
+    healthAlerts: observability.healthAlerts,
+    providers: { existing: notifications.existingProviderIds },
+  });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
     { service: AuditServiceDesc, impl: audit as never },
     ...catalog.services,
     ...decisions.services,
-    ...(alerts?.services ?? []),
+    ...models.services,
+    ...notifications.services,
+    ...experiments.services,
+    ...explanations.services,
+    ...observability.services,
+    ...alerts.services,
   ];
   return {
     identityStore,
@@ -182,12 +248,21 @@ export function createServices(f: Foundation, operations?: AlertsPorts): Service
     audit,
     catalog,
     decisions,
+    modelPromoter: models.promoter,
+    notifications,
+    dispatcher: notifications.dispatcher,
+    experiments,
+    observability,
     registrations,
-    jobs: alerts?.jobs ?? [],
-    listen: async () => void (await decisions.listen()),
+    alerts: { jobs: alerts.jobs },
+    listen: async () => {
+      await decisions.listen();
+      await notifications.listen();
+    },
     close: async () => {
       await decisions.close();
       await pool.close();
+      await observability.close();
     },
   };
 }
@@ -195,6 +270,8 @@ export function createServices(f: Foundation, operations?: AlertsPorts): Service
 export interface RunningService {
   httpPort: number;
   grpcPort: number;
+  /** null when METRICS_PORT is unset, and in a service process under the supervisor (it serves them). */
+  metricsPort: number | null;
   foundation: Foundation;
   services: Services;
   stop(): Promise<void>;
@@ -204,9 +281,9 @@ export interface RunningService {
 const HEALTH_POLL_MS = 2_000;
 
 /** The one wiring point: config → pools → stores → services → servers. */
-export async function startService(config: Config, logger = createLogger(config.logLevel), operations?: AlertsPorts): Promise<RunningService> {
+export async function startService(config: Config, logger = createLogger(config.logLevel)): Promise<RunningService> {
   const f = await openFoundation(config, logger);
-  const services = createServices(f, operations);
+  const services = createServices(f);
   const { identityStore } = services;
   const authenticator = new Authenticator(identityStore, f.secrets, config.internalApiKey, logger);
   await authenticator.listen(f.bus);
@@ -221,7 +298,7 @@ export async function startService(config: Config, logger = createLogger(config.
     async (tenantId) => (await identityStore.findTenant(tenantId))?.rate_limits ?? {},
     logger,
   );
-  const gateway = new Gateway(services.registrations, authenticator, rateLimits, config.defaultBodyLimitBytes, logger);
+  const gateway = new Gateway(services.registrations, authenticator, rateLimits, config.defaultBodyLimitBytes, logger, services.observability.observer);
 
   const health = async () => {
     const checks: Record<string, "ok" | "down"> = {};
@@ -242,12 +319,14 @@ export async function startService(config: Config, logger = createLogger(config.
   }, HEALTH_POLL_MS);
   healthPoll.unref();
   const httpPort = (http.address() as AddressInfo).port;
+  const metricsServer = await serveMetrics(config, services.observability, logger);
   logger.info({ httpPort, grpcPort, pid: process.pid }, "decisioning service listening");
 
   let stopping: Promise<void> | null = null;
   return {
     httpPort,
     grpcPort,
+    metricsPort: metricsServer?.port ?? null,
     foundation: f,
     services,
     stop() {
@@ -267,12 +346,30 @@ export async function startService(config: Config, logger = createLogger(config.
           new Promise<void>((res) => grpc.server.tryShutdown(() => res())),
         ]);
         clearTimeout(grace);
+        await metricsServer?.close();
         await services.close();
         await f.close();
       })();
       return stopping;
     },
   };
+}
+
+/** This process's metrics port, or, under the supervisor, its share of the supervisor's. */
+async function serveMetrics(config: Config, observability: Observability, logger: Logger): Promise<MetricsServer | null> {
+  const { metrics } = observability;
+  if (cluster.isWorker) {
+    shareMetricsWithSupervisor(metrics.registry);
+    return null;
+  }
+  if (config.metricsPort === null) return null;
+  return startMetricsServer({
+    host: config.host,
+    port: config.metricsPort,
+    token: config.metricsToken,
+    logger,
+    render: async () => ({ body: await metrics.render(), contentType: metrics.contentType }),
+  });
 }
 
 async function main(): Promise<void> {
@@ -290,7 +387,12 @@ async function main(): Promise<void> {
   if (cluster.isPrimary && config.workers > 1) {
     // Processes can share only what lives outside them: the embedded database and the in-process
     // stand-ins for Redis (counters, invalidation) belong to one process.
-    if (config.databaseUrl !== null && config.redisUrl !== null) return superviseWorkers(config.workers, logger);
+    if (config.databaseUrl !== null && config.redisUrl !== null) {
+      if (config.metricsPort !== null) {
+        await startClusterMetricsServer({ host: config.host, port: config.metricsPort, token: config.metricsToken, logger });
+      }
+      return superviseWorkers(config.workers, logger);
+    }
     logger.warn({ workers: config.workers }, "WORKERS needs DATABASE_URL and REDIS_URL; running one process");
   }
   const service = await startService(config, logger);

@@ -35,6 +35,8 @@ export const AUDIT_ACTIONS = [
   "approve",
   "reject",
   "gdpr_erasure",
+  // A decision explanation was produced (SHAP values, a regulator narrative): docs/explanations.md.
+  "explain",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

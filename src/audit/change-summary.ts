@@ -45,6 +45,8 @@ export function changeSummary(row: AuditRow): string {
       return `Rejected ${what}${reason}`;
     case "gdpr_erasure":
       return `Erased the personal data of ${what}`;
+    case "explain":
+      return `Explained ${what}: ${text(c.explanation)}${c.mode ? ` for a ${text(c.mode)}` : ""}`;
     default:
       return `${row.action} ${what}`;
   }

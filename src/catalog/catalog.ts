@@ -36,6 +36,8 @@ export interface Catalog {
   seedTenant(t: Transaction, ctx: TenantContext): Promise<void>;
   /** The read model Recommend compiles its snapshot from. */
   decisionConfig(tenantId: string): Promise<DecisionConfigRows>;
+  /** Which of `ids` name live models or decision flows of the tenant: other domains' reference checks. */
+  liveIds(tenantId: string, table: "algorithm_models" | "decision_flows", ids: readonly string[]): Promise<Set<string>>;
 }
 
 export function createCatalog(
@@ -124,6 +126,10 @@ export function createCatalog(
       ...decisionConfig.services,
     ],
     decisionConfig: (tenantId) => decisionStore.decisionConfig(tenantId),
+    async liveIds(tenantId, table, ids) {
+      const found = await Promise.all(ids.map(async (id) => (isUuid(id) && (await store.find(table, tenantId, { id })) ? id : null)));
+      return new Set(found.filter((id): id is string => id !== null));
+    },
     async seedTenant(t, ctx) {
       const outcomeTypes = entry(ENTRY_KINDS.outcome_type.collection);
       for (const o of DEFAULT_OUTCOME_TYPES) {

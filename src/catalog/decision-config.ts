@@ -19,11 +19,13 @@ import { CONFIG_VALIDATORS } from "../core/config-validation.js";
 import { validateModel } from "../core/scoring/compile-model.js";
 import { DEFAULT_MODEL, type ModelConfig } from "../core/scoring/models.js";
 import { DEFAULT_FLOW } from "../core/flow.js";
+import { FAMILY_STATUSES } from "../core/registry-moves.js";
+import type { RegistryStatus } from "../core/scoring/models.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import { CatalogCollection } from "./catalog-collection.js";
 import { toMessage } from "./catalog-mapper.js";
 import { BUDGET_RULES, FLOW_RULES, MODEL_RULES } from "./catalog-rules.js";
-import type { CatalogStore, DecisionConfigStore } from "./catalog-store.js";
+import type { CatalogRow, CatalogStore, DecisionConfigStore } from "./catalog-store.js";
 import type { ColumnValues } from "./write-fields.js";
 import { configViolations, referenceViolations } from "./catalog-support.js";
 import { DecisionFlowLifecycle } from "./decision-flows.js";
@@ -34,6 +36,17 @@ function modelViolations(after: ColumnValues): FieldViolation[] {
   const { id: _id, key: _key, type: _type, registryStatus: _status, ...params } = (after.config ?? {}) as Record<string, unknown>;
   const model = { ...params, id: String(after.key), key: String(after.key), type: after.type } as ModelConfig;
   return configViolations(validateModel(model).map((p) => p.replace(/^model(?=[.:[])/, "config")));
+}
+
+/**
+ * A model in a family role (shadow, challenger, champion) changes family only through promote,
+ * which keeps the one-champion rule and the rollback guard (docs/models.md); registryStatus itself
+ * is not a writable field here at all (spec 3.3).
+ */
+function familyViolations(after: ColumnValues, before: CatalogRow | null): FieldViolation[] {
+  const status = before?.registry_status as RegistryStatus | undefined;
+  if (!status || !FAMILY_STATUSES.includes(status) || after.family === before!.family) return [];
+  return [{ field: "family", message: `changes through POST /api/v1/algorithm-models/{id}/promote while the model is ${status}` }];
 }
 
 /** Spec 2.19: at least one limit; a scope other than global names a live entity of that kind. */
@@ -103,7 +116,7 @@ export function createDecisionConfig(store: CatalogStore, flowStore: DecisionCon
     references: [],
     filter: {},
     fixed: {},
-    validate: async (_ctx, after) => modelViolations(after),
+    validate: async (_ctx, after, before) => [...familyViolations(after, before), ...modelViolations(after)],
   });
   const flows = new CatalogCollection(store, audit, {
     table: "decision_flows",

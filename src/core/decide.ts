@@ -13,7 +13,8 @@ import type { Offer } from "./catalog.js";
 import { coupleCreatives, type SlotOptions } from "./channel-coupling.js";
 import { applyContactPolicies, type ContactPolicyRow } from "./contact-policy.js";
 import type { CounterCheck, Reservation } from "./counters.js";
-import { flowRankNode, flowScoreNode, type DecisionFlow } from "./flow.js";
+import { flowRankNode } from "./flow.js";
+import { scoringModelKeys } from "./model-lineup.js";
 import { qualify, type QualificationRow } from "./qualification.js";
 import {
   DEFAULT_COUNT,
@@ -106,19 +107,6 @@ export interface PreparedDecision {
   clv: ClvInput | null;
   nowMs: number;
   policyVersionHash: string;
-}
-
-/** The score node's model (or the request's override) and the shadow models scored beside it. */
-export function scoringModelKeys(snapshot: DecisionSnapshot, flow: DecisionFlow, override?: string): { modelKey: string; shadowModelKeys: string[] } {
-  const scoreNode = flowScoreNode(flow);
-  const modelKey = override ?? scoreNode.modelKey;
-  const shadowModelKeys = [
-    ...new Set([
-      ...(scoreNode.shadowModelKeys ?? []),
-      ...[...snapshot.models.values()].filter((m) => m.registryStatus === "shadow").map((m) => m.key),
-    ]),
-  ].filter((key) => key !== modelKey);
-  return { modelKey, shadowModelKeys };
 }
 
 export function decide(snapshot: DecisionSnapshot, input: DecisionInput): Decision {

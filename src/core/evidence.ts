@@ -9,7 +9,8 @@ import { requestFlow, resolveRequestScope } from "./request-scope.js";
 import { ALL_CONTEXTS_BUCKET, adaptiveCountKey, bucketSpace, contextBucket, countingBucket } from "./scoring/adaptive.js";
 import type { ModelConfig } from "./scoring/models.js";
 import type { DecisionSnapshot } from "./snapshot.js";
-import { scoringModelKeys, type DecisionInput } from "./decide.js";
+import type { DecisionInput } from "./decide.js";
+import { scoringModelKeys } from "./model-lineup.js";
 
 /** The adaptive settings a model counts evidence with, or null when it reads none. */
 export function adaptiveSettings(model: ModelConfig | undefined): { bucketBy?: string[] } | null {

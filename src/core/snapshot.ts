@@ -14,7 +14,7 @@ import { fingerprint } from "./hash.js";
 import type { MaturityRamp } from "./maturity-ramp.js";
 import type { QualificationRule } from "./qualification.js";
 import type { RankingProfile } from "./ranking.js";
-import { DEFAULT_MODEL, type ModelConfig } from "./scoring/models.js";
+import { DEFAULT_MODEL, HOLDOUT_BASELINE_MODEL, type ModelConfig } from "./scoring/models.js";
 
 export interface SnapshotConfig {
   offers: Offer[];
@@ -44,7 +44,10 @@ export interface DecisionSnapshot extends ContactPolicyConfig {
   qualificationRules: QualificationRule[];
   rankingProfiles: RankingProfile[];
   constraints: CrossOfferConstraint[];
-  /** By model key; always holds DEFAULT_MODEL for the default flow. */
+  /**
+   * By model key; always holds DEFAULT_MODEL for the default flow, and HOLDOUT_BASELINE_MODEL for
+   * experiments' holdouts (last, so that no tenant model replaces it).
+   */
   models: ReadonlyMap<string, ModelConfig>;
   /** FNV-1a 64 fingerprint of the canonical SnapshotConfig. */
   policyVersionHash: string;
@@ -77,7 +80,11 @@ export function prepareSnapshot(config: SnapshotConfig): DecisionSnapshot {
     maturityRamp: config.maturityRamp ?? null,
     rankingProfiles: config.rankingProfiles ?? [],
     constraints: config.constraints ?? [],
-    models: new Map([[DEFAULT_MODEL.key, DEFAULT_MODEL], ...(config.models ?? []).map((m): [string, ModelConfig] => [m.key, m])]),
+    models: new Map([
+      [DEFAULT_MODEL.key, DEFAULT_MODEL],
+      ...(config.models ?? []).map((m): [string, ModelConfig] => [m.key, m]),
+      [HOLDOUT_BASELINE_MODEL.key, HOLDOUT_BASELINE_MODEL],
+    ]),
     policyVersionHash: fingerprint(config),
     config,
   };

@@ -5,6 +5,7 @@ import { createMemoryEvidenceStore, createRedisEvidenceStore, type EvidenceStore
 import { createMemoryNegativeOutcomeStore, createRedisNegativeOutcomeStore, type NegativeOutcomeStore } from "./negative-outcome-store.js";
 import { createMemoryReservationStore, createRedisReservationStore, type ReservationStore } from "./reservation-store.js";
 import { createMemoryTenantCounterWipe, createRedisTenantCounterWipe, type TenantCounterWipe } from "./tenant-counter-wipe.js";
+import { createMemoryVariantAssignments, createRedisVariantAssignments, type VariantAssignments } from "../experiments/variant-assignments.js";
 
 /**
  * The decisioning counters, built together because they share one keyspace (`t:{<tenantId>}:` in
@@ -16,6 +17,8 @@ export interface Counters {
   buckets: BucketRegistry;
   negatives: NegativeOutcomeStore;
   decisionCounter: DecisionCounter;
+  /** Experiments' kept variants (30 days), which Recommend reads and sets. */
+  assignments: VariantAssignments;
   wipe: TenantCounterWipe;
 }
 
@@ -26,6 +29,7 @@ export function createRedisCounters(redis: Redis): Counters {
     buckets: createRedisBucketRegistry(redis),
     negatives: createRedisNegativeOutcomeStore(redis),
     decisionCounter: createRedisDecisionCounter(redis),
+    assignments: createRedisVariantAssignments(redis),
     wipe: createRedisTenantCounterWipe(redis),
   };
 }
@@ -37,12 +41,14 @@ export function createMemoryCounters(now: () => number = Date.now): Counters {
   const negatives = createMemoryNegativeOutcomeStore();
   const buckets = createMemoryBucketRegistry();
   const decisionCounter = createMemoryDecisionCounter(evidence);
+  const assignments = createMemoryVariantAssignments(now);
   return {
     reservations,
     evidence,
     buckets,
     negatives,
     decisionCounter,
-    wipe: createMemoryTenantCounterWipe([reservations, evidence, buckets, negatives, decisionCounter]),
+    assignments,
+    wipe: createMemoryTenantCounterWipe([reservations, evidence, buckets, negatives, decisionCounter, assignments]),
   };
 }

@@ -10,6 +10,12 @@ import type { Decision, RankedOffer, Rejection } from "../core/index.js";
 import { isUuid, newId } from "../platform/ids.js";
 import type { TraceRow } from "./decision-store.js";
 import type { TraceRecord } from "./trace-record.js";
+import type { ExperimentArm } from "./experiment-arms.js";
+
+/** The ExperimentAssignment message's fields: `experimentId` repeats `id` for clients of its first version. */
+export function experimentAssignment(arm: Pick<ExperimentArm, "id" | "key" | "variant">) {
+  return { experimentId: arm.id, id: arm.id, key: arm.key, variant: arm.variant };
+}
 
 /** A flow id the tenant stored, or undefined for the built-in default flow (whose id is `default`). */
 export const storedFlowId = (id: string): string | undefined => (isUuid(id) ? id : undefined);
@@ -22,6 +28,7 @@ export function toRecommendResponse(r: {
   offers: RankedOffer[];
   rejected: Rejection[];
   explain: boolean;
+  experiment: ExperimentArm | null;
   createdAt: Date;
 }): RecommendResponse {
   return create(RecommendResponseSchema, {
@@ -41,6 +48,7 @@ export function toRecommendResponse(r: {
       mandatory: o.mandatory,
     })),
     flowId: storedFlowId(r.decision.flowId),
+    experiment: r.experiment ? experimentAssignment(r.experiment) : undefined,
     degraded: r.decision.degradedScoring,
     rejectedOffers: r.explain
       ? r.rejected.map((x) => ({ offerId: x.offerId, offerName: x.offerName, stage: x.stage, reason: x.reason, detail: x.detail as JsonObject | undefined }))

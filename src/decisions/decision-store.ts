@@ -13,6 +13,11 @@ export interface RecommendationRow {
   multi_placement: boolean;
   offers: unknown[];
   context: Record<string, unknown>;
+  /** Ids of the models that scored the decision, serving model first (scoredModelIds). */
+  scored_by: string[];
+  /** The experiment that covered the decision, and the customer's variant in it. */
+  experiment_id: string | null;
+  experiment_variant: string | null;
   /** The decision's funnel figures (decision-metrics.ts); NULL on rows stored before migration 0010. */
   qualified_count: number | null;
   suppressed_count: number | null;
@@ -54,6 +59,8 @@ export interface SettingsRow {
   decision_trace_sample_rate: number;
   maturity_ramp_days: number;
   maturity_ramp_start_fraction: number;
+  /** aiAnalyzerSettings.llmExplanationsEnabled: the opt-in to decision explanations (spec 4.11). */
+  llm_explanations_enabled: boolean;
   updated_at: Date | null;
 }
 
@@ -62,6 +69,7 @@ export const DEFAULT_SETTINGS: SettingsRow = {
   decision_trace_sample_rate: 1,
   maturity_ramp_days: 0,
   maturity_ramp_start_fraction: 0.1,
+  llm_explanations_enabled: false,
   updated_at: null,
 };
 
@@ -74,7 +82,8 @@ export interface CustomerRow {
 
 /** Tables the workspace reset empties, children first; identity and the audit log stay. */
 const WORKSPACE_TABLES = [
-  "decision_traces", "decision_policies", "interactions", "recommendations", "customers", "decision_flow_versions", "decision_flows",
+  "notification_delivery_attempts", "notification_deliveries", "notification_providers",
+  "decision_traces", "decision_policies", "interactions", "recommendations", "customers", "experiments", "decision_flow_versions", "decision_flows",
   "budgets", "algorithm_models", "creatives", "offers", "catalog_entries", "tenant_settings",
 ];
 
@@ -88,7 +97,8 @@ export class DecisionStore {
    */
   async saveRecommendation(tenantId: string, rec: Omit<RecommendationRow, "created_at">, impressions: ImpressionRow[]): Promise<Date> {
     const bind: unknown[] = [tenantId, rec.id, rec.customer_id, rec.flow_id, rec.interaction_id, rec.channel_id, rec.multi_placement,
-      JSON.stringify(rec.offers), JSON.stringify(rec.context), rec.qualified_count, rec.suppressed_count, rec.degraded_scoring];
+      JSON.stringify(rec.offers), JSON.stringify(rec.context), rec.scored_by,
+      rec.experiment_id, rec.experiment_variant, rec.qualified_count, rec.suppressed_count, rec.degraded_scoring];
     const tuples = impressions.map((i) => {
       const at = bind.length;
       bind.push(i.id, i.rank, i.offer_id, i.creative_id, i.channel_id, i.placement_id, i.context_bucket);
@@ -106,9 +116,9 @@ export class DecisionStore {
       this.db,
       `save-recommendation-${tuples.length}`,
       `WITH rec AS (
-         INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context,
-           qualified_count, suppressed_count, degraded_scoring)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING created_at)${impressionsCte}
+         INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context, scored_by,
+           experiment_id, experiment_variant, qualified_count, suppressed_count, degraded_scoring)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text[], $11, $12, $13, $14, $15) RETURNING created_at)${impressionsCte}
        SELECT created_at FROM rec`,
       bind,
     );
@@ -194,12 +204,14 @@ export class DecisionStore {
     const merged = { ...(await this.settings(tenantId)), ...values };
     const [row] = await execReturning<SettingsRow>(
       this.db,
-      `INSERT INTO tenant_settings (tenant_id, decision_trace_enabled, decision_trace_sample_rate, maturity_ramp_days, maturity_ramp_start_fraction)
-       VALUES ($1, $2, $3, $4, $5)
+      `INSERT INTO tenant_settings (tenant_id, decision_trace_enabled, decision_trace_sample_rate, maturity_ramp_days, maturity_ramp_start_fraction,
+         llm_explanations_enabled)
+       VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (tenant_id) DO UPDATE SET decision_trace_enabled = $2, decision_trace_sample_rate = $3,
-         maturity_ramp_days = $4, maturity_ramp_start_fraction = $5, updated_at = now()
+         maturity_ramp_days = $4, maturity_ramp_start_fraction = $5, llm_explanations_enabled = $6, updated_at = now()
        RETURNING *`,
-      [tenantId, merged.decision_trace_enabled, merged.decision_trace_sample_rate, merged.maturity_ramp_days, merged.maturity_ramp_start_fraction],
+      [tenantId, merged.decision_trace_enabled, merged.decision_trace_sample_rate, merged.maturity_ramp_days, merged.maturity_ramp_start_fraction,
+        merged.llm_explanations_enabled],
     );
     return row;
   }

@@ -9,6 +9,7 @@ import type { Logger } from "../platform/logger.js";
 import { InvalidatedCache } from "../platform/invalidated-cache.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import type { DecisionConfigRows } from "../catalog/catalog-store.js";
+import type { ExperimentSplit } from "../core/index.js";
 import { AttributionLadder } from "./attribution.js";
 import type { Counters } from "./counters.js";
 import { CustomerCache } from "./customer-cache.js";
@@ -17,7 +18,7 @@ import { DecisionStore } from "./decision-store.js";
 import { OutcomeLearning } from "./outcome-learning.js";
 import { OutcomeReplay } from "./outcome-replay.js";
 import { OutcomeStore } from "./outcome-store.js";
-import { RecommendService, type ScoringPool } from "./recommend-service.js";
+import { RecommendService, type DecisionObserver, type ScoringPool } from "./recommend-service.js";
 import { RespondService } from "./respond-service.js";
 import { compileTenant, type CompiledTenant } from "./snapshot-compiler.js";
 import { TenantSettingsService } from "./tenant-settings-service.js";
@@ -45,14 +46,22 @@ export interface DecisionsOptions {
   pool: ScoringPool | null;
   minTreeWalksForPool: number;
   decisionQuota: number | null;
+  /** The experiments' read model: the tenant's active experiments, oldest first. None when absent. */
+  activeExperiments?: (tenantId: string) => Promise<ExperimentSplit[]>;
+  /** Counts decisions (metrics). */
+  observer?: DecisionObserver;
 }
 
 /** Recommend, traces, customers and the workspace: built once at start-up. */
 export function createDecisions(o: DecisionsOptions) {
   const store = new DecisionStore(o.db);
   const snapshots = new InvalidatedCache<CompiledTenant>(o.bus, SNAPSHOT_CHANNEL, async (tenantId) => {
-    const [rows, settings] = await Promise.all([o.decisionConfig(tenantId), store.settings(tenantId)]);
-    return compileTenant(rows, settings, o.logger);
+    const [rows, settings, experiments] = await Promise.all([
+      o.decisionConfig(tenantId),
+      store.settings(tenantId),
+      o.activeExperiments ? o.activeExperiments(tenantId) : [],
+    ]);
+    return compileTenant(rows, settings, o.logger, experiments);
   });
   const customers = new CustomerCache(o.bus, store);
   /**
@@ -75,6 +84,7 @@ export function createDecisions(o: DecisionsOptions) {
     minTreeWalksForPool: o.minTreeWalksForPool,
     decisionQuota: o.decisionQuota,
     logger: o.logger,
+    observer: o.observer,
   });
   const outcomes = new OutcomeStore(o.db);
   const respond = new RespondService({
@@ -85,7 +95,8 @@ export function createDecisions(o: DecisionsOptions) {
     learning: new OutcomeLearning(o.counters, outcomes),
     logger: o.logger,
   });
-  const traceService = new TraceService(store, new TraceReader(store, o.logger));
+  const traceReader = new TraceReader(store, o.logger);
+  const traceService = new TraceService(store, traceReader);
   const customerService = new CustomerService(store, customers);
   const tenantSettings = new TenantSettingsService(store, snapshots);
   const workspace = new WorkspaceService({
@@ -134,9 +145,17 @@ export function createDecisions(o: DecisionsOptions) {
   return {
     services,
     traces,
+    /** What other domains read (explanations): traces replayed with their score task, and tenant settings. */
+    readModel: {
+      replayTrace: (tenantId: string, id: string) => traceReader.replay(tenantId, id),
+      tenantSettings: (tenantId: string) => store.settings(tenantId),
+    },
     /** Subscribes the caches to cross-process invalidation. */
     listen: () => Promise.all([snapshots.listen(), customers.listen(), o.bus.subscribe(WORKSPACE_RESET_CHANNEL, forgetTenant)]),
-    /** What the catalog calls after every committed configuration change. */
+    /** The keys of the tenant's outcome types in the `positive` category: what experiments count as conversions. */
+    positiveOutcomes: async (tenantId: string) =>
+      [...(await snapshots.get(tenantId)).outcomeTypes].filter(([, category]) => category === "positive").map(([key]) => key),
+    /** What the catalog and the experiments call after every committed configuration change. */
     configChanged: (tenantId: string) => void snapshots.invalidate(tenantId).catch((err) => o.logger.warn({ err, tenantId }, "snapshot invalidation not published")),
     close: () => traces.close(),
   };

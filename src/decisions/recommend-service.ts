@@ -9,6 +9,7 @@ import {
   readsRecentOutcomes,
   refill,
   scoreCandidates,
+  scoredModelIds,
   type AdaptiveCount,
   type CandidateScore,
   type Decision,
@@ -23,6 +24,7 @@ import { AppError, invalidFields, type FieldViolation } from "../platform/errors
 import { newId } from "../platform/ids.js";
 import type { Logger } from "../platform/logger.js";
 import { BucketAdmission } from "./bucket-admission.js";
+import { ExperimentArms, type ExperimentArm } from "./experiment-arms.js";
 import type { Counters } from "./counters.js";
 import type { DecisionStore } from "./decision-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
@@ -40,6 +42,11 @@ export interface ScoringPool {
   run(task: ScoreTask): Promise<CandidateScore[]>;
 }
 
+/** Told about every decision made and stored (the metrics); must not block or throw. */
+export interface DecisionObserver {
+  decided(offerCount: number, degradedScoring: boolean): void;
+}
+
 export interface RecommendDeps {
   snapshots: { get(tenantId: string): Promise<CompiledTenant> };
   customers: { attributes(tenantId: string, customerId: string): Promise<Record<string, unknown>> };
@@ -53,6 +60,7 @@ export interface RecommendDeps {
   /** Lifetime decisions per tenant; null for none (self-hosted default). */
   decisionQuota: number | null;
   logger: Logger;
+  observer?: DecisionObserver;
   random?: () => number;
 }
 
@@ -68,14 +76,16 @@ type Held = Map<string, RankedOffer["reservations"]>;
  */
 export class RecommendService {
   private readonly buckets: BucketAdmission;
+  private readonly arms: ExperimentArms;
 
   constructor(private readonly deps: RecommendDeps) {
     this.buckets = new BucketAdmission(deps.counters.buckets, deps.logger);
+    this.arms = new ExperimentArms(deps.counters.assignments);
   }
 
   async recommend(ctx: TenantContext, req: RecommendRequest): Promise<RecommendResponse> {
     const { snapshot, settings, ...names } = await this.deps.snapshots.get(ctx.tenantId);
-    const { input, evidence } = await this.decisionInput(ctx, req, { snapshot, settings, ...names });
+    const { input, evidence, experiment } = await this.decisionInput(ctx, req, { snapshot, settings, ...names });
     const recommendationId = input.seed;
     // A sampled trace stores the inputs and is explained when read (trace-record.ts), so only a
     // caller's explain=true pays for explanations here.
@@ -91,18 +101,40 @@ export class RecommendService {
         : scoreCandidates(task);
     const decision = completeDecision(prepared, scores);
     const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context }, task.bucketsOverCap);
-    const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket);
-    if (sampled) this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, traceRecord(input, evidence, offers, refusals), createdAt), snapshot.config);
-    return toRecommendResponse({ recommendationId, interactionId, customerId: input.customerId, decision, offers, rejected: [...decision.rejectedOffers, ...refusals], explain: req.explain, createdAt });
+    const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket, scoredModelIds(task), experiment);
+    this.deps.observer?.decided(offers.length, decision.degradedScoring);
+    if (sampled) {
+      const record = traceRecord(input, evidence, offers, refusals, experiment);
+      this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, record, createdAt), snapshot.config);
+    }
+    return toRecommendResponse({
+      recommendationId,
+      interactionId,
+      customerId: input.customerId,
+      decision,
+      offers,
+      rejected: [...decision.rejectedOffers, ...refusals],
+      explain: req.explain,
+      experiment,
+      createdAt,
+    });
   }
 
   /**
    * Makes the decision count: reserves its caps and budgets, counts it with its impressions'
-   * trials and stores the recommendation (id = the input's seed) with its impression rows. From the
+   * trials and stores the recommendation (id = the input's seed, with the models that scored it)
+   * with its impression rows. From the
    * first reservation until the rows are stored, any failure gives back what was taken: a cap or
    * budget unit held by a decision nobody received would be lost until its window ends.
    */
-  private async commit(ctx: TenantContext, input: DecisionInput, decision: Decision, bucket: string) {
+  private async commit(
+    ctx: TenantContext,
+    input: DecisionInput,
+    decision: Decision,
+    bucket: string,
+    scoredBy: string[],
+    experiment: ExperimentArm | null,
+  ) {
     const held: Held = new Map();
     let counted: string[] = [];
     try {
@@ -141,6 +173,9 @@ export class RecommendService {
             bucket,
           })),
           context: input.context,
+          scored_by: scoredBy,
+          experiment_id: experiment?.id ?? null,
+          experiment_variant: experiment?.variant ?? null,
           ...decisionFunnel(decision, refusals),
         },
         // Multi-placement responses write no interaction rows (spec 4.4): Respond then needs creativeId.
@@ -185,8 +220,15 @@ export class RecommendService {
     }
   }
 
-  /** Request → core input: names resolved against the snapshot (400 naming the field), counters read. */
-  private async decisionInput(ctx: TenantContext, req: RecommendRequest, compiled: CompiledTenant): Promise<{ input: DecisionInput; evidence: readonly string[] }> {
+  /**
+   * Request → core input: names resolved against the snapshot (400 naming the field), the
+   * experiment's variant model set as the override (before anything reads the model), counters read.
+   */
+  private async decisionInput(
+    ctx: TenantContext,
+    req: RecommendRequest,
+    compiled: CompiledTenant,
+  ): Promise<{ input: DecisionInput; evidence: readonly string[]; experiment: ExperimentArm | null }> {
     const violations: FieldViolation[] = [];
     const customerId = req.customerId.trim();
     if (!customerId) violations.push({ field: "customerId", message: "is required" });
@@ -207,7 +249,11 @@ export class RecommendService {
     }
     if (violations.length) throw invalidFields(violations);
 
-    const stored = await this.deps.customers.attributes(ctx.tenantId, customerId);
+    // The variant needs only the customer id and the flow: its Redis round trip overlaps the attributes' read.
+    const [stored, experiment] = await Promise.all([
+      this.deps.customers.attributes(ctx.tenantId, customerId),
+      this.arms.assign(ctx.tenantId, compiled, { customerId, flowId }),
+    ]);
     const input: DecisionInput = {
       customerId,
       channel: channel ?? null,
@@ -220,6 +266,7 @@ export class RecommendService {
       clv: null,
       seed: newId(),
     };
+    if (experiment) input.modelKey = experiment.modelKey;
     const bucketsOverCap = await this.buckets.bucketsOverCap(ctx, compiled.snapshot, input);
     if (bucketsOverCap.length) input.bucketsOverCap = bucketsOverCap;
     const evidence = evidenceKeys(compiled.snapshot, input);
@@ -229,7 +276,7 @@ export class RecommendService {
       this.deps.counters.evidence.readEvidence(ctx.tenantId, evidence).then(successesWithinTrials),
       readsRecentOutcomes(compiled.snapshot) ? this.deps.counters.negatives.forCustomer(ctx.tenantId, customerId) : [],
     ]);
-    return { input: { ...input, counters, counterChecks: plan.checks, adaptiveCounts, recentOutcomes }, evidence };
+    return { input: { ...input, counters, counterChecks: plan.checks, adaptiveCounts, recentOutcomes }, evidence, experiment };
   }
 
   /**

@@ -7,6 +7,7 @@ import {
   type Creative,
   type DecisionFlow,
   type DecisionSnapshot,
+  type ExperimentSplit,
   type ModelConfig,
   type Offer,
   type SnapshotConfig,
@@ -34,6 +35,10 @@ export interface CompiledTenant {
   impressionOutcomes: string[];
   /** Live creatives by id, for Respond's creativeId. */
   creatives: Map<string, Creative>;
+  /** Active experiments whose models all score, oldest first (experiment-arms.ts). */
+  experiments: ExperimentSplit[];
+  /** Model id → model key, for the variant a customer is assigned. */
+  modelKeys: Map<string, string>;
   /** Entities left out because their stored configuration no longer compiles (logged). */
   skipped: string[];
 }
@@ -96,12 +101,25 @@ function toFlow(row: CatalogRow): DecisionFlow {
   return { id: row.id, name: row.name, nodes };
 }
 
+/** Registry status and family come from their columns (a `config` that names them is not read). */
 function toModel(row: CatalogRow): ModelConfig {
-  return { ...obj(row.config), id: row.id, key: row.key as string, type: row.type, registryStatus: row.registry_status } as ModelConfig;
+  return {
+    ...obj(row.config),
+    id: row.id,
+    key: row.key as string,
+    type: row.type,
+    registryStatus: row.registry_status,
+    // Left out when empty, so configurations without families keep their policyVersionHash.
+    family: (row.family as string) || undefined,
+  } as ModelConfig;
 }
 
-/** Rows as stored → the core's SnapshotConfig; what no longer validates is left out and named. */
-export function compileTenant(rows: DecisionConfigRows, settings: SettingsRow, logger: Logger): CompiledTenant {
+/**
+ * Rows as stored → the core's SnapshotConfig; what no longer validates is left out and named. An
+ * active experiment whose champion or a challenger is not a scoring model of the snapshot (archived,
+ * deleted, or invalid since) is left out the same way: it covers no decision rather than degrade one.
+ */
+export function compileTenant(rows: DecisionConfigRows, settings: SettingsRow, logger: Logger, experiments: readonly ExperimentSplit[] = []): CompiledTenant {
   const skipped: string[] = [];
   const keep = <T>(what: string, value: T, problems: string[]): T[] => {
     if (!problems.length) return [value];
@@ -144,6 +162,8 @@ export function compileTenant(rows: DecisionConfigRows, settings: SettingsRow, l
     models: rows.models.flatMap((m) => keep(`algorithm_model ${m.id}`, toModel(m), validateModel(toModel(m)))),
     maturityRamp: settings.maturity_ramp_days > 0 ? { rampDays: settings.maturity_ramp_days, startFraction: settings.maturity_ramp_start_fraction } : null,
   };
+  const modelKeys = new Map((config.models ?? []).map((m) => [m.id, m.key]));
+  const scoring = (e: ExperimentSplit) => [e.championModelId, ...e.challengers.map((c) => c.modelId)].filter((id) => !modelKeys.has(id));
   const named = (list: CatalogRow[], key: (r: CatalogRow) => string) => new Map(list.flatMap((r) => [[r.id, r.id], [key(r), r.id]] as Array<[string, string]>));
   return {
     snapshot: prepareSnapshot(config),
@@ -154,6 +174,8 @@ export function compileTenant(rows: DecisionConfigRows, settings: SettingsRow, l
     outcomeTypes: new Map(byKind("outcome_type").map((o) => [o.key as string, o.category as string])),
     impressionOutcomes: [...new Set(["impression", ...byKind("outcome_type").filter((o) => o.category === "impression").map((o) => o.key as string)])],
     creatives: new Map((config.creatives ?? []).map((c) => [c.id, c])),
+    experiments: experiments.flatMap((e) => keep(`experiment ${e.id}`, e, scoring(e).map((id) => `model ${id} is not a scoring model`))),
+    modelKeys,
     skipped,
   };
 }

@@ -14,12 +14,13 @@ function toSettings(row: SettingsRow): TenantSettings {
     decisionTraceSampleRate: row.decision_trace_sample_rate,
     maturityRampDays: row.maturity_ramp_days,
     maturityRampStartFraction: row.maturity_ramp_start_fraction,
+    aiAnalyzerSettings: { llmExplanationsEnabled: row.llm_explanations_enabled },
     updatedAt: row.updated_at ? timestampFromDate(row.updated_at) : undefined,
   });
 }
 
 /**
- * Tenant settings (spec 2.16): tracing and the maturity ramp. They are part of the compiled
+ * Tenant settings (spec 2.16): tracing, the maturity ramp, and the opt-in to explanations (4.11). They are part of the compiled
  * snapshot, so a change invalidates it in every process.
  */
 export class TenantSettingsService {
@@ -39,6 +40,7 @@ export class TenantSettingsService {
     const days = req.maturityRampDays;
     if (days !== undefined && !(days >= 0 && days <= MAX_RAMP_DAYS)) violations.push({ field: "maturityRampDays", message: `must be between 0 and ${MAX_RAMP_DAYS}` });
     const fraction = req.maturityRampStartFraction;
+    const llmExplanations = req.aiAnalyzerSettings?.llmExplanationsEnabled;
     if (fraction !== undefined && !(fraction >= 0 && fraction <= 1)) violations.push({ field: "maturityRampStartFraction", message: "must be between 0 and 1" });
     if (violations.length) throw invalidFields(violations);
     const row = await this.store.saveSettings(ctx.tenantId, {
@@ -46,6 +48,7 @@ export class TenantSettingsService {
       ...(rate !== undefined && { decision_trace_sample_rate: rate }),
       ...(days !== undefined && { maturity_ramp_days: days }),
       ...(fraction !== undefined && { maturity_ramp_start_fraction: fraction }),
+      ...(llmExplanations !== undefined && { llm_explanations_enabled: llmExplanations }),
     });
     await this.snapshots.invalidate(ctx.tenantId);
     return toSettings(row);

@@ -15,8 +15,10 @@ import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { DecisionTraceSchema, type DecisionTrace } from "../../gen/decisioning/v1/decisions_pb.js";
 import {
   canonicalJson,
-  decide,
+  completeDecision,
   evidenceKeys,
+  prepareDecision,
+  scoreCandidates,
   type AdaptiveCount,
   type Decision,
   type DecisionInput,
@@ -24,9 +26,12 @@ import {
   type RankedOffer,
   type RecentOutcome,
   type Rejection,
+  type ScoreTask,
 } from "../core/index.js";
 import type { ClvInput } from "../core/scoring/impact.js";
 import type { TraceRow } from "./decision-store.js";
+import type { ExperimentArm } from "./experiment-arms.js";
+import { experimentAssignment } from "./decision-mapper.js";
 
 /** The inputs of DecisionInput in a compact, JSON-safe form. */
 export interface RecordedInputs {
@@ -57,10 +62,18 @@ export interface TraceRecord {
   selectedOffers: SelectedOffer[];
   /** Offers whose caps or budgets a concurrent decision took first: the one thing a replay cannot know. */
   refusals: Rejection[];
+  /** The experiment that covered the decision; its variant's model is `inputs.modelKey`. Absent when none. */
+  experiment?: Pick<ExperimentArm, "id" | "key" | "variant">;
 }
 
 /** The record of a decision; `keys` are the evidence keys the service read (evidenceKeys). */
-export function traceRecord(input: DecisionInput, keys: readonly string[], offers: RankedOffer[], refusals: Rejection[]): TraceRecord {
+export function traceRecord(
+  input: DecisionInput,
+  keys: readonly string[],
+  offers: RankedOffer[],
+  refusals: Rejection[],
+  experiment: ExperimentArm | null = null,
+): TraceRecord {
   const counts = input.adaptiveCounts ?? {};
   return {
     inputs: {
@@ -82,6 +95,7 @@ export function traceRecord(input: DecisionInput, keys: readonly string[], offer
     },
     selectedOffers: offers.map(({ reservations: _r, options: _o, ...o }) => o),
     refusals,
+    ...(experiment && { experiment: { id: experiment.id, key: experiment.key, variant: experiment.variant } }),
   };
 }
 
@@ -130,10 +144,19 @@ export function replayInput(snapshot: DecisionSnapshot, inputs: RecordedInputs):
   return { ...input, adaptiveCounts };
 }
 
-/** Re-runs the decision and renders the trace of spec 2.16; `decision` is returned for checks. */
-export function renderTrace(row: Omit<TraceRow, "trace">, record: TraceRecord, snapshot: DecisionSnapshot): { trace: DecisionTrace; decision: Decision } {
+/**
+ * Re-runs the decision and renders the trace of spec 2.16; `decision` is returned for checks, and
+ * `scoreTask` (what the decision scored: models, candidates, attributes) for explanations.
+ */
+export function renderTrace(
+  row: Omit<TraceRow, "trace">,
+  record: TraceRecord,
+  snapshot: DecisionSnapshot,
+): { trace: DecisionTrace; decision: Decision; scoreTask: ScoreTask } {
   const input = replayInput(snapshot, record.inputs);
-  const decision = decide(snapshot, input);
+  // decide(), in its two halves, to keep the task it scored.
+  const prepared = prepareDecision(snapshot, input);
+  const decision = completeDecision(prepared, scoreCandidates(prepared.scoreTask));
   const { evidence: _evidence, ...shown } = record.inputs;
   const trace = traceMessage(row, {
     scoringResults: decision.scoringResults,
@@ -143,8 +166,9 @@ export function renderTrace(row: Omit<TraceRow, "trace">, record: TraceRecord, s
     rejectedOffers: [...decision.rejectedOffers, ...record.refusals],
     rankingWeights: decision.rankingWeights,
     inputs: { ...shown, adaptiveCounts: input.adaptiveCounts },
+    ...(record.experiment && { experiment: experimentAssignment(record.experiment) }),
   });
-  return { trace, decision };
+  return { trace, decision, scoreTask: prepared.scoreTask };
 }
 
 /** The explanation parts of spec 2.16, replayed or as stored before replay records (stored-explanation.ts). */
@@ -156,6 +180,7 @@ export interface TraceExplanation {
   rejectedOffers: unknown[];
   rankingWeights: unknown;
   inputs: unknown;
+  experiment?: ReturnType<typeof experimentAssignment>;
 }
 
 /** The trace message: the row's columns and an explanation, through JSON so that any plain value fits. */

@@ -79,6 +79,11 @@ export class TraceWriter {
     if (this.queue.length >= this.batchSize) void this.drainSoon();
   }
 
+  /** Traces waiting to be written (metrics). */
+  get queueLength(): number {
+    return this.queue.length;
+  }
+
   /** Counts of what was dropped since start: an operator's signal that traces lag. */
   get droppedCount(): number {
     return this.dropped;

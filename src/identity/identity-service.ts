@@ -181,15 +181,21 @@ export class IdentityService {
 
   // ---- Bootstrap (CLI) ------------------------------------------------------------------------
 
-  /** A new tenant with an admin user and a control-plane key acting as that user. */
-  async createTenant(name: string): Promise<{ tenantId: string; userId: string; apiKey: string }> {
+  /**
+   * A new tenant with an admin user and a control-plane key acting as that user. `platformOwner`
+   * (the CLI's --platform-owner) is refused with 409 when another tenant already is it.
+   */
+  async createTenant(name: string, options: { platformOwner?: boolean } = {}): Promise<{ tenantId: string; userId: string; apiKey: string }> {
     if (!name.trim()) throw invalidField("name", "is required");
     const tenantId = newId();
     const userId = newId();
     const apiKey = `krn_${randomHex(32)}`;
     const keyHash = hashApiKey(this.secrets.apiKeyPepper(), apiKey);
     await this.store.transaction(async (t) => {
-      await this.store.insertTenant(tenantId, name.trim(), t);
+      await this.store.insertTenant(tenantId, name.trim(), t, options.platformOwner).catch((err) => {
+        if (options.platformOwner && isUniqueViolation(err)) throw conflict("PLATFORM_OWNER_EXISTS", "another tenant is already the platform owner");
+        throw err;
+      });
       await this.store.insertUser(tenantId, { id: userId, email: `admin@${tenantId}.local`, name: "admin", role: "admin" }, t);
       await this.store.insertApiKey(
         tenantId,

@@ -6,6 +6,8 @@ export interface TenantRow {
   id: string;
   name: string;
   rate_limits: Record<string, { limit: number; windowSeconds: number }>;
+  /** The tenant whose admins manage platform settings (at most one; PLATFORM_OWNER_TENANT_ID overrides). */
+  platform_owner: boolean;
   created_at: Date;
 }
 
@@ -57,11 +59,11 @@ export class IdentityStore {
     return this.db.transaction(fn);
   }
 
-  async insertTenant(id: string, name: string, t?: Transaction): Promise<TenantRow> {
+  async insertTenant(id: string, name: string, t?: Transaction, platformOwner = false): Promise<TenantRow> {
     const [row] = await execReturning<TenantRow>(
       this.db,
-      "INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING *",
-      [id, name],
+      "INSERT INTO tenants (id, name, platform_owner) VALUES ($1, $2, $3) RETURNING *",
+      [id, name, platformOwner],
       t,
     );
     return row;

@@ -61,6 +61,23 @@ export async function preparedRows<T>(db: Sequelize, name: string, text: string,
   }
 }
 
+/** What sequelize's connection pool holds right now (sequelize-pool's counters). */
+export interface DbPoolState {
+  /** Connections open, in use or idle. */
+  size: number;
+  available: number;
+  using: number;
+  /** Callers waiting for a connection. */
+  waiting: number;
+  maxSize: number;
+}
+
+/** The pool's state for metrics; null once the pool is gone (after close) or when replication splits it. */
+export function dbPoolState(db: Sequelize): DbPoolState | null {
+  const pool = (db.connectionManager as unknown as { pool?: Partial<DbPoolState> }).pool;
+  return pool && typeof pool.size === "number" ? (pool as DbPoolState) : null;
+}
+
 /** Postgres error code of a failed query (23505 unique_violation, ...), through sequelize's wrapper. */
 export function pgErrorCode(err: unknown): string | undefined {
   const e = err as { original?: { code?: string }; parent?: { code?: string }; code?: string };
@@ -87,6 +104,36 @@ export function transientConflictError(cause: unknown): AppError {
     reason: "TRANSACTION_CONFLICT",
     message: "The change collided with concurrent changes and was not applied; retry shortly",
     details: { retryAfterSeconds: 1 },
+    cause,
+  });
+}
+
+/**
+ * PostgreSQL's refusals of a value itself (SQLSTATE class 22, and 54000 for an index entry too big):
+ * what the request screen should have caught. What each one means, for the caller's message.
+ */
+const UNSTORABLE: Record<string, string> = {
+  "22P02": "a value is not valid for its type",
+  "22P05": "a text value holds a character the database cannot store",
+  "22021": "a text value holds a character the database cannot store",
+  "22001": "a text value is too long",
+  "22003": "a number is out of range",
+  "22007": "a date or time is not valid",
+  "22008": "a date or time is out of range",
+  "54000": "a value is too large to index",
+};
+
+export function isUnstorableValue(err: unknown): boolean {
+  const code = pgErrorCode(err);
+  return code !== undefined && Object.hasOwn(UNSTORABLE, code);
+}
+
+/** The last line of defence behind the request screen: a 400 saying what kind of value, never which. */
+export function unstorableValueError(cause: unknown): AppError {
+  return new AppError({
+    code: "INVALID_ARGUMENT",
+    reason: "UNSTORABLE_VALUE",
+    message: `The request holds a value that cannot be stored: ${UNSTORABLE[pgErrorCode(cause)!]}`,
     cause,
   });
 }

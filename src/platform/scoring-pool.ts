@@ -1,6 +1,6 @@
 import { availableParallelism } from "node:os";
 import { Piscina } from "piscina";
-import type { CandidateScore, ScoreTask } from "../core/index.js";
+import type { CandidateScore, DecisionShapOutcome, ScoreTask } from "../core/index.js";
 import type { Logger } from "./logger.js";
 
 /**
@@ -8,7 +8,8 @@ import type { Logger } from "./logger.js";
  * workers/scoring-worker.ts, which imports only src/core; under tsx they inherit `--import tsx`.
  */
 export function createScoringPool(logger: Logger, threads = Math.max(1, availableParallelism() - 1)) {
-  const pool = new Piscina<ScoreTask, CandidateScore[]>({
+  // Two entry points of one worker file: the default scores, `explainShap` explains.
+  const pool = new Piscina<ScoreTask, CandidateScore[] | DecisionShapOutcome>({
     filename: new URL("../../workers/scoring-worker.ts", import.meta.url).href,
     // No thread until a task needs one: most tasks score inline, and the CLI never scores.
     minThreads: 0,
@@ -17,7 +18,12 @@ export function createScoringPool(logger: Logger, threads = Math.max(1, availabl
   // A worker that fails to start must not take the service down: the task fails, scoring falls back.
   pool.on("error", (err) => logger.error({ err }, "scoring worker failed"));
   return {
-    run: (task: ScoreTask) => pool.run(task),
+    run: (task: ScoreTask) => pool.run(task) as Promise<CandidateScore[]>,
+    /** TreeSHAP of a task's model (an explanation can cost far more CPU than scoring). */
+    explainShap: (task: ScoreTask) => pool.run(task, { name: "explainShap" }) as Promise<DecisionShapOutcome>,
+    /** Tasks waiting for a thread, and threads running: what the metrics show. */
+    queueSize: () => pool.queueSize,
+    threads: () => pool.threads.length,
     close: () => pool.destroy(),
   };
 }

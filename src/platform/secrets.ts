@@ -50,6 +50,8 @@ export interface LocalSecretsFile {
   jwtSigningSecret: string;
   /** Password of the embedded Postgres superuser. */
   postgresPassword: string;
+  /** Encrypts platform settings and provider secrets when no SETTINGS_ENCRYPTION_KEY is set. */
+  settingsEncryptionKey: string;
 }
 
 /**
@@ -58,12 +60,20 @@ export interface LocalSecretsFile {
  */
 export function loadOrCreateLocalSecrets(dataDir: string): LocalSecretsFile {
   const file = join(dataDir, "secrets.json");
-  if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")) as LocalSecretsFile;
+  if (existsSync(file)) {
+    const existing = JSON.parse(readFileSync(file, "utf8")) as Partial<LocalSecretsFile>;
+    if (existing.settingsEncryptionKey) return existing as LocalSecretsFile;
+    // A data directory from before settings encryption: add its key, keep everything else.
+    const upgraded = { ...existing, settingsEncryptionKey: randomBytes(48).toString("base64url") } as LocalSecretsFile;
+    writeFileSync(file, JSON.stringify(upgraded, null, 2), { mode: 0o600 });
+    return upgraded;
+  }
   mkdirSync(dataDir, { recursive: true });
   const secrets: LocalSecretsFile = {
     apiKeyPepper: randomBytes(48).toString("base64url"),
     jwtSigningSecret: randomBytes(48).toString("base64url"),
     postgresPassword: randomBytes(24).toString("base64url"),
+    settingsEncryptionKey: randomBytes(48).toString("base64url"),
   };
   writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600, flag: "wx" });
   return secrets;

@@ -8,20 +8,24 @@ import { isAppError } from "../platform/errors.js";
 import { CONNECT_CODES, errorHeaders, rateLimitHeaders, toAppError } from "./error-mapping.js";
 import { requestIdOf, type Gateway } from "./gateway.js";
 import { httpCallInfo, mediaType, readBody, sendError } from "./http-io.js";
-import { parseJsonBody, readBinary, readJson } from "./message-codec.js";
+import { connectJson, parseJsonBody, readBinary, readJson } from "./message-codec.js";
 
 export const CONNECT_PREFIX = "/api/v1";
 
 const callKey = createContextKey<CallInfo>({ header: () => undefined, remoteAddress: "" });
 /** The request body as this door read it; Connect itself only ever sees an empty message. */
 const bodyKey = createContextKey<Buffer>(Buffer.alloc(0));
+/** The JSON answer when it differs from Connect's own serialization (message-codec.ts connectJson). */
+const answerKey = createContextKey<JsonValue | null>(null);
 
 const BINARY = "application/proto";
+
+const isBinary = (ctx: HandlerContext) => mediaType(ctx.requestHeader.get("content-type") ?? undefined) === BINARY;
 
 /** The same decoding, and so the same errors (`<field>: <message>`, `Invalid JSON`), as the other doors. */
 function decode(method: DescMethod, ctx: HandlerContext): Message {
   const body = ctx.values.get(bodyKey);
-  if (mediaType(ctx.requestHeader.get("content-type") ?? undefined) === BINARY) return readBinary(method.input, body);
+  if (isBinary(ctx)) return readBinary(method.input, body);
   return readJson(method.input, parseJsonBody(body));
 }
 
@@ -47,13 +51,16 @@ export function createConnectHandler(gateway: Gateway) {
         const call = ctx.values.get(callKey);
         const requestId = requestIdOf(call);
         try {
-          const result = await gateway.invoke(method, () => decode(method, ctx), {
+          let request: Message | undefined;
+          const result = await gateway.invoke(method, () => (request = decode(method, ctx)), {
+            door: "connect",
             call,
             http: { method: "POST", contentType: ctx.requestHeader.get("content-type") ?? undefined },
             requestId,
           });
           ctx.responseHeader.set("x-request-id", result.requestId);
           for (const [name, value] of Object.entries(rateLimitHeaders(result.rateLimit))) ctx.responseHeader.set(name, value);
+          if (!isBinary(ctx)) ctx.values.set(answerKey, connectJson(method.output, result.response, request!));
           return result.response as never;
         } catch (err) {
           const app = toAppError(err, gateway.logger, requestId);
@@ -83,6 +90,14 @@ export function createConnectHandler(gateway: Gateway) {
       // Connect parses this placeholder by content type (bytes as binary, a value as JSON): an empty message.
       const placeholder = (mediaType(req.headers["content-type"]) === BINARY ? new Uint8Array(0) : {}) as JsonValue;
       const uRes = await handler(universalRequestFromNodeRequest(req, res, placeholder, values));
+      const answer = values.get(answerKey);
+      if (answer !== null && uRes.status === 200) {
+        const bytes = Buffer.from(JSON.stringify(answer));
+        uRes.header?.set("content-length", String(bytes.length));
+        uRes.body = (async function* () {
+          yield new Uint8Array(bytes);
+        })();
+      }
       await universalResponseToNodeResponse(uRes, res);
     },
   };

@@ -1,7 +1,7 @@
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { Code } from "@connectrpc/connect";
 import { AppError, isAppError, type ErrorCode } from "../platform/errors.js";
-import { isTransientConflict, transientConflictError } from "../platform/db.js";
+import { isTransientConflict, isUnstorableValue, transientConflictError, unstorableValueError } from "../platform/db.js";
 import type { Logger } from "../platform/logger.js";
 import type { ErrorFormatName } from "../platform/method-policy.js";
 import type { RateLimitDecision } from "../platform/rate-limiter.js";
@@ -19,6 +19,8 @@ export function toAppError(err: unknown, logger: Logger, requestId?: string): Ap
   }
   // A deadlock or serialization failure that escaped a retrying transaction: the caller may retry (503).
   if (isTransientConflict(err)) return toAppError(transientConflictError(err), logger, requestId);
+  // A value PostgreSQL refused that the request screen let through: the caller's 400, logged to close the gap.
+  if (isUnstorableValue(err)) return toAppError(unstorableValueError(err), logger, requestId);
   logger.error({ err, requestId }, "unexpected error");
   return new AppError({ code: "INTERNAL", reason: "INTERNAL", message: "Internal server error" });
 }
@@ -70,10 +72,22 @@ const HTTP_BY_REASON: Record<string, number> = {
   INVALID_CRON_EXPRESSION: 422,
   RATE_LIMITED: 429,
   CONFLICT: 409,
+  // FAILED_PRECONDITION on gRPC and Connect; spec 3.3 answers the model registry's guard with 409.
+  ROLLBACK_GUARD: 409,
 };
 
 export function httpStatusOf(err: AppError): number {
   return HTTP_BY_REASON[err.reason] ?? HTTP_BY_CODE[err.code];
+}
+
+/**
+ * The HTTP status a failure is answered with, as toAppError classifies it, without logging: what
+ * the request metrics count on every door.
+ */
+export function statusOfFailure(err: unknown): number {
+  if (isAppError(err)) return httpStatusOf(err);
+  if (isTransientConflict(err)) return httpStatusOf(transientConflictError(err));
+  return 500;
 }
 
 /** `error.code` of the structured shape: the HTTP status as a constant name (documented in docs/errors.md). */

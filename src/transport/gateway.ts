@@ -8,6 +8,9 @@ import { methodPolicy, type ResolvedPolicy } from "../platform/method-policy.js"
 import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
 import type { RateLimitDecision } from "../platform/rate-limiter.js";
 import { authorize, type Authenticator } from "../identity/authenticator.js";
+import { screenRequest } from "./request-screen.js";
+import type { Door, RequestObserver } from "../platform/request-observer.js";
+import { statusOfFailure } from "./error-mapping.js";
 
 
 /** What an HTTP door knows that gRPC does not: the CSRF guard needs it. */
@@ -17,6 +20,7 @@ export interface HttpFacts {
 }
 
 export interface Invocation {
+  door: Door;
   call: CallInfo;
   http: HttpFacts | null;
   requestId: string;
@@ -54,7 +58,8 @@ function csrfSafe(http: HttpFacts, call: CallInfo): boolean {
 
 /**
  * The one pipeline behind all three doors: CSRF guard (HTTP only), authentication, plane and role
- * checks, rate limits, then the service method. Doors only decode, call this, and map errors.
+ * checks, decoding and the request screen (request-screen.ts), rate limits, then the service method.
+ * Doors only decode, call this, and map errors.
  */
 export class Gateway {
   private readonly handlers = new Map<DescMethod, Handler>();
@@ -65,6 +70,8 @@ export class Gateway {
     private readonly rateLimits: RateLimitPolicy,
     readonly defaultBodyLimitBytes: number,
     readonly logger: Logger,
+    /** Told about every call that reached a method, with its outcome and duration. */
+    private readonly observer: RequestObserver,
   ) {
     for (const { service, impl } of registrations) {
       for (const method of service.methods) {
@@ -80,11 +87,33 @@ export class Gateway {
     return methodPolicy(method, this.defaultBodyLimitBytes);
   }
 
+  /** Runs the call and tells the observer its outcome (the HTTP status REST answers) and duration. */
+  async invoke(method: DescMethod, decode: () => Message | Promise<Message>, inv: Invocation): Promise<InvocationResult> {
+    const started = performance.now();
+    const caller: { tenantId?: string } = {};
+    let status = 500;
+    try {
+      const result = await this.dispatch(method, decode, inv, caller);
+      status = this.policy(method).httpStatus;
+      return result;
+    } catch (err) {
+      status = statusOfFailure(err);
+      throw err;
+    } finally {
+      this.observer.observe(inv.door, method, status, performance.now() - started, caller.tenantId);
+    }
+  }
+
   /**
    * `decode` runs after authentication, so an anonymous caller learns nothing from body errors,
-   * and before rate limiting, which may key on a body field (client_id).
+   * and before rate limiting, which may key on a body field (client_id). `caller` learns the tenant.
    */
-  async invoke(method: DescMethod, decode: () => Message | Promise<Message>, inv: Invocation): Promise<InvocationResult> {
+  private async dispatch(
+    method: DescMethod,
+    decode: () => Message | Promise<Message>,
+    inv: Invocation,
+    caller: { tenantId?: string },
+  ): Promise<InvocationResult> {
     const handler = this.handlers.get(method);
     if (!handler) throw new AppError({ code: "UNIMPLEMENTED", reason: "UNIMPLEMENTED", message: `${method.name} is not served` });
     const policy = this.policy(method);
@@ -103,7 +132,9 @@ export class Gateway {
       authorize(auth, policy);
       ctx = { ...auth, requestId };
     }
+    caller.tenantId = ctx.tenantId;
     const request = await decode();
+    screenRequest(method.input, request);
     const clientId = (request as { clientId?: unknown }).clientId;
     const subject = {
       tenantId: ctx.tenantId || null,

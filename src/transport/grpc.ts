@@ -84,7 +84,7 @@ function unaryHandler(gateway: Gateway, method: DescMethod): grpc.handleUnaryCal
           if (call.request.length > limit) throw payloadTooLarge(limit);
           return readBinary(method.input, call.request);
         },
-        { call: info, http: null, requestId },
+        { door: "grpc", call: info, http: null, requestId },
       );
       call.sendMetadata(metadata({ "x-request-id": result.requestId, ...rateLimitHeaders(result.rateLimit) }));
       callback(null, result.response);

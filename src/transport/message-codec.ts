@@ -12,6 +12,7 @@ import { isFieldSet } from "@bufbuild/protobuf";
 import { field as fieldExt } from "../../gen/decisioning/v1/options_pb.js";
 import { AppError, badRequest, invalidFields, type FieldViolation } from "../platform/errors.js";
 import { withRfc3339Timestamps } from "./iso-timestamps.js";
+import { checkJsonNesting } from "./request-screen.js";
 
 const DECODE_PREFIX = /^cannot decode .*? from JSON: /;
 
@@ -19,20 +20,38 @@ function cleanMessage(err: unknown): string {
   return String((err as Error).message ?? err).replace(DECODE_PREFIX, "");
 }
 
-/** Request bytes to JSON: an empty body is `{}` (a bodiless POST or DELETE), anything unparsable is 400 `Invalid JSON`. */
+/** Throws on bytes that are not UTF-8, where the default decoder would put U+FFFD in their place unseen. */
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Request bytes to JSON: an empty body is `{}` (a bodiless POST or DELETE), bytes that are not
+ * UTF-8 are 400 `MALFORMED_UTF8`, anything unparsable is 400 `Invalid JSON`.
+ */
 export function parseJsonBody(raw: Uint8Array): JsonValue {
   if (raw.length === 0) return {};
+  let text: string;
   try {
-    return JSON.parse(Buffer.from(raw).toString("utf8")) as JsonValue;
+    text = strictUtf8.decode(raw);
+  } catch {
+    throw badRequest("MALFORMED_UTF8", "The request body is not valid UTF-8");
+  }
+  try {
+    return JSON.parse(text) as JsonValue;
   } catch {
     throw badRequest("INVALID_JSON", "Invalid JSON");
   }
 }
 
+/**
+ * Nested messages a binary request may hold. A Struct spends up to three message levels per JSON
+ * level, so this lets the request screen, not the decoder, refuse JSON nested too deep.
+ */
+const BINARY_RECURSION_LIMIT = 256;
+
 /** Binary protobuf to message; a malformed one is the caller's INVALID_ARGUMENT, not our INTERNAL. */
 export function readBinary<D extends DescMessage>(schema: D, bytes: Uint8Array): MessageShape<D> {
   try {
-    return fromBinary(schema, bytes);
+    return fromBinary(schema, bytes, { recursionLimit: BINARY_RECURSION_LIMIT });
   } catch (err) {
     throw new AppError({ code: "INVALID_ARGUMENT", reason: "MALFORMED_MESSAGE", message: `Malformed ${schema.typeName}: ${(err as Error).message}` });
   }
@@ -46,6 +65,7 @@ export function readJson<D extends DescMessage>(schema: D, json: JsonValue): Mes
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
     throw invalidFields([{ field: "body", message: "must be a JSON object" }]);
   }
+  checkJsonNesting(json);
   json = withRfc3339Timestamps(schema, json);
   try {
     return fromJson(schema, json, { ignoreUnknownFields: true });
@@ -66,39 +86,71 @@ export function readJson<D extends DescMessage>(schema: D, json: JsonValue): Mes
 /**
  * Message to the spec's JSON: implicit values (false, 0, "") are written, fields marked
  * `(decisioning.v1.field).nullable` are written as null when unset instead of being left out, and
- * lists marked `omit_empty` are left out when empty.
+ * lists marked `omit_empty` are left out when empty, unless their `kept_when` flag is set in `request`.
  */
-export function writeJson(schema: DescMessage, message: Message): JsonValue {
+export function writeJson(schema: DescMessage, message: Message, request?: Message): JsonValue {
   const json = toJson(schema, message, { alwaysEmitImplicit: true });
-  applyFieldPolicies(schema, message, json);
+  applyFieldPolicies(schema, message, json, request, true);
   return json;
 }
 
-const policyCache = new WeakMap<DescMessage, { nullable: Set<string>; omitEmpty: Set<string> }>();
+/**
+ * Connect's JSON is protobuf's own (no nulls: Connect clients read proto3 JSON), but which lists a
+ * response holds is part of its meaning, so `omit_empty` applies there too. Null when nothing differs
+ * from what Connect writes by itself.
+ */
+export function connectJson(schema: DescMessage, message: Message, request: Message): JsonValue | null {
+  if (!hasOmitEmpty(schema)) return null;
+  const json = toJson(schema, message, { alwaysEmitImplicit: true });
+  applyFieldPolicies(schema, message, json, request, false);
+  return json;
+}
 
-function fieldPolicies(schema: DescMessage): { nullable: Set<string>; omitEmpty: Set<string> } {
+interface FieldPolicies {
+  nullable: Set<string>;
+  omitEmpty: Set<string>;
+  /** localName → the request's flag that keeps the list when empty. */
+  keptWhen: Map<string, string>;
+}
+
+const policyCache = new WeakMap<DescMessage, FieldPolicies>();
+
+function fieldPolicies(schema: DescMessage): FieldPolicies {
   let policies = policyCache.get(schema);
   if (!policies) {
     const marked = (flag: "nullable" | "omitEmpty") => new Set(schema.fields.filter((f) => getOption(f, fieldExt)[flag]).map((f) => f.localName));
-    policies = { nullable: marked("nullable"), omitEmpty: marked("omitEmpty") };
+    const keptWhen = new Map(schema.fields.map((f) => [f.localName, getOption(f, fieldExt).keptWhen] as const).filter(([, flag]) => flag));
+    policies = { nullable: marked("nullable"), omitEmpty: marked("omitEmpty"), keptWhen };
     policyCache.set(schema, policies);
   }
   return policies;
 }
 
-function applyFieldPolicies(schema: DescMessage, message: Message, json: JsonValue): void {
+/** Only the top level of a response is checked: that is where the lists asked for by request flags are. */
+function hasOmitEmpty(schema: DescMessage): boolean {
+  return fieldPolicies(schema).omitEmpty.size > 0;
+}
+
+/** The request's boolean field of that proto name (its property is the camel-cased name). */
+function requestFlag(request: Message | undefined, name: string): boolean {
+  const property = name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+  return request !== undefined && (request as unknown as Record<string, unknown>)[property] === true;
+}
+
+function applyFieldPolicies(schema: DescMessage, message: Message, json: JsonValue, request: Message | undefined, nulls: boolean): void {
   if (typeof json !== "object" || json === null || Array.isArray(json)) return;
   const obj = json as Record<string, JsonValue>;
-  const { nullable, omitEmpty } = fieldPolicies(schema);
+  const { nullable, omitEmpty, keptWhen } = fieldPolicies(schema);
   for (const f of schema.fields) {
-    if (nullable.has(f.localName) && !isFieldSet(message, f)) obj[f.jsonName] = null;
-    if (omitEmpty.has(f.localName) && !isFieldSet(message, f)) delete obj[f.jsonName];
+    if (nulls && nullable.has(f.localName) && !isFieldSet(message, f)) obj[f.jsonName] = null;
+    const kept = keptWhen.has(f.localName) && requestFlag(request, keptWhen.get(f.localName)!);
+    if (omitEmpty.has(f.localName) && !isFieldSet(message, f) && !kept) delete obj[f.jsonName];
     if (f.fieldKind === "message" && isFieldSet(message, f)) {
-      applyFieldPolicies(f.message, (message as Record<string, unknown>)[f.localName] as Message, obj[f.jsonName]);
+      applyFieldPolicies(f.message, (message as Record<string, unknown>)[f.localName] as Message, obj[f.jsonName], undefined, nulls);
     } else if (f.fieldKind === "list" && f.listKind === "message") {
       const items = (message as Record<string, unknown>)[f.localName] as Message[];
       const out = obj[f.jsonName] as JsonValue[] | undefined;
-      items.forEach((item, i) => out && applyFieldPolicies(f.message, item, out[i]));
+      items.forEach((item, i) => out && applyFieldPolicies(f.message, item, out[i], undefined, nulls));
     }
   }
 }

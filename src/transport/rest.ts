@@ -13,7 +13,8 @@ import { rateLimitHeaders, toAppError } from "./error-mapping.js";
 import { httpCallInfo, isJsonMediaType, mediaType, readBody, sendError } from "./http-io.js";
 import { requestIdOf, type Gateway } from "./gateway.js";
 
-type Segment = { literal: string } | { variable: string };
+/** A literal segment, a variable, or a variable bound to one literal (`{collection=categories}`). */
+type Segment = { literal: string; variable?: string } | { variable: string; literal?: undefined };
 
 interface Route {
   verb: string;
@@ -26,14 +27,15 @@ interface Route {
   literalCount: number;
 }
 
-/** `/api/v1/offers/{id}` → segments; `{field=*}` is accepted as `{field}`. */
+/** `/api/v1/offers/{id}` → segments; `{field=*}` is accepted as `{field}`, `{field=word}` matches only `word`. */
 function compileTemplate(template: string): Segment[] {
   return template
     .split("/")
     .filter(Boolean)
     .map((s) => {
-      const m = /^\{([a-z_][a-z0-9_.]*)(=\*)?\}$/i.exec(s);
-      return m ? { variable: m[1] } : { literal: s };
+      const m = /^\{([a-z_][a-z0-9_.]*)(?:=([^*{}/]+|\*))?\}$/i.exec(s);
+      if (!m) return { literal: s };
+      return m[2] && m[2] !== "*" ? { literal: m[2], variable: m[1] } : { variable: m[1] };
     });
 }
 
@@ -60,18 +62,68 @@ function routesOf(method: DescMethod): Route[] {
   return out;
 }
 
+/** Path variables as sent (still percent-encoded): decoding them is the request's business, not routing's. */
 function match(route: Route, parts: string[]): Record<string, string> | null {
   if (route.segments.length !== parts.length) return null;
   const vars: Record<string, string> = {};
   for (let i = 0; i < parts.length; i++) {
     const seg = route.segments[i];
-    if ("literal" in seg) {
-      if (seg.literal !== parts[i]) return null;
-    } else {
-      vars[seg.variable] = decodeURIComponent(parts[i]);
-    }
+    if (seg.literal !== undefined && seg.literal !== parts[i]) return null;
+    if (seg.variable !== undefined) vars[seg.variable] = parts[i];
   }
   return vars;
+}
+
+/** Strict percent-decoding: a malformed escape or bytes that are not UTF-8 (`%ZZ`, `%C0%AF`) give null. */
+function percentDecode(raw: string): string | null {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The query string read strictly, parameter by parameter: `+` is a space, and a parameter whose
+ * name or value is not valid percent-encoded UTF-8 is refused rather than read with U+FFFD in it.
+ */
+function parseQuery(search: string): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (const part of search.replace(/^\?/, "").split("&")) {
+    if (!part) continue;
+    const eq = part.indexOf("=");
+    const [rawKey, rawValue] = eq < 0 ? [part, ""] : [part.slice(0, eq), part.slice(eq + 1)];
+    const key = percentDecode(rawKey.replace(/\+/g, " "));
+    const value = percentDecode(rawValue.replace(/\+/g, " "));
+    if (key === null) throw invalidField("query", "a parameter name is not valid percent-encoded UTF-8");
+    if (value === null) throw invalidField(key, "is not valid percent-encoded UTF-8");
+    out.push([key, value]);
+  }
+  return out;
+}
+
+/**
+ * Query parameters onto the request's JSON. A list field takes every occurrence (`placements=a&placements=b`,
+ * or `placements[]=a`); a single-valued field named twice, or as a list (`limit[]=1`), is refused, since
+ * picking one of the values would act on something the caller did not say.
+ */
+function queryJson(method: DescMethod, params: Array<[string, string]>): Record<string, JsonValue> {
+  const grouped = new Map<DescField, { name: string; values: string[]; asList: boolean }>();
+  for (const [key, value] of params) {
+    const bracketed = /^(.+)\[\d*\]$/.exec(key);
+    const field = fieldByName(method, bracketed ? bracketed[1] : key);
+    if (!field || field.fieldKind === "map") continue; // unknown parameters are ignored, like unknown JSON keys
+    const entry = grouped.get(field) ?? { name: bracketed ? bracketed[1] : key, values: [], asList: false };
+    entry.values.push(value);
+    entry.asList ||= bracketed !== null;
+    grouped.set(field, entry);
+  }
+  const json: Record<string, JsonValue> = {};
+  for (const [field, { name, values, asList }] of grouped) {
+    if (field.fieldKind !== "list" && (values.length > 1 || asList)) throw invalidField(name, "must be given once, as a single value");
+    json[field.jsonName] = queryValue(field, values);
+  }
+  return json;
 }
 
 function fieldByName(method: DescMethod, name: string): DescField | undefined {
@@ -84,7 +136,7 @@ function queryValue(field: DescField, values: string[]): JsonValue {
     (field.fieldKind === "scalar" || field.fieldKind === "list") && field.scalar === ScalarType.BOOL
       ? v === "true" ? true : v === "false" ? false : v
       : v;
-  return field.fieldKind === "list" ? values.map(convert) : convert(values[values.length - 1]);
+  return field.fieldKind === "list" ? values.map(convert) : convert(values[0]);
 }
 
 /**
@@ -122,6 +174,8 @@ export class RestTranscoder {
     const err = matchedTier !== null
       ? new AppError({ code: "UNIMPLEMENTED", reason: "METHOD_NOT_ALLOWED", message: `${verb} is not allowed on ${url.pathname}` })
       : new AppError({ code: "NOT_FOUND", reason: "NOT_FOUND", message: `No route for ${verb} ${url.pathname}` });
+    // No body is read here: drop whatever arrives, so that a client still sending reads the answer, not a reset.
+    req.resume();
     sendError(res, err, "problem", requestIdOf(call));
   }
 
@@ -136,16 +190,9 @@ export class RestTranscoder {
     const policy = this.gateway.policy(route.method);
     const requestId = requestIdOf(call);
     try {
+      let request: Message | undefined;
       const decode = async (): Promise<Message> => {
-        const json: Record<string, JsonValue> = {};
-        for (const key of new Set(url.searchParams.keys())) {
-          const field = fieldByName(route.method, key);
-          if (field && field.fieldKind !== "message" && field.fieldKind !== "map") {
-            json[field.jsonName] = queryValue(field, url.searchParams.getAll(key));
-          } else if (field && field.fieldKind === "message") {
-            json[field.jsonName] = url.searchParams.get(key)!;
-          }
-        }
+        const json = queryJson(route.method, parseQuery(url.search));
         let bodyKeys: string[] = [];
         if (route.body) {
           const body = await this.readRequestBody(req, policy);
@@ -155,12 +202,17 @@ export class RestTranscoder {
             bodyKeys = Object.keys(body);
           } else json[fieldByName(route.method, route.body)?.jsonName ?? route.body] = body;
         }
-        for (const [name, value] of Object.entries(vars)) json[fieldByName(route.method, name)?.jsonName ?? name] = value;
+        for (const [name, raw] of Object.entries(vars)) {
+          const value = percentDecode(raw);
+          if (value === null) throw invalidField(fieldByName(route.method, name)?.jsonName ?? name, "is not valid percent-encoded UTF-8");
+          json[fieldByName(route.method, name)?.jsonName ?? name] = value;
+        }
         const message = readJson(route.method.input, json);
         fillUpdateMask(route.method, message, bodyKeys, Object.keys(vars));
-        return message;
+        return (request = message);
       };
       const result = await this.gateway.invoke(route.method, decode, {
+        door: "rest",
         call,
         http: { method: route.verb, contentType: req.headers["content-type"] },
         requestId,
@@ -180,7 +232,7 @@ export class RestTranscoder {
         res.writeHead(204).end();
         return;
       }
-      const payload = JSON.stringify(responseJson(route, result.response));
+      const payload = JSON.stringify(responseJson(route, result.response, request));
       res.writeHead(policy.httpStatus, { "content-type": "application/json; charset=utf-8" }).end(payload);
     } catch (err) {
       sendError(res, toAppError(err, this.gateway.logger, requestId), policy.errorFormat, requestId);
@@ -225,8 +277,8 @@ function fillUpdateMask(method: DescMethod, message: Message, bodyKeys: string[]
  * The REST answer: the response message in the spec's JSON, or with `response_body` only that
  * field of it (spec 4.6 answers `GET /alerts` with a bare array of rules).
  */
-function responseJson(route: Route, response: Message): JsonValue {
-  const json = writeJson(route.method.output, response);
+function responseJson(route: Route, response: Message, request?: Message): JsonValue {
+  const json = writeJson(route.method.output, response, request);
   if (!route.responseBody) return json;
   const field = route.method.output.fields.find((f) => f.name === route.responseBody)!;
   return (json as Record<string, JsonValue>)[field.jsonName] ?? null;

@@ -14,6 +14,7 @@ before(async () => {
   db = createSequelize(await createTestDatabase(), { poolMax: 2 });
   await db.query("CREATE TABLE secrets_probe (name text PRIMARY KEY, n int NOT NULL)");
   await db.query("INSERT INTO secrets_probe VALUES ($1, 1)", { bind: [SECRET] });
+  await db.query("CREATE TABLE short_probe (v varchar(8))");
 });
 after(() => db.close());
 
@@ -31,10 +32,10 @@ const failure = (p: Promise<unknown>) =>
 
 describe("logs carry no bind values", () => {
   const cases: Array<[string, () => Promise<unknown>, string]> = [
-    ["a value of the wrong type (its message quotes the value)", () => db.query("SELECT $1::int", { bind: [SECRET] }), "22P02"],
+    ["an unknown setting (its message quotes the name)", () => db.query("SELECT current_setting($1)", { bind: [SECRET] }), "42704"],
     ["a unique violation (its detail and fields hold the key)", () => db.query("INSERT INTO secrets_probe VALUES ($1, 2)", { bind: [SECRET] }), "23505"],
     ["a not-null violation (its detail holds the whole row)", () => db.query("INSERT INTO secrets_probe VALUES ($1, NULL)", { bind: [SECRET + "x"] }), "23502"],
-    ["a prepared statement on the pool (a pg error, not Sequelize's)", () => preparedRows(db, "probe_int", "SELECT $1::int", [SECRET]), "22P02"],
+    ["a prepared statement on the pool (a pg error, not Sequelize's)", () => preparedRows(db, "probe_setting", "SELECT current_setting($1)", [SECRET]), "42704"],
   ];
   for (const [what, query, sqlstate] of cases) {
     test(what, async () => {
@@ -53,6 +54,27 @@ describe("logs carry no bind values", () => {
       assert.equal(wrapped.err.cause.code, sqlstate, "a cause is logged by the same rules");
     });
   }
+
+  test("a value PostgreSQL refuses (22P02, 22021, 22001, ...) is the caller's 400 UNSTORABLE_VALUE, logged without the value", async () => {
+    const refusals: Array<[() => Promise<unknown>, string]> = [
+      [() => db.query("SELECT $1::int", { bind: [SECRET] }), "22P02"],
+      [() => db.query("INSERT INTO short_probe VALUES ($1)", { bind: [SECRET] }), "22001"],
+      [() => db.query("SELECT $1::smallint", { bind: ["99999"] }), "22003"],
+      [() => db.query("SELECT $1::timestamptz", { bind: [SECRET] }), "22007"],
+      [() => db.query("SELECT convert_from('\\x00'::bytea, 'UTF8') || $1", { bind: [SECRET] }), "22021"],
+    ];
+    for (const [query, sqlstate] of refusals) {
+      const { logger, lines, entries } = capturingLogger();
+      const app = toAppError(await failure(query()), logger, "req-2");
+      assert.equal(app.code, "INVALID_ARGUMENT", sqlstate);
+      assert.equal(app.reason, "UNSTORABLE_VALUE");
+      assert.match(app.message, /^The request holds a value that cannot be stored: /);
+      assert.doesNotMatch(app.message + lines(), new RegExp(SECRET.slice(4, 24)));
+      const [logged] = entries();
+      assert.equal(logged.level, 40, "logged at warn: the request screen let it through");
+      assert.equal(logged.err.cause.code, sqlstate);
+    }
+  });
 
   test("credentials in headers and bodies are censored", () => {
     const { logger, lines } = capturingLogger();

@@ -88,6 +88,32 @@ describe("POST /api/v1/recommend out of the box", () => {
     assert.deepEqual(impressions.map((i) => [i.rank, i.offer_id, i.outcome]), body.offers.map((o: any) => [o.rank, o.offerId, "impression"]));
   });
 
+  test("rejectedOffers is there exactly when explain=true, [] when nothing was rejected, on REST and Connect JSON", async () => {
+    const t = await svc.createTenant();
+    await create("offers", { name: unique("only"), status: "active" }, t);
+    const key = await dataKey(t);
+    const connect = (explain: boolean) =>
+      rest(svc.baseUrl, "POST", "/api/v1/decisioning.v1.DecisionService/Recommend", { key, body: { customerId: "c", explain } });
+    const answers = {
+      restPlain: await post("/api/v1/recommend", { customerId: "c" }, key),
+      restExplain: await post("/api/v1/recommend?explain=true", { customerId: "c" }, key),
+      restExplainInBody: await post("/api/v1/recommend", { customerId: "c", explain: true }, key),
+      getExplain: await rest(svc.baseUrl, "GET", "/api/v1/recommend?customerId=c&explain=true", { key: t.apiKey }),
+      connectPlain: await connect(false),
+      connectExplain: await connect(true),
+    };
+    for (const [name, res] of Object.entries(answers)) {
+      assert.equal(res.status, 200, `${name}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.offers.length, 1, name);
+      if (name.endsWith("Plain")) assert.equal(Object.hasOwn(res.body, "rejectedOffers"), false, `${name}: no explain, no rejectedOffers`);
+      else assert.deepEqual(res.body.rejectedOffers, [], `${name}: explain=true and nothing rejected gives []`);
+    }
+    assert.equal(answers.connectPlain.headers.get("content-length"), String(Buffer.byteLength(JSON.stringify(answers.connectPlain.body))));
+    const viaClient = await connectClient(DecisionService, svc.baseUrl).recommend({ customerId: "c", explain: true }, { headers: { "x-api-key": key } });
+    assert.deepEqual(viaClient.rejectedOffers, [], "a Connect client reads the rewritten answer");
+    assert.equal(viaClient.offers.length, 1);
+  });
+
   test("explain=true adds rejectedOffers with stage and reason; GET is control plane", async () => {
     const t = await svc.createTenant();
     await create("offers", { name: unique("on"), status: "active" }, t);

@@ -80,7 +80,8 @@ describe("deadlocks and serialization failures", () => {
     };
     const results = await Promise.all([retryingTransaction(db, side(1), { onRetry }), retryingTransaction(db, side(2), { onRetry })]);
     assert.deepEqual(results, [1, 2]);
-    assert.deepEqual(retries, ["40P01"]);
+    // Under load a retry can meet the other side again; what matters is that every retry was for a deadlock.
+    assert.ok(retries.length >= 1 && retries.every((code) => code === "40P01"), `retries: ${retries.join(",")}`);
     const [rows] = await db.query("SELECT n FROM lock_pair ORDER BY id");
     assert.deepEqual(rows, [{ n: 2 }, { n: 2 }], "each side bumped each row once: the aborted attempt left nothing");
   });

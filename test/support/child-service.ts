@@ -3,6 +3,7 @@ import { TEST_INTERNAL_KEY, TEST_JWT_SECRET, TEST_PEPPER, type TestService } fro
 
 export interface ChildService {
   baseUrl: string;
+  grpcAddress: string;
   stop(): Promise<void>;
 }
 
@@ -18,6 +19,7 @@ export async function startChildService(svc: TestService): Promise<ChildService>
   });
   return {
     baseUrl: server.baseUrl,
+    grpcAddress: server.grpcAddress,
     async stop() {
       server.child.kill("SIGTERM");
       await server.exited;

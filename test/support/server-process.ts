@@ -8,6 +8,8 @@ const ROOT = join(import.meta.dirname, "../..");
 export interface ServerProcess {
   child: ChildProcess;
   baseUrl: string;
+  /** host:port of its native gRPC door. */
+  grpcAddress: string;
   /** Its JSON log lines so far. */
   logs: Array<{ level: number; msg: string }>;
   /** Resolves with the exit code. */
@@ -26,19 +28,26 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
   });
   const exited = once(child, "exit").then(([code]) => code as number | null);
   const logs: ServerProcess["logs"] = [];
-  const listening = new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("the server did not start within 30 s")), 30_000);
+  const listening = new Promise<{ httpPort: number; grpcPort: number }>((resolve, reject) => {
+    // Several processes starting under tsx on a loaded machine can take a while. One that does not
+    // start is killed, or it would keep the test process alive (under WORKERS its service processes
+    // exit once the supervisor is gone).
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error("the server did not start within 60 s"));
+    }, 60_000);
     exited.then((code) => reject(new Error(`the server exited with ${code} before listening`)));
     createInterface({ input: child.stdout! }).on("line", (line) => {
       const entry = JSON.parse(line);
       logs.push(entry);
       if (entry.httpPort) {
         clearTimeout(timer);
-        resolve(entry.httpPort);
+        resolve(entry);
       }
     });
   });
-  return { child, baseUrl: `http://127.0.0.1:${await listening}`, logs, exited };
+  const { httpPort, grpcPort } = await listening;
+  return { child, baseUrl: `http://127.0.0.1:${httpPort}`, grpcAddress: `127.0.0.1:${grpcPort}`, logs, exited };
 }
 
 /** `npm run --silent cli -- <args>` with the given environment: its exit code, stdout and stderr. */

@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/platform/logger.js";
 import { startService, type RunningService } from "../../src/main.js";
-import type { AlertsPorts } from "../../src/alerts/alerts.js";
 import type { IdentityService } from "../../src/identity/identity-service.js";
 import type { RoleName } from "../../src/platform/context.js";
 import { createTestDatabase, requireEnv } from "./database.js";
@@ -25,14 +24,12 @@ export interface TestService {
 
 /**
  * The whole service on real Postgres (a database of this file's own) and Redis (a key prefix of its
- * own). `logger` lets a test read what the service logs; `operations` are the ports the alerts need
- * (test/support/operations.ts).
+ * own). `logger` lets a test read what the service logs.
  */
 export async function startTestService(
   overrides: Partial<Config> = {},
   databaseUrl?: string,
   logger?: Logger,
-  operations?: AlertsPorts,
 ): Promise<TestService> {
   const config: Config = {
     ...loadConfig({}),
@@ -49,7 +46,7 @@ export async function startTestService(
     shutdownGraceMs: 2000,
     ...overrides,
   };
-  const running = await startService(config, logger ?? createLogger(config.logLevel), operations);
+  const running = await startService(config, logger ?? createLogger(config.logLevel));
   const identity = running.services.identity;
   let n = 0;
   return {

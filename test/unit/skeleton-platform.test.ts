@@ -66,6 +66,14 @@ describe("configuration", () => {
     assert.throws(() => loadConfig({ RATE_LIMITS: "{" }), (err) => err instanceof ConfigError && /RATE_LIMITS must be JSON/.test(err.message));
     assert.throws(() => loadConfig({ RATE_LIMITS: '{"default":{"limit":-1,"windowSeconds":60}}' }), /RATE_LIMITS\.default needs positive integers/);
   });
+
+  test("LLM_BASE_URL and LLM_MODEL go together; LLM_API_KEY is optional; none of them: the deterministic writer", () => {
+    assert.equal(loadConfig({}).llm, null);
+    assert.deepEqual(loadConfig({ LLM_BASE_URL: "http://127.0.0.1:8000/v1/", LLM_MODEL: "m" }).llm, { baseUrl: "http://127.0.0.1:8000/v1", model: "m", apiKey: null });
+    assert.equal(loadConfig({ LLM_BASE_URL: "https://api.example/v1", LLM_MODEL: "m", LLM_API_KEY: "k" }).llm?.apiKey, "k");
+    assert.throws(() => loadConfig({ LLM_MODEL: "m" }), (err) => err instanceof ConfigError && /LLM_BASE_URL and LLM_MODEL must be set together/.test(err.message));
+    assert.throws(() => loadConfig({ LLM_BASE_URL: "ftp://x", LLM_MODEL: "m" }), /LLM_BASE_URL must be an http or https URL/);
+  });
 });
 
 describe("liveness re-checks (spec 5.4)", () => {

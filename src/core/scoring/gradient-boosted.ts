@@ -18,7 +18,8 @@ import { logit, sigmoid } from "./link.js";
 import type { GradientBoostedModel, XgbNode } from "./models.js";
 import { numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
 
-interface TreeNode {
+/** A compiled tree node; `cover` is XGBoost's per-node cover when the dump has stats. */
+export interface TreeNode {
   expected: number;
   cover: number | undefined;
   leaf?: number;
@@ -28,7 +29,31 @@ interface TreeNode {
 const MAX_TREE_DEPTH = 64;
 const LOGISTIC_OBJECTIVES = new Set(["binary:logistic", "reg:logistic"]);
 
-export function compileGradientBoosted(model: GradientBoostedModel): Compiled {
+/**
+ * A validated ensemble: the linked trees (what the exact SHAP explanation walks, src/core/explain),
+ * and the margin and feature reading that scoring uses, so an explanation is checked against the
+ * very function that scored.
+ */
+export interface GradientBoostedEnsemble {
+  logistic: boolean;
+  baseMargin: number;
+  trees: TreeNode[];
+  /** The model's feature names, in the order of the vectors `readFeatures` fills. */
+  features: string[];
+  /** Feature values of the context's candidate, NaN where missing; the buffer is reused per call. */
+  readFeatures(context: ScoringContext): Float64Array;
+  /** The raw margin (before any link function) over feature values read by `readFeatures`. */
+  margin(x: Float64Array): number;
+}
+
+type Built = { ensemble: GradientBoostedEnsemble; forest: Forest; errors?: undefined } | { errors: string[]; ensemble?: undefined; forest?: undefined };
+
+export function compileEnsemble(model: GradientBoostedModel): { ensemble: GradientBoostedEnsemble; errors?: undefined } | { errors: string[]; ensemble?: undefined } {
+  const built = build(model);
+  return built.errors ? { errors: built.errors } : { ensemble: built.ensemble };
+}
+
+function build(model: GradientBoostedModel): Built {
   const objective = model.objective ?? "binary:logistic";
   const logistic = LOGISTIC_OBJECTIVES.has(objective);
   const baseScore = model.baseScore ?? 0.5;
@@ -40,7 +65,24 @@ export function compileGradientBoosted(model: GradientBoostedModel): Compiled {
   if (errors.length > 0) return { errors };
   const baseMargin = logistic ? logit(baseScore) : baseScore;
   const forest = flatten(trees as TreeNode[]);
-  const readFeatures = featureVector(forest.features.map((name) => featureReader(name, model.featureMap)));
+  return {
+    ensemble: {
+      logistic,
+      baseMargin,
+      trees: trees as TreeNode[],
+      features: forest.features,
+      readFeatures: featureVector(forest.features.map((name) => featureReader(name, model.featureMap))),
+      margin: (x) => walk(forest, baseMargin, x, null),
+    },
+    forest,
+  };
+}
+
+export function compileGradientBoosted(model: GradientBoostedModel): Compiled {
+  const built = build(model);
+  if (built.errors) return { errors: built.errors };
+  const { ensemble, forest } = built;
+  const { logistic, baseMargin, readFeatures } = ensemble;
   return {
     scorer: {
       score(context: ScoringContext): ModelScore {

@@ -10,8 +10,13 @@ export type RegistryStatus = "draft" | "shadow" | "challenger" | "champion" | "a
 interface ModelBase {
   id: string;
   key: string;
-  /** A model in `shadow` status is scored beside every primary model and recorded, never ranked. */
+  /**
+   * A `champion` serves the flows that name a model of its family; a `shadow` is scored beside its
+   * family's serving model and recorded, never ranked (model-lineup.ts).
+   */
   registryStatus?: RegistryStatus;
+  /** The registry family: the one-champion rule and shadow scoring are per family. */
+  family?: string;
 }
 
 /** Beta-Bernoulli settings shared by the adaptive model and the formula's propensity term. */
@@ -94,3 +99,16 @@ export const DEFAULT_ADAPTIVE = { alpha0: 1, beta0: 1, coldStartTrials: 20 } as 
 
 /** The model the default flow scores with: a uniform-prior adaptive model, posterior mean. */
 export const DEFAULT_MODEL: AdaptiveModel = { id: "default-adaptive", key: "default-adaptive", type: "adaptive" };
+
+/**
+ * What an experiment's holdout is decided with (docs/experiments.md): the flow as configured but
+ * without model-driven scoring, each offer scored by its priority alone (priority / 100), so the
+ * ranking is the business's own order. Built in: every snapshot adds it last, so no tenant model
+ * with the same key can replace it.
+ */
+export const HOLDOUT_BASELINE_MODEL: FormulaModel = {
+  id: "holdout-baseline",
+  key: "__holdout_baseline__",
+  type: "formula",
+  weights: { priority: 1, businessValue: 0, propensity: 0, impact: 0, relevance: 0 },
+};

@@ -1,0 +1,63 @@
+import type { Redis } from "../platform/redis.js";
+import { tenantKey } from "../platform/redis.js";
+import { failClosed } from "../decisions/fail-closed.js";
+import { deleteTenantKeys, type TenantCounterWipe } from "../decisions/tenant-counter-wipe.js";
+
+/** Spec 8: a customer keeps a variant for 30 days, even when the split changes meanwhile. */
+export const ASSIGNMENT_TTL_SECONDS = 30 * 86_400;
+
+/**
+ * The variant each customer got in each experiment, kept for ASSIGNMENT_TTL_SECONDS from the first
+ * assignment (reading it does not extend it).
+ */
+export interface VariantAssignments {
+  /**
+   * The customer's kept variant when it is still one of `variants`; otherwise keeps and returns
+   * `assigned` (the hash's answer under the current split). Check and keep are one step, so two
+   * concurrent first decisions agree.
+   */
+  keep(tenantId: string, experimentId: string, customerId: string, assigned: string, variants: readonly string[]): Promise<string>;
+}
+
+const assignmentKey = (experimentId: string, customerId: string) => `exp:${experimentId}:${encodeURIComponent(customerId)}`;
+
+/** KEYS[1]: the assignment. ARGV: the assigned variant, the TTL, then the variants that still exist. */
+const KEEP = `
+local kept = redis.call('GET', KEYS[1])
+if kept then
+  for i = 3, #ARGV do
+    if ARGV[i] == kept then return kept end
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return ARGV[1]
+`;
+
+type Scripted = Redis & { keepVariant(numKeys: number, ...args: Array<string | number>): Promise<string> };
+
+/** `t:{<tenantId>}:exp:<experimentId>:<customerId>`, so the workspace reset's wipe takes them too. */
+export function createRedisVariantAssignments(redis: Redis): VariantAssignments {
+  redis.defineCommand("keepVariant", { lua: KEEP });
+  const r = redis as Scripted;
+  return failClosed<VariantAssignments>({
+    keep: (tenantId, experimentId, customerId, assigned, variants) =>
+      r.keepVariant(1, tenantKey(tenantId, assignmentKey(experimentId, customerId)), assigned, ASSIGNMENT_TTL_SECONDS, ...variants),
+  });
+}
+
+/** The single-node default: the same semantics in this process's memory. */
+export function createMemoryVariantAssignments(now: () => number = Date.now): VariantAssignments & TenantCounterWipe {
+  const kept = new Map<string, { variant: string; expiresAt: number }>();
+  return {
+    async keep(tenantId, experimentId, customerId, assigned, variants) {
+      const key = tenantKey(tenantId, assignmentKey(experimentId, customerId));
+      const found = kept.get(key);
+      if (found && found.expiresAt > now() && variants.includes(found.variant)) return found.variant;
+      kept.set(key, { variant: assigned, expiresAt: now() + ASSIGNMENT_TTL_SECONDS * 1000 });
+      return assigned;
+    },
+    async resetTenant(tenantId) {
+      deleteTenantKeys(kept, tenantId);
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import type { Sequelize } from "sequelize";
+import { NotificationProviderService } from "../../gen/decisioning/v1/notifications_pb.js";
+import { PlatformSettingsService as PlatformSettingsServiceDesc } from "../../gen/decisioning/v1/platform_settings_pb.js";
+import type { AuditLog } from "../audit/audit-log.js";
+import type { OutboundConfig } from "../config.js";
+import type { Bus } from "../platform/bus.js";
+import type { Logger } from "../platform/logger.js";
+import type { ServiceRegistration } from "../platform/service-registration.js";
+import type { SettingsCipher } from "../platform/settings-cipher.js";
+import { PlatformSettingsService, type PlatformOwnerCheck } from "../platform-settings/platform-settings-service.js";
+import { PlatformSettingsStore } from "../platform-settings/platform-settings-store.js";
+import { rotateSettingsKey, type RotationResult } from "../platform-settings/settings-key-rotation.js";
+import { DeliveryStore } from "./delivery-store.js";
+import { OutboundDispatcher } from "./dispatcher.js";
+import { ProviderService } from "./provider-service.js";
+import { ProviderStore } from "./provider-store.js";
+
+export interface NotificationsOptions {
+  db: Sequelize;
+  bus: Bus;
+  audit: AuditLog;
+  cipher: SettingsCipher;
+  outbound: OutboundConfig;
+  isPlatformOwner: PlatformOwnerCheck;
+  logger: Logger;
+}
+
+export interface Notifications {
+  dispatcher: OutboundDispatcher;
+  platformSettings: PlatformSettingsService;
+  providers: ProviderService;
+  deliveries: DeliveryStore;
+  /**
+   * Which of `ids` name notification providers of the tenant: what another domain checks a
+   * reference in its body against (spec 7: a foreign or unknown provider is a 400 there).
+   */
+  existingProviderIds(tenantId: string, ids: readonly string[]): Promise<ReadonlySet<string>>;
+  services: ServiceRegistration[];
+  /** Subscribes the platform-settings cache to changes made by other processes; call before serving. */
+  listen(): Promise<void>;
+  /** `cli settings rotate-key`. */
+  rotateKey(): Promise<RotationResult>;
+}
+
+/** Platform settings, notification providers and the outbound dispatcher, built together. */
+export function createNotifications(o: NotificationsOptions): Notifications {
+  const providerStore = new ProviderStore(o.db);
+  const settingsStore = new PlatformSettingsStore(o.db);
+  const deliveries = new DeliveryStore(o.db);
+  const platformSettings = new PlatformSettingsService(o.db, settingsStore, o.cipher, o.audit, o.bus, o.isPlatformOwner);
+  const providers = new ProviderService(o.db, providerStore, o.audit, o.cipher, o.outbound.allowPrivate);
+  const dispatcher = new OutboundDispatcher({
+    deliveries,
+    providers: providerStore,
+    cipher: o.cipher,
+    platformSettings: (category) => platformSettings.settings(category),
+    outbound: o.outbound,
+    logger: o.logger,
+  });
+  return {
+    dispatcher,
+    platformSettings,
+    providers,
+    deliveries,
+    existingProviderIds: (tenantId, ids) => providerStore.existingIds(tenantId, ids),
+    services: [
+      { service: PlatformSettingsServiceDesc, impl: platformSettings as never },
+      { service: NotificationProviderService, impl: providers as never },
+    ],
+    listen: () => platformSettings.listen(),
+    rotateKey: () => rotateSettingsKey(o.db, o.cipher, settingsStore, providerStore),
+  };
+}
