@@ -4,10 +4,9 @@ import { randomUUID } from "node:crypto";
 import { AlertRuleService } from "../../gen/decisioning/v1/alerts_pb.js";
 import { startTestService, type TestService } from "../support/service.js";
 import { connectClient, grpcClient, rest, rpcError } from "../support/clients.js";
-import { createTestOperations, type TestOperations } from "../support/operations.js";
+import { ALERT_TEST_CONFIG, createWebhookProvider } from "../support/alert-delivery.js";
 
 let svc: TestService;
-let ops: TestOperations;
 let mine: { tenantId: string; apiKey: string };
 let theirs: { tenantId: string; apiKey: string };
 let viewerKey: string;
@@ -15,13 +14,12 @@ let myProvider: string;
 let theirProvider: string;
 
 before(async () => {
-  ops = createTestOperations();
-  svc = await startTestService({}, undefined, undefined, ops);
+  svc = await startTestService(ALERT_TEST_CONFIG);
   mine = await svc.createTenant("mine");
   theirs = await svc.createTenant("theirs");
   viewerKey = (await svc.createUser(mine.tenantId, "viewer")).apiKey;
-  myProvider = ops.providers.add(mine.tenantId, randomUUID());
-  theirProvider = ops.providers.add(theirs.tenantId, randomUUID());
+  myProvider = await createWebhookProvider(svc.baseUrl, mine.apiKey, "https://hooks.example.com/mine");
+  theirProvider = await createWebhookProvider(svc.baseUrl, theirs.apiKey, "https://hooks.example.com/theirs");
 });
 after(() => svc.stop());
 
