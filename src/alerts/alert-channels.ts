@@ -3,7 +3,7 @@ import type { Destination } from "../notifications/outbound.js";
 import type { FieldViolation } from "../platform/errors.js";
 import { isUuid } from "../platform/ids.js";
 
-/** The notification providers' read model: which of these ids name live providers of the tenant. */
+/** The notification providers' read model (notifications' `existingProviderIds`): which of these ids name providers of the tenant. */
 export interface ProviderDirectory {
   existing(tenantId: string, ids: readonly string[]): Promise<ReadonlySet<string>>;
 }

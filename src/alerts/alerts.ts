@@ -14,20 +14,17 @@ import { AlertRuleService } from "./alert-rule-service.js";
 import { AlertRuleStore } from "./alert-rule-store.js";
 import { createDecisionFunnelMonitor } from "./decision-funnel-monitor.js";
 
-/** What the alerts take from the operations domains: the way out, the request statistics, health alerts, the providers. */
-export interface AlertsPorts {
-  dispatcher: Dispatcher;
-  requestStats: RequestStats;
-  healthAlerts: HealthAlerts;
-  providers: ProviderDirectory;
-}
-
-export interface AlertsOptions extends AlertsPorts {
+export interface AlertsOptions {
   db: Sequelize;
   auditLog: AuditLog;
   /** The decisions' read model: the seven decision metrics and the funnel. */
   decisionStats: DecisionStats;
   logger: Logger;
+  /** What the alerts take from the operations domains: the way out, the request statistics, health alerts, the providers. */
+  dispatcher: Dispatcher;
+  requestStats: RequestStats;
+  healthAlerts: HealthAlerts;
+  providers: ProviderDirectory;
 }
 
 export interface Alerts {
