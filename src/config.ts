@@ -38,6 +38,10 @@ export interface Config {
   workers: number;
   /** How old adaptive evidence may be before Recommend refreshes it from Redis; 0 reads it every time. */
   evidenceMaxAgeMs: number;
+  /** SCHEDULER=off: no in-process scheduling, for operators who drive the cron routes from outside. */
+  schedulerEnabled: boolean;
+  /** Shared secret of the cron routes (spec 5.6); null leaves them answering 401. */
+  cronSecret: string | null;
   /** Scored decisions a model needs before it may replace a champion (docs/models.md); 0 turns that rule off. */
   modelPromotionMinDecisions: number;
   /** The tenant whose admins manage platform settings; null: the tenant created with --platform-owner. */
@@ -97,6 +101,14 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
   const n = Number(raw);
   if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`${name} must be a positive integer, got "${raw}"`);
   return n;
+}
+
+function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = (env[name] ?? "").trim().toLowerCase();
+  if (raw === "") return fallback;
+  if (raw === "on") return true;
+  if (raw === "off") return false;
+  throw new ConfigError(`${name} must be on or off, got "${env[name]}"`);
 }
 
 function optional(env: NodeJS.ProcessEnv, name: string): string | null {
@@ -194,6 +206,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     scoringPoolMinTreeWalks: positiveInt(env, "SCORING_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS),
     workers: positiveInt(env, "WORKERS", 1),
     evidenceMaxAgeMs: env.EVIDENCE_MAX_AGE_MS === "0" ? 0 : positiveInt(env, "EVIDENCE_MAX_AGE_MS", 1000),
+    schedulerEnabled: onOff(env, "SCHEDULER", true),
+    cronSecret: optional(env, "CRON_SECRET"),
     modelPromotionMinDecisions:
       env.MODEL_PROMOTION_MIN_DECISIONS === "0" ? 0 : positiveInt(env, "MODEL_PROMOTION_MIN_DECISIONS", DEFAULT_MIN_SCORED_DECISIONS),
     platformOwnerTenantId: platformOwner(env),

@@ -21,8 +21,10 @@ import { migrations } from "./migrations/index.js";
 import { IdentityStore } from "./identity/identity-store.js";
 import { IdentityService } from "./identity/identity-service.js";
 import { Authenticator } from "./identity/authenticator.js";
+import { CronAuthenticator } from "./identity/cron-authenticator.js";
 import { ApiKeyService, OAuthService } from "../gen/decisioning/v1/identity_pb.js";
 import { AuditService as AuditServiceDesc } from "../gen/decisioning/v1/audit_pb.js";
+import { CronService as CronServiceDesc } from "../gen/decisioning/v1/scheduling_pb.js";
 import { AuditStore } from "./audit/audit-store.js";
 import { AuditLog } from "./audit/audit-log.js";
 import { AuditService } from "./audit/audit-service.js";
@@ -31,11 +33,11 @@ import { createCatalog, type Catalog } from "./catalog/catalog.js";
 import { createDecisions } from "./decisions/decisions.js";
 import { createExperiments, type Experiments } from "./experiments/experiments.js";
 import { createExplanations } from "./explanations/explanations.js";
+import { createContent } from "./content/content.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { DecisionStats } from "./decisions/decision-stats.js";
 import { createAlerts } from "./alerts/alerts.js";
-import type { ScheduledJob } from "./scheduling/scheduled-job.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
 import { createModelRegistry } from "./models/model-registry.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
@@ -44,6 +46,9 @@ import type { ServiceRegistration } from "./platform/service-registration.js";
 import { createHttpServer } from "./transport/http-server.js";
 import { createGrpcServer, bindGrpc } from "./transport/grpc.js";
 import { superviseWorkers } from "./supervisor.js";
+import type { ScheduledJob } from "./scheduling/scheduled-job.js";
+import { createScheduler, type Scheduler, type SchedulerOptions } from "./scheduling/scheduler.js";
+import { CronService } from "./scheduling/cron-service.js";
 import { createObservability, type Observability } from "./observability/observability.js";
 import { startMetricsServer, type MetricsServer } from "./observability/metrics-server.js";
 import { shareMetricsWithSupervisor, startClusterMetricsServer } from "./observability/cluster-metrics.js";
@@ -152,25 +157,41 @@ export interface Services {
   /** Metrics, request statistics shared by every process, and health alerts (for the alerts domain). */
   observability: Observability;
   registrations: ServiceRegistration[];
-  /** The alerts' scheduled jobs (the evaluator and the decision-funnel monitor), for the scheduler and the cron routes. */
-  alerts: { jobs: ScheduledJob[] };
+  /** Every domain's scheduled jobs, registered with the scheduler. */
+  jobs: ScheduledJob[];
+  /** Started by startService once the servers listen; the cron routes use it whether started or not. */
+  scheduler: Scheduler;
   /** Subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
   /** Flushes queued traces and request statistics, and stops the scoring workers. */
   close(): Promise<void>;
 }
 
-export function createServices(f: Foundation): Services {
+/** What a caller of startService or createServices may add to what the configuration gives. */
+export interface ServiceOptions {
+  /**
+   * Jobs registered beside the domains' own, built on the same foundation. A test seam: tests
+   * register real jobs (against the real database) to watch the scheduler run them.
+   */
+  extraJobs?: (f: Foundation) => ScheduledJob[];
+  /** Retry policy, claim lease and the onRun hook (metrics) of the scheduler. */
+  scheduler?: Pick<SchedulerOptions, "retry" | "leaseMs" | "onRun">;
+}
+
+export function createServices(f: Foundation, options: ServiceOptions = {}): Services {
   const identityStore = new IdentityStore(f.db);
   const auditLog = new AuditLog(new AuditStore(f.db));
   const audit = new AuditService(new AuditStore(f.db));
   // The catalog reports committed changes to the decisions' snapshot cache, built after it.
   let configChanged = (_tenantId: string) => {};
+  const content = createContent({ db: f.db, audit: auditLog, configChanged: (tenantId) => configChanged(tenantId) });
   const catalog = createCatalog(
     new CatalogStore(f.db, (tenantId) => configChanged(tenantId)),
     new DecisionConfigStore(f.db),
     auditLog,
     (tenantId, userId) => identityStore.isActiveAdmin(tenantId, userId),
+    [],
+    content.referable,
   );
   const experiments = createExperiments({
     db: f.db,
@@ -198,6 +219,7 @@ export function createServices(f: Foundation): Services {
     decisionQuota: f.config.decisionQuota,
     activeExperiments: experiments.activeExperiments,
     observer: observability.metrics,
+    publishedContent: content.published,
   });
   observability.metrics.watch({ scoringPool: pool, traces: decisions.traces });
   configChanged = decisions.configChanged;
@@ -229,10 +251,25 @@ export function createServices(f: Foundation): Services {
     healthAlerts: observability.healthAlerts,
     providers: { existing: notifications.existingProviderIds },
   });
+  const jobs: ScheduledJob[] = [...experiments.jobs, ...alerts.jobs, ...(options.extraJobs?.(f) ?? [])];
+  const onRun = options.scheduler?.onRun;
+  const scheduler = createScheduler({
+    ...options.scheduler,
+    onRun: (job, slot, outcome, durationMs) => {
+      observability.metrics.recordSchedulerRun(job, outcome, durationMs);
+      onRun?.(job, slot, outcome, durationMs);
+    },
+    jobs,
+    db: f.db,
+    logger: f.logger,
+    redis: f.config.redisUrl ? { url: f.config.redisUrl, keyPrefix: f.config.redisKeyPrefix } : null,
+    enabled: f.config.schedulerEnabled,
+  });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
     { service: AuditServiceDesc, impl: audit as never },
+    { service: CronServiceDesc, impl: new CronService(scheduler) as never },
     ...catalog.services,
     ...decisions.services,
     ...models.services,
@@ -240,6 +277,7 @@ export function createServices(f: Foundation): Services {
     ...experiments.services,
     ...explanations.services,
     ...observability.services,
+    ...content.services,
     ...alerts.services,
   ];
   return {
@@ -254,7 +292,8 @@ export function createServices(f: Foundation): Services {
     experiments,
     observability,
     registrations,
-    alerts: { jobs: alerts.jobs },
+    jobs,
+    scheduler,
     listen: async () => {
       await decisions.listen();
       await notifications.listen();
@@ -281,9 +320,9 @@ export interface RunningService {
 const HEALTH_POLL_MS = 2_000;
 
 /** The one wiring point: config → pools → stores → services → servers. */
-export async function startService(config: Config, logger = createLogger(config.logLevel)): Promise<RunningService> {
+export async function startService(config: Config, logger = createLogger(config.logLevel), options: ServiceOptions = {}): Promise<RunningService> {
   const f = await openFoundation(config, logger);
-  const services = createServices(f);
+  const services = createServices(f, options);
   const { identityStore } = services;
   const authenticator = new Authenticator(identityStore, f.secrets, config.internalApiKey, logger);
   await authenticator.listen(f.bus);
@@ -298,7 +337,15 @@ export async function startService(config: Config, logger = createLogger(config.
     async (tenantId) => (await identityStore.findTenant(tenantId))?.rate_limits ?? {},
     logger,
   );
-  const gateway = new Gateway(services.registrations, authenticator, rateLimits, config.defaultBodyLimitBytes, logger, services.observability.observer);
+  const gateway = new Gateway(
+    services.registrations,
+    authenticator,
+    rateLimits,
+    config.defaultBodyLimitBytes,
+    logger,
+    services.observability.observer,
+    new CronAuthenticator(config.cronSecret),
+  );
 
   const health = async () => {
     const checks: Record<string, "ok" | "down"> = {};
@@ -320,6 +367,8 @@ export async function startService(config: Config, logger = createLogger(config.
   healthPoll.unref();
   const httpPort = (http.address() as AddressInfo).port;
   const metricsServer = await serveMetrics(config, services.observability, logger);
+  // After listening: a slot that fires now finds the process ready to serve what its job changes.
+  await services.scheduler.start();
   logger.info({ httpPort, grpcPort, pid: process.pid }, "decisioning service listening");
 
   let stopping: Promise<void> | null = null;
@@ -334,6 +383,8 @@ export async function startService(config: Config, logger = createLogger(config.
       stopping ??= (async () => {
         clearInterval(healthPoll);
         grpc.health.setStatus("", "NOT_SERVING");
+        // First, so that no new slot starts while the servers drain; running attempts finish within the grace.
+        await services.scheduler.stop(config.shutdownGraceMs);
         const grace = setTimeout(() => {
           http.closeAllConnections();
           grpc.server.forceShutdown();

@@ -46,6 +46,7 @@ export const CREATIVE_RULES: readonly FieldRule[] = [
   { name: "name", kind: "string", required: true, min: 1, max: 255 },
   { name: "status", kind: "string", oneOf: ["active", "inactive"] },
   { name: "content", kind: "json" },
+  { name: "content_id", kind: "string", nullable: true },
 ];
 
 /** Outcome categories drive Respond: what counts as positive, negative, or an impression. */

@@ -40,12 +40,16 @@ export interface Catalog {
   liveIds(tenantId: string, table: "algorithm_models" | "decision_flows", ids: readonly string[]): Promise<Set<string>>;
 }
 
+/** The content domain's read model: which of `ids` a creative may name (docs/content.md). */
+export type ContentReferable = (tenantId: string, ids: readonly string[]) => Promise<Set<string>>;
+
 export function createCatalog(
   store: CatalogStore,
   decisionStore: DecisionConfigStore,
   audit: AuditLog,
   isTenantAdmin: AdminCheck,
   listeners: OfferEventListener[] = [],
+  contentReferable: ContentReferable = async () => new Set(),
 ): Catalog {
   const decisionConfig = createDecisionConfig(store, decisionStore, audit);
   const offers = new OfferService(store, audit, isTenantAdmin, [decisionConfig.onOfferEvent, ...listeners]);
@@ -65,6 +69,13 @@ export function createCatalog(
     ],
     filter: {},
     fixed: {},
+    // Checked when the write names a content item, so that archiving one blocks no other edit of its creatives.
+    validate: async (ctx, after, before) => {
+      const id = after.content_id as string | null | undefined;
+      if (!id || id === before?.content_id) return [];
+      const found = isUuid(id) && (await contentReferable(ctx.tenantId, [id])).has(id);
+      return found ? [] : [{ field: "contentId", message: `unknown or archived content item ${id}` }];
+    },
   });
   const entries = new Map<string, EntryCollection>(
     Object.values(ENTRY_KINDS).map((k) => [

@@ -13,6 +13,7 @@ export * from "./conditions.js";
 export * from "./config-validation.js";
 export * from "./consent.js";
 export * from "./constraints.js";
+export * from "./content-workflow.js";
 export * from "./contact-policy.js";
 export * from "./counter-keys.js";
 export * from "./counters.js";

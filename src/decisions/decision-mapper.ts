@@ -11,6 +11,7 @@ import { isUuid, newId } from "../platform/ids.js";
 import type { TraceRow } from "./decision-store.js";
 import type { TraceRecord } from "./trace-record.js";
 import type { ExperimentArm } from "./experiment-arms.js";
+import type { PublishedContent } from "../content/published-content.js";
 
 /** The ExperimentAssignment message's fields: `experimentId` repeats `id` for clients of its first version. */
 export function experimentAssignment(arm: Pick<ExperimentArm, "id" | "key" | "variant">) {
@@ -30,6 +31,8 @@ export function toRecommendResponse(r: {
   explain: boolean;
   experiment: ExperimentArm | null;
   createdAt: Date;
+  /** Creative id → the published content it serves. */
+  creativeContent: ReadonlyMap<string, PublishedContent>;
 }): RecommendResponse {
   return create(RecommendResponseSchema, {
     recommendationId: r.recommendationId,
@@ -46,6 +49,7 @@ export function toRecommendResponse(r: {
       propensity: o.propensity,
       propensitySource: o.propensitySource,
       mandatory: o.mandatory,
+      content: o.creativeId ? r.creativeContent.get(o.creativeId) : undefined,
     })),
     flowId: storedFlowId(r.decision.flowId),
     experiment: r.experiment ? experimentAssignment(r.experiment) : undefined,

@@ -84,7 +84,7 @@ export interface CustomerRow {
 const WORKSPACE_TABLES = [
   "notification_delivery_attempts", "notification_deliveries", "notification_providers",
   "decision_traces", "decision_policies", "interactions", "recommendations", "customers", "experiments", "decision_flow_versions", "decision_flows",
-  "budgets", "algorithm_models", "creatives", "offers", "catalog_entries", "tenant_settings",
+  "budgets", "algorithm_models", "creatives", "content_versions", "content_items", "offers", "catalog_entries", "tenant_settings",
 ];
 
 /** Recommendations, impressions, traces, customers and tenant settings. Tenant first, always. */

@@ -20,7 +20,8 @@ import { OutcomeReplay } from "./outcome-replay.js";
 import { OutcomeStore } from "./outcome-store.js";
 import { RecommendService, type DecisionObserver, type ScoringPool } from "./recommend-service.js";
 import { RespondService } from "./respond-service.js";
-import { compileTenant, type CompiledTenant } from "./snapshot-compiler.js";
+import { compileTenant, contentIdsOf, type CompiledTenant } from "./snapshot-compiler.js";
+import type { PublishedContentReader } from "../content/published-content.js";
 import { TenantSettingsService } from "./tenant-settings-service.js";
 import { TraceReader } from "./trace-reader.js";
 import { TraceService } from "./trace-service.js";
@@ -50,6 +51,8 @@ export interface DecisionsOptions {
   activeExperiments?: (tenantId: string) => Promise<ExperimentSplit[]>;
   /** Counts decisions (metrics). */
   observer?: DecisionObserver;
+  /** The content domain's read model: what creatives serve. None when absent. */
+  publishedContent?: PublishedContentReader;
 }
 
 /** Recommend, traces, customers and the workspace: built once at start-up. */
@@ -61,7 +64,10 @@ export function createDecisions(o: DecisionsOptions) {
       store.settings(tenantId),
       o.activeExperiments ? o.activeExperiments(tenantId) : [],
     ]);
-    return compileTenant(rows, settings, o.logger, experiments);
+    // A second read only for tenants whose creatives name content.
+    const contentIds = contentIdsOf(rows);
+    const published = o.publishedContent && contentIds.length ? await o.publishedContent(tenantId, contentIds) : [];
+    return compileTenant(rows, settings, o.logger, experiments, published);
   });
   const customers = new CustomerCache(o.bus, store);
   /**

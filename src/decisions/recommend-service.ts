@@ -117,6 +117,7 @@ export class RecommendService {
       explain: req.explain,
       experiment,
       createdAt,
+      creativeContent: names.creativeContent,
     });
   }
 

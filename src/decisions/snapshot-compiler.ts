@@ -14,6 +14,7 @@ import {
 } from "../core/index.js";
 import type { CatalogRow, DecisionConfigRows } from "../catalog/catalog-store.js";
 import type { Logger } from "../platform/logger.js";
+import type { PublishedContent } from "../content/published-content.js";
 import type { SettingsRow } from "./decision-store.js";
 
 /** A tenant's configuration, compiled once per change: the core's snapshot plus name lookups. */
@@ -35,6 +36,8 @@ export interface CompiledTenant {
   impressionOutcomes: string[];
   /** Live creatives by id, for Respond's creativeId. */
   creatives: Map<string, Creative>;
+  /** Creative id → the published content it serves (docs/content.md). */
+  creativeContent: Map<string, PublishedContent>;
   /** Active experiments whose models all score, oldest first (experiment-arms.ts). */
   experiments: ExperimentSplit[];
   /** Model id → model key, for the variant a customer is assigned. */
@@ -114,12 +117,28 @@ function toModel(row: CatalogRow): ModelConfig {
   } as ModelConfig;
 }
 
+/** The content ids the tenant's live creatives name: what the snapshot loads published content for. */
+export function contentIdsOf(rows: DecisionConfigRows): string[] {
+  return [...new Set(rows.creatives.map((c) => c.content_id as string | null).filter((id): id is string => !!id))];
+}
+
+function creativeContent(creatives: CatalogRow[], published: readonly PublishedContent[]): Map<string, PublishedContent> {
+  const byId = new Map(published.map((p) => [p.contentId, p]));
+  return new Map(creatives.flatMap((c) => (byId.has(c.content_id as string) ? [[c.id, byId.get(c.content_id as string)!] as const] : [])));
+}
+
 /**
  * Rows as stored → the core's SnapshotConfig; what no longer validates is left out and named. An
  * active experiment whose champion or a challenger is not a scoring model of the snapshot (archived,
  * deleted, or invalid since) is left out the same way: it covers no decision rather than degrade one.
  */
-export function compileTenant(rows: DecisionConfigRows, settings: SettingsRow, logger: Logger, experiments: readonly ExperimentSplit[] = []): CompiledTenant {
+export function compileTenant(
+  rows: DecisionConfigRows,
+  settings: SettingsRow,
+  logger: Logger,
+  experiments: readonly ExperimentSplit[] = [],
+  published: readonly PublishedContent[] = [],
+): CompiledTenant {
   const skipped: string[] = [];
   const keep = <T>(what: string, value: T, problems: string[]): T[] => {
     if (!problems.length) return [value];
@@ -174,6 +193,7 @@ export function compileTenant(rows: DecisionConfigRows, settings: SettingsRow, l
     outcomeTypes: new Map(byKind("outcome_type").map((o) => [o.key as string, o.category as string])),
     impressionOutcomes: [...new Set(["impression", ...byKind("outcome_type").filter((o) => o.category === "impression").map((o) => o.key as string)])],
     creatives: new Map((config.creatives ?? []).map((c) => [c.id, c])),
+    creativeContent: creativeContent(rows.creatives, published),
     experiments: experiments.flatMap((e) => keep(`experiment ${e.id}`, e, scoring(e).map((id) => `model ${id} is not a scoring model`))),
     modelKeys,
     skipped,

@@ -16,7 +16,9 @@ export type Principal =
   | { kind: "oauth_client"; clientId: string; scopes: string[] }
   | { kind: "internal" }
   /** Public methods (the token endpoint): credentials travel in the body. */
-  | { kind: "anonymous" };
+  | { kind: "anonymous" }
+  /** The cron routes' shared secret (spec 5.6): an infrastructure credential of no tenant. */
+  | { kind: "cron" };
 
 /**
  * The first argument of every service method: one tenant, the acting user (if any), the effective

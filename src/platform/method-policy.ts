@@ -8,7 +8,7 @@ import {
 } from "../../gen/decisioning/v1/options_pb.js";
 import type { RoleName } from "./context.js";
 
-export type PlaneName = "control" | "data" | "public";
+export type PlaneName = "control" | "data" | "public" | "cron";
 export type ErrorFormatName = "structured" | "problem" | "oauth";
 
 export interface RouteRateLimit {
@@ -49,6 +49,7 @@ const PLANES: Record<Plane, PlaneName> = {
   [Plane.CONTROL]: "control",
   [Plane.DATA]: "data",
   [Plane.PUBLIC]: "public",
+  [Plane.CRON]: "cron",
 };
 const ROLE_NAMES: Record<Role, RoleName> = {
   [Role.UNSPECIFIED]: "viewer",

@@ -8,6 +8,7 @@ import { methodPolicy, type ResolvedPolicy } from "../platform/method-policy.js"
 import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
 import type { RateLimitDecision } from "../platform/rate-limiter.js";
 import { authorize, type Authenticator } from "../identity/authenticator.js";
+import type { CronAuthenticator } from "../identity/cron-authenticator.js";
 import { screenRequest } from "./request-screen.js";
 import type { Door, RequestObserver } from "../platform/request-observer.js";
 import { statusOfFailure } from "./error-mapping.js";
@@ -72,6 +73,7 @@ export class Gateway {
     readonly logger: Logger,
     /** Told about every call that reached a method, with its outcome and duration. */
     private readonly observer: RequestObserver,
+    private readonly cronAuthenticator: CronAuthenticator,
   ) {
     for (const { service, impl } of registrations) {
       for (const method of service.methods) {
@@ -127,6 +129,8 @@ export class Gateway {
     let ctx: TenantContext;
     if (policy.plane === "public") {
       ctx = { tenantId: "", userId: null, actorName: "anonymous", role: "viewer", principal: { kind: "anonymous" }, requestId };
+    } else if (policy.plane === "cron") {
+      ctx = { ...this.cronAuthenticator.authenticate(inv.call), requestId };
     } else {
       const auth = await this.authenticator.authenticate(inv.call);
       authorize(auth, policy);

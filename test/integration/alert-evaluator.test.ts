@@ -27,7 +27,7 @@ before(async () => {
   receiver = await startHttpReceiver();
   receiver.routes.set("/ops", { statuses: [200] });
   requestStats = svc.running.services.observability.requestStats;
-  evaluate = svc.running.services.alerts.jobs.find((j) => j.name === "alerts.evaluate")!;
+  evaluate = svc.running.services.jobs.find((j) => j.name === "alerts.evaluate")!;
 });
 after(async () => {
   await svc.stop();

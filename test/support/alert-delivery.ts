@@ -3,11 +3,14 @@ import type { Config } from "../../src/config.js";
 import { rest } from "./clients.js";
 
 /**
- * What the alert tests start the service with: a settings key, since webhook providers keep their
- * signing secret encrypted, and a dispatcher that may reach the test's local receiver (127.0.0.1)
- * and gives up after two quick attempts, so that a failing destination costs milliseconds.
+ * What the alert tests start the service with: no scheduler, since the tests run the alert jobs
+ * for the slots they choose and a real minute's run would change the rules under them; a settings
+ * key, since webhook providers keep their signing secret encrypted; and a dispatcher that may reach
+ * the test's local receiver (127.0.0.1) and gives up after two quick attempts, so that a failing
+ * destination costs milliseconds.
  */
 export const ALERT_TEST_CONFIG: Partial<Config> = {
+  schedulerEnabled: false,
   settingsKeys: [{ id: "alerts-test", secret: "alerts-test-settings-key-0123456789abcdef" }],
   outbound: { allowPrivate: true, maxAttempts: 2, backoffMs: 10, backoffMaxMs: 20, timeoutMs: 3000 },
 };

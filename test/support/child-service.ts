@@ -7,16 +7,24 @@ export interface ChildService {
   stop(): Promise<void>;
 }
 
-/** A second server process on the same database and Redis prefix as `svc`, for tests across processes. */
-export async function startChildService(svc: TestService): Promise<ChildService> {
-  const server = await spawnServer({
-    DATABASE_URL: svc.config.databaseUrl!,
-    REDIS_URL: svc.config.redisUrl!,
-    REDIS_KEY_PREFIX: svc.config.redisKeyPrefix,
-    API_KEY_PEPPER: TEST_PEPPER,
-    JWT_SIGNING_SECRET: TEST_JWT_SECRET,
-    API_KEY: TEST_INTERNAL_KEY,
-  });
+/**
+ * A second server process on the same database and Redis prefix as `svc`, for tests across
+ * processes. `entry` and `env` start another entry point or add configuration (the scheduler's
+ * tests start test/support/scheduler-child.ts with its jobs).
+ */
+export async function startChildService(svc: TestService, options: { entry?: string; env?: Record<string, string> } = {}): Promise<ChildService> {
+  const server = await spawnServer(
+    {
+      DATABASE_URL: svc.config.databaseUrl!,
+      REDIS_URL: svc.config.redisUrl!,
+      REDIS_KEY_PREFIX: svc.config.redisKeyPrefix,
+      API_KEY_PEPPER: TEST_PEPPER,
+      JWT_SIGNING_SECRET: TEST_JWT_SECRET,
+      API_KEY: TEST_INTERNAL_KEY,
+      ...options.env,
+    },
+    options.entry,
+  );
   return {
     baseUrl: server.baseUrl,
     grpcAddress: server.grpcAddress,

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/platform/logger.js";
-import { startService, type RunningService } from "../../src/main.js";
+import { startService, type RunningService, type ServiceOptions } from "../../src/main.js";
 import type { IdentityService } from "../../src/identity/identity-service.js";
 import type { RoleName } from "../../src/platform/context.js";
 import { createTestDatabase, requireEnv } from "./database.js";
@@ -24,12 +24,13 @@ export interface TestService {
 
 /**
  * The whole service on real Postgres (a database of this file's own) and Redis (a key prefix of its
- * own). `logger` lets a test read what the service logs.
+ * own). `logger` lets a test read what the service logs; `options` registers extra scheduled jobs.
  */
 export async function startTestService(
   overrides: Partial<Config> = {},
   databaseUrl?: string,
   logger?: Logger,
+  options: ServiceOptions = {},
 ): Promise<TestService> {
   const config: Config = {
     ...loadConfig({}),
@@ -46,7 +47,7 @@ export async function startTestService(
     shutdownGraceMs: 2000,
     ...overrides,
   };
-  const running = await startService(config, logger ?? createLogger(config.logLevel));
+  const running = await startService(config, logger ?? createLogger(config.logLevel), options);
   const identity = running.services.identity;
   let n = 0;
   return {

@@ -1,0 +1,108 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { Queue, Worker, type Job } from "bullmq";
+import type { Logger } from "../platform/logger.js";
+import type { JobRegistry } from "./job-registry.js";
+import type { JobSchedule } from "./scheduled-job.js";
+import type { SchedulerDriver } from "./scheduler-driver.js";
+import type { SlotRunner } from "./slot-runner.js";
+import { nextSlot } from "./job-schedule.js";
+import { retryDelayMs } from "./retry-policy.js";
+
+/** How long a stop that had to drop its connections waits for them to say they ended. */
+const DISCONNECT_WAIT_MS = 500;
+
+/** The one queue every process shares; its keys are in one Redis Cluster hash tag. */
+const QUEUE_NAME = "scheduler";
+
+/**
+ * Intervals travel as a pattern that only our repeat strategy reads, so that croner's slots (for
+ * cron expressions) and epoch-aligned intervals are computed by the same code as the cron routes'.
+ * BullMQ's own `every` would align slots to the moment the scheduler was first created.
+ */
+const EVERY_PATTERN = /^every (\d+)ms$/;
+
+function patternOf(schedule: JobSchedule): { pattern: string; tz?: string } {
+  return "everyMs" in schedule ? { pattern: `every ${schedule.everyMs}ms` } : { pattern: schedule.cron, tz: schedule.timezone };
+}
+
+function scheduleOf(pattern: string, tz: string | undefined): JobSchedule {
+  const every = EVERY_PATTERN.exec(pattern);
+  return every ? { everyMs: Number(every[1]) } : { cron: pattern, timezone: tz ?? "UTC" };
+}
+
+/**
+ * BullMQ job schedulers: each process upserts one scheduler per job (idempotent), and BullMQ keeps
+ * one delayed job per scheduler whose id is `repeat:<job>:<slot ms>`, so a slot exists once in Redis
+ * and one worker of one process takes it. Failed attempts are retried by BullMQ with our backoff,
+ * and a job whose process died is taken over by another after the stalled-job check.
+ */
+export function createBullmqDriver(options: {
+  redisUrl: string;
+  /** REDIS_KEY_PREFIX: ioredis's keyPrefix is not allowed with BullMQ, which takes its own. */
+  keyPrefix: string;
+  registry: JobRegistry;
+  runner: SlotRunner;
+  logger: Logger;
+}): SchedulerDriver {
+  const { registry, runner, logger } = options;
+  const connection = { url: options.redisUrl, maxRetriesPerRequest: null };
+  const prefix = `${options.keyPrefix}{scheduler}`;
+  const settings = {
+    repeatStrategy: (millis: number, repeat: { pattern?: string; tz?: string }) =>
+      nextSlot(scheduleOf(repeat.pattern!, repeat.tz), new Date(millis))?.getTime(),
+    backoffStrategy: (attemptsMade: number) => retryDelayMs(runner.retry, attemptsMade),
+  };
+  let queue: Queue | null = null;
+  let worker: Worker | null = null;
+
+  const processJob = async (job: Job): Promise<void> => {
+    const scheduled = registry.get(job.name);
+    if (!scheduled) {
+      logger.warn({ job: job.name }, "BullMQ delivered a job this process does not know; ignored");
+      return;
+    }
+    const slot = new Date(Number(job.id!.slice(job.id!.lastIndexOf(":") + 1)));
+    const outcome = await runner.attempt(scheduled, slot, "scheduler");
+    // Thrown, BullMQ retries after our backoff; the attempt has been recorded and logged already.
+    if (outcome.status === "failed" && outcome.retryable) throw new Error(outcome.error);
+  };
+
+  return {
+    kind: "bullmq",
+    async start() {
+      queue = new Queue(QUEUE_NAME, { connection, prefix, settings });
+      queue.on("error", (err) => logger.warn({ err: err.message }, "scheduler queue error"));
+      const jobs = registry.all();
+      for (const job of jobs) {
+        await queue.upsertJobScheduler(job.name, patternOf(job.schedule), {
+          name: job.name,
+          opts: {
+            attempts: runner.retry.attempts,
+            backoff: { type: "scheduled-backoff" },
+            removeOnComplete: { count: 100 },
+            removeOnFail: { count: 100 },
+          },
+        });
+      }
+      // Jobs no longer registered by any domain would otherwise fire forever (docs/operations.md).
+      for (const scheduler of await queue.getJobSchedulers()) {
+        if (!registry.get(scheduler.key)) await queue.removeJobScheduler(scheduler.key);
+      }
+      worker = new Worker(QUEUE_NAME, processJob, { connection, prefix, settings, concurrency: Math.max(1, jobs.length) });
+      worker.on("error", (err) => logger.warn({ err: err.message }, "scheduler worker error"));
+    },
+    async stop(graceMs) {
+      // close() waits for running attempts, and for Redis: with Redis gone, or reconnecting, it
+      // would wait forever. After the grace the connections are dropped, which stops ioredis from
+      // reconnecting so that the process can exit; their "end" may never come (a client that was
+      // reconnecting has no socket to close), so that is not waited for either.
+      const settled = (p: Promise<unknown>) => p.then(() => true, () => true);
+      const inTime = await Promise.race([settled(Promise.all([worker?.close(), queue?.close()])), sleep(graceMs, false, { ref: false })]);
+      if (!inTime) {
+        logger.warn({ graceMs }, "scheduler did not stop within the grace (Redis unreachable or a job still running); disconnecting");
+        const dropped = Promise.all([worker?.disconnect(), queue?.disconnect()]);
+        await Promise.race([settled(dropped), sleep(DISCONNECT_WAIT_MS, false, { ref: false })]);
+      }
+    },
+  };
+}

@@ -1,0 +1,80 @@
+import type { Sequelize } from "sequelize";
+import { execReturning, selectRows } from "../platform/db.js";
+
+export type RunStatus = "running" | "succeeded" | "failed";
+
+export interface ScheduledRunRow {
+  job_name: string;
+  slot: Date;
+  status: RunStatus;
+  attempts: number;
+  error: string | null;
+  started_at: Date;
+  finished_at: Date | null;
+  lease_until: Date;
+}
+
+/** Why a claim was refused: the slot's current row says what another runner did or is doing. */
+export type ClaimResult = { claimed: true; attempt: number } | { claimed: false; current: ScheduledRunRow };
+
+/**
+ * The `scheduled_runs` table (migration 0008): platform-level, not per tenant, because scheduled
+ * jobs run across tenants. Times come from PostgreSQL's clock, so that processes whose clocks
+ * disagree still agree on leases.
+ */
+export class ScheduledRunStore {
+  constructor(private readonly db: Sequelize) {}
+
+  /**
+   * Takes the slot for one attempt, atomically: a new slot; a failed slot with attempts left; or a
+   * running slot whose runner stopped renewing its lease (a crashed process). A slot that is
+   * running, succeeded, or out of attempts is refused, with its row.
+   */
+  async claimAcrossTenants(jobName: string, slot: Date, maxAttempts: number, leaseMs: number): Promise<ClaimResult> {
+    const [row] = await execReturning<{ attempts: number }>(
+      this.db,
+      `INSERT INTO scheduled_runs (job_name, slot, status, attempts, started_at, lease_until)
+       VALUES ($1, $2, 'running', 1, now(), now() + $4 * interval '1 millisecond')
+       ON CONFLICT (job_name, slot) DO UPDATE
+         SET status = 'running', attempts = scheduled_runs.attempts + 1, started_at = now(),
+             finished_at = NULL, lease_until = EXCLUDED.lease_until
+         WHERE scheduled_runs.attempts < $3
+           AND (scheduled_runs.status = 'failed' OR (scheduled_runs.status = 'running' AND scheduled_runs.lease_until < now()))
+       RETURNING attempts`,
+      [jobName, slot, maxAttempts, leaseMs],
+    );
+    if (row) return { claimed: true, attempt: row.attempts };
+    const [current] = await selectRows<ScheduledRunRow>(this.db, `SELECT * FROM scheduled_runs WHERE job_name = $1 AND slot = $2`, [jobName, slot]);
+    return { claimed: false, current };
+  }
+
+  /** Keeps a long attempt's claim; false when another runner has taken the slot over meanwhile. */
+  async renewLeaseAcrossTenants(jobName: string, slot: Date, attempt: number, leaseMs: number): Promise<boolean> {
+    const rows = await execReturning(
+      this.db,
+      `UPDATE scheduled_runs SET lease_until = now() + $4 * interval '1 millisecond'
+       WHERE job_name = $1 AND slot = $2 AND attempts = $3 AND status = 'running' RETURNING 1`,
+      [jobName, slot, attempt, leaseMs],
+    );
+    return rows.length > 0;
+  }
+
+  /** Forgets slots before `before` that are over, or whose runner died; returns how many. A live run stays. */
+  async deleteFinishedBeforeAcrossTenants(before: Date): Promise<number> {
+    const rows = await execReturning(
+      this.db,
+      `DELETE FROM scheduled_runs WHERE slot < $1 AND (status <> 'running' OR lease_until < now()) RETURNING 1`,
+      [before],
+    );
+    return rows.length;
+  }
+
+  /** Records the attempt's end, unless a later attempt has taken the slot over. */
+  async finishAcrossTenants(jobName: string, slot: Date, attempt: number, status: "succeeded" | "failed", error: string | null): Promise<void> {
+    await this.db.query(
+      `UPDATE scheduled_runs SET status = $4, error = $5, finished_at = now()
+       WHERE job_name = $1 AND slot = $2 AND attempts = $3 AND status = 'running'`,
+      { bind: [jobName, slot, attempt, status, error] },
+    );
+  }
+}
