@@ -8,12 +8,14 @@ import { rest } from "../support/clients.js";
 
 type Tenant = { tenantId: string; apiKey: string };
 
+const CRON_SECRET = "funnel-test-cron-secret-0123456789";
+
 let svc: TestService;
 let monitor: ScheduledJob;
 
 before(async () => {
   // The test runs the monitor for the slots it chooses; the scheduler's own runs would clear its alerts.
-  svc = await startTestService({ schedulerEnabled: false });
+  svc = await startTestService({ schedulerEnabled: false, cronSecret: CRON_SECRET });
   monitor = svc.running.services.jobs.find((j) => j.name === "alerts.decision-funnel")!;
 });
 after(() => svc.stop());
@@ -34,10 +36,15 @@ async function insertDecisions(tenantId: string, count: number, row: { at: Date;
   );
 }
 
-test("the monitor runs every 30 minutes in UTC, and on the tick route", () => {
+test("the monitor runs every 30 minutes in UTC, and on the tick route beside the alert evaluator", async () => {
   assert.deepEqual(monitor.schedule, { cron: "*/30 * * * *", timezone: "UTC" });
   assert.equal(monitor.route, "tick");
   assert.deepEqual(FUNNEL_THRESHOLDS, { suppression_rate: 0.8, empty_candidate_rate: 0.5 });
+  const tick = await rest(svc.baseUrl, "POST", "/api/cron/tick", { bearer: CRON_SECRET });
+  assert.equal(tick.status, 200, JSON.stringify(tick.body));
+  const runs = new Map(tick.body.runs.map((r: any) => [r.job, r.status]));
+  assert.equal(runs.get("alerts.decision-funnel"), "succeeded", JSON.stringify(tick.body.runs));
+  assert.equal(runs.get("alerts.evaluate"), "succeeded", JSON.stringify(tick.body.runs));
 });
 
 test("raises funnel alerts over the thresholds, not below the minimum of decisions, and clears them on recovery", async () => {
