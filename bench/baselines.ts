@@ -46,7 +46,8 @@ export async function openBaselines(o: { databaseUrl: string; redisUrl: string; 
     const ranked = [0, 1, 2].map((r) => ({ rank: r + 1, offerId: offer(i + r), creativeId: null, channelId: null, placementId: null, score: 0.5 }));
     return store.saveRecommendation(
       o.tenantId,
-      { id, customer_id: `baseline-${i % 2000}`, flow_id: null, interaction_id: interactionId, channel_id: null, multi_placement: false, offers: ranked, context: { hour: 12 }, scored_by: ["default-adaptive"], experiment_id: null, experiment_variant: null },
+      { id, customer_id: `baseline-${i % 2000}`, flow_id: null, interaction_id: interactionId, channel_id: null, multi_placement: false, offers: ranked, context: { hour: 12 }, scored_by: ["default-adaptive"], experiment_id: null, experiment_variant: null,
+        qualified_count: 3, suppressed_count: 0, degraded_scoring: false },
       ranked.map((r) => ({ id: randomUUID(), rank: r.rank, offer_id: r.offerId, creative_id: null, channel_id: null, placement_id: null, context_bucket: "*" })),
     );
   };

@@ -43,6 +43,8 @@ import { create } from "@bufbuild/protobuf";
 import { isAppError } from "./platform/errors.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
+import { DecisionStats } from "./decisions/decision-stats.js";
+import { createAlerts } from "./alerts/alerts.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
 import { createModelRegistry } from "./models/model-registry.js";
 import { createPortability } from "./portability/portability.js";
@@ -229,6 +231,8 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     audit: auditLog,
     decisionConfig: catalog.decisionConfig,
     seedTenant: catalog.seedTenant,
+    // Alert rules are built after the decisions; a reset reaches them only later.
+    otherWorkspaceData: [(t, tenantId) => alerts.wipeTenant(t, tenantId)],
     pool,
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,
@@ -259,7 +263,17 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
       f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
     logger: f.logger,
   });
-  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...(options.extraJobs?.(f) ?? [])];
+  const alerts = createAlerts({
+    db: f.db,
+    auditLog,
+    decisionStats: new DecisionStats(f.db),
+    logger: f.logger,
+    dispatcher: notifications.dispatcher,
+    requestStats: observability.requestStats,
+    healthAlerts: observability.healthAlerts,
+    providers: { existing: notifications.existingProviderIds },
+  });
+  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...(options.extraJobs?.(f) ?? [])];
   const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
     ...options.scheduler,
@@ -328,6 +342,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...portability.services,
     ...approvals.services,
     ...events.services,
+    ...alerts.services,
   ];
   return {
     identityStore,

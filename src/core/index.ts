@@ -3,6 +3,7 @@
  * src/core, reads no clock and does no I/O, so it runs identically in-process, in a worker thread
  * and in tests (docs/decisioning-core.md).
  */
+export * from "./alert-rules.js";
 export * from "./attributes.js";
 export * from "./budgets.js";
 export * from "./canonical-json.js";

@@ -18,6 +18,10 @@ export interface RecommendationRow {
   /** The experiment that covered the decision, and the customer's variant in it. */
   experiment_id: string | null;
   experiment_variant: string | null;
+  /** The decision's funnel figures (decision-metrics.ts); NULL on rows stored before migration 0010. */
+  qualified_count: number | null;
+  suppressed_count: number | null;
+  degraded_scoring: boolean | null;
   created_at: Date;
 }
 
@@ -99,7 +103,7 @@ export class DecisionStore {
   async saveRecommendation(tenantId: string, rec: Omit<RecommendationRow, "created_at">, impressions: ImpressionRow[]): Promise<Date> {
     const bind: unknown[] = [tenantId, rec.id, rec.customer_id, rec.flow_id, rec.interaction_id, rec.channel_id, rec.multi_placement,
       JSON.stringify(rec.offers), JSON.stringify(rec.context), rec.scored_by,
-      rec.experiment_id, rec.experiment_variant];
+      rec.experiment_id, rec.experiment_variant, rec.qualified_count, rec.suppressed_count, rec.degraded_scoring];
     const tuples = impressions.map((i) => {
       const at = bind.length;
       bind.push(i.id, i.rank, i.offer_id, i.creative_id, i.channel_id, i.placement_id, i.context_bucket);
@@ -118,8 +122,8 @@ export class DecisionStore {
       `save-recommendation-${tuples.length}`,
       `WITH rec AS (
          INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context, scored_by,
-           experiment_id, experiment_variant)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text[], $11, $12) RETURNING created_at)${impressionsCte}
+           experiment_id, experiment_variant, qualified_count, suppressed_count, degraded_scoring)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text[], $11, $12, $13, $14, $15) RETURNING created_at)${impressionsCte}
        SELECT created_at FROM rec`,
       bind,
     );

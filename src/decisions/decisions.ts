@@ -43,6 +43,8 @@ export interface DecisionsOptions {
   /** The catalog's read model. */
   decisionConfig: (tenantId: string) => Promise<DecisionConfigRows>;
   seedTenant: (t: Transaction, ctx: TenantContext) => Promise<void>;
+  /** What other domains keep of a workspace, deleted with it by a reset (alert rules). */
+  otherWorkspaceData?: ReadonlyArray<(t: Transaction, tenantId: string) => Promise<void>>;
   pool: ScoringPool | null;
   minTreeWalksForPool: number;
   decisionQuota: number | null;
@@ -112,6 +114,7 @@ export function createDecisions(o: DecisionsOptions) {
     counters: o.counters,
     audit: o.audit,
     seedTenant: o.seedTenant,
+    otherWorkspaceData: o.otherWorkspaceData ?? [],
     // Confirmed: the reset answers only once every process has forgotten the tenant.
     forgetTenantEverywhere: (tenantId) => o.bus.publish(WORKSPACE_RESET_CHANNEL, tenantId, { confirmed: true }),
     logger: o.logger,

@@ -32,6 +32,7 @@ import type { CompiledTenant } from "./snapshot-compiler.js";
 import type { TraceWriter } from "./trace-writer.js";
 import { storedFlowId, toRecommendResponse, toTraceRow } from "./decision-mapper.js";
 import { traceRecord } from "./trace-record.js";
+import { decisionFunnel } from "./decision-metrics.js";
 
 export const MAX_OFFERS = 50;
 export const MAX_PLACEMENTS = 20;
@@ -177,6 +178,7 @@ export class RecommendService {
           scored_by: scoredBy,
           experiment_id: experiment?.id ?? null,
           experiment_variant: experiment?.variant ?? null,
+          ...decisionFunnel(decision, refusals),
         },
         // Multi-placement responses write no interaction rows (spec 4.4): Respond then needs creativeId.
         singleSlot

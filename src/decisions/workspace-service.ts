@@ -13,6 +13,8 @@ export interface WorkspaceDeps {
   counters: Pick<Counters, "decisionCounter" | "wipe">;
   audit: AuditLog;
   seedTenant: (t: Transaction, ctx: TenantContext) => Promise<void>;
+  /** Other domains' workspace data (alert rules), deleted in the reset's transaction through their own stores. */
+  otherWorkspaceData: ReadonlyArray<(t: Transaction, tenantId: string) => Promise<void>>;
   /**
    * Makes every process forget what it keeps of the tenant (its configuration snapshot, with which
    * the replayable outcomes go, and its customers), resolving once they all have.
@@ -39,8 +41,9 @@ export class WorkspaceService {
    */
   async resetWorkspace(ctx: TenantContext, req: ResetWorkspaceRequest): Promise<WorkspaceUsage> {
     if (req.confirm !== ctx.tenantId) throw invalidField("confirm", "must be this workspace's tenant id");
-    const { store, audit, seedTenant } = this.deps;
+    const { store, audit, seedTenant, otherWorkspaceData } = this.deps;
     await store.resetWorkspace(ctx.tenantId, async (t) => {
+      for (const wipe of otherWorkspaceData) await wipe(t, ctx.tenantId);
       await audit.record(t, ctx, {
         action: "delete",
         entityType: "workspace",

@@ -8,6 +8,7 @@ import * as m0006 from "./0006-trace-records.js";
 import * as m0007 from "./0007-impressions-by-rank.js";
 import * as m0008 from "./0008-scheduled-runs.js";
 import * as m0009 from "./0009-notifications.js";
+import * as m0010 from "./0010-alert-rules.js";
 import * as m0011 from "./0011-health-alerts.js";
 import * as m0012 from "./0012-model-registry.js";
 import * as m0013 from "./0013-experiments.js";
@@ -29,6 +30,7 @@ export const migrations: Migration[] = [
   { name: "0007-impressions-by-rank", up: m0007.up },
   { name: "0008-scheduled-runs", up: m0008.up },
   { name: "0009-notifications", up: m0009.up },
+  { name: "0010-alert-rules", up: m0010.up },
   { name: "0011-health-alerts", up: m0011.up },
   { name: "0012-model-registry", up: m0012.up },
   { name: "0013-experiments", up: m0013.up },

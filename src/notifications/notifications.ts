@@ -30,6 +30,11 @@ export interface Notifications {
   platformSettings: PlatformSettingsService;
   providers: ProviderService;
   deliveries: DeliveryStore;
+  /**
+   * Which of `ids` name notification providers of the tenant: what another domain checks a
+   * reference in its body against (spec 7: a foreign or unknown provider is a 400 there).
+   */
+  existingProviderIds(tenantId: string, ids: readonly string[]): Promise<ReadonlySet<string>>;
   services: ServiceRegistration[];
   /** Subscribes the platform-settings cache to changes made by other processes; call before serving. */
   listen(): Promise<void>;
@@ -57,6 +62,7 @@ export function createNotifications(o: NotificationsOptions): Notifications {
     platformSettings,
     providers,
     deliveries,
+    existingProviderIds: (tenantId, ids) => providerStore.existingIds(tenantId, ids),
     services: [
       { service: PlatformSettingsServiceDesc, impl: platformSettings as never },
       { service: NotificationProviderService, impl: providers as never },

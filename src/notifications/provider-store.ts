@@ -29,6 +29,15 @@ export class ProviderStore {
     return selectRows<ProviderRow>(this.db, "SELECT * FROM notification_providers WHERE tenant_id = $1 ORDER BY id", [tenantId]);
   }
 
+  /** Which of `ids` name providers of the tenant: the read model other domains validate references with. */
+  async existingIds(tenantId: string, ids: readonly string[]): Promise<ReadonlySet<string>> {
+    const rows = await selectRows<{ id: string }>(this.db, "SELECT id FROM notification_providers WHERE tenant_id = $1 AND id = ANY($2::uuid[])", [
+      tenantId,
+      [...ids],
+    ]);
+    return new Set(rows.map((r) => r.id));
+  }
+
   async find(tenantId: string, id: string, t?: Transaction, forUpdate = false): Promise<ProviderRow | null> {
     const [row] = await selectRows<ProviderRow>(
       this.db,

@@ -21,6 +21,8 @@ interface Route {
   segments: Segment[];
   /** "" (no body), "*" (every field not bound by the path), or one field name. */
   body: string;
+  /** "" (the whole response message), or the one response field the REST answer is (`response_body`). */
+  responseBody: string;
   method: DescMethod;
   literalCount: number;
 }
@@ -44,10 +46,15 @@ function routesOf(method: DescMethod): Route[] {
     const p = r.pattern;
     if (!p.case || p.case === "custom") continue;
     const segments = compileTemplate(p.value);
+    // A misspelt response_body fails at start-up, not on the first call.
+    if (r.responseBody && !method.output.fields.some((f) => f.name === r.responseBody)) {
+      throw new Error(`${method.parent.typeName}.${method.name}: response_body names no field ${r.responseBody}`);
+    }
     out.push({
       verb: p.case.toUpperCase(),
       segments,
       body: r.body,
+      responseBody: r.responseBody,
       method,
       literalCount: segments.filter((s) => "literal" in s).length,
     });
@@ -273,7 +280,7 @@ export class RestTranscoder {
         res.writeHead(204).end();
         return;
       }
-      const payload = JSON.stringify(writeJson(route.method.output, result.response, request));
+      const payload = JSON.stringify(responseJson(route, result.response, request));
       res.writeHead(policy.httpStatus, { "content-type": "application/json; charset=utf-8" }).end(payload);
     } catch (err) {
       sendError(res, toAppError(err, this.gateway.logger, requestId), policy.errorFormat, requestId);
@@ -312,6 +319,17 @@ function fillUpdateMask(method: DescMethod, message: Message, bodyKeys: string[]
     .filter((f): f is DescField => f !== undefined && f !== maskField && !pathVars.includes(f.name) && f.name !== "id")
     .map((f) => f.name);
   (message as Record<string, unknown>)[maskField.localName] = create(FieldMaskSchema, { paths });
+}
+
+/**
+ * The REST answer: the response message in the spec's JSON, or with `response_body` only that
+ * field of it (spec 4.6 answers `GET /alerts` with a bare array of rules).
+ */
+function responseJson(route: Route, response: Message, request?: Message): JsonValue {
+  const json = writeJson(route.method.output, response, request);
+  if (!route.responseBody) return json;
+  const field = route.method.output.fields.find((f) => f.name === route.responseBody)!;
+  return (json as Record<string, JsonValue>)[field.jsonName] ?? null;
 }
 
 /** A DownloadDisposition packed into HttpBody.extensions makes the answer a file download. */
