@@ -323,6 +323,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     clvChanged: (tenantId, customerIds) => decisions.customersChanged(tenantId, customerIds),
     deliveries: webhooks.deliveryEvents,
     events: events.history,
+    journeys: events.journeys,
   });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },

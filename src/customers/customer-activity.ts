@@ -34,3 +34,15 @@ export interface DeliveryEventHistory {
   /** Delivery events about messages sent to, or interactions recorded for, the customer; newest first. */
   recent(tenantId: string, customerId: string, limit: number): Promise<DeliveryEventView[]>;
 }
+
+/** A customer's enrollment in a journey (spec 4.15 `journeys`). */
+export interface JourneyEnrollmentView {
+  journeyId: string;
+  status: "active" | "completed" | "exited";
+  enrolledAt: Date;
+}
+
+export interface CustomerJourneyHistory {
+  /** The customer's journey enrollments, newest first. */
+  enrollments(tenantId: string, customerId: string, limit: number): Promise<JourneyEnrollmentView[]>;
+}

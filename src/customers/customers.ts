@@ -4,7 +4,7 @@ import type { Logger } from "../platform/logger.js";
 import type { ServiceRegistration } from "../platform/service-registration.js";
 import { ClvService } from "./clv-service.js";
 import { ClvStore } from "./clv-store.js";
-import type { CustomerEventHistory, DeliveryEventHistory } from "./customer-activity.js";
+import type { CustomerEventHistory, CustomerJourneyHistory, DeliveryEventHistory } from "./customer-activity.js";
 import { IdentityLinkStore } from "./identity-link-store.js";
 import type { DecisionHistory } from "./decision-history.js";
 import { ProfileService } from "./profile-service.js";
@@ -19,6 +19,7 @@ export interface CustomersOptions {
   /** Optional ports whose entries join the profile's interactions (the lead wires the real ones). */
   events?: CustomerEventHistory;
   deliveries?: DeliveryEventHistory;
+  journeys?: CustomerJourneyHistory;
 }
 
 /** CLV (spec 4.14) and the unified profile with identity links (spec 4.15): built once at start-up. */
@@ -31,6 +32,7 @@ export function createCustomers(o: CustomersOptions) {
     decisions: o.decisions,
     events: o.events,
     deliveries: o.deliveries,
+    journeys: o.journeys,
   });
   const services: ServiceRegistration[] = [
     {

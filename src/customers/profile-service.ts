@@ -21,7 +21,7 @@ import { conflict, invalidField, invalidFields, notFound, type FieldViolation } 
 import { isUuid, newId } from "../platform/ids.js";
 import { clvJson } from "./clv-mapper.js";
 import type { ClvRow, ClvStore } from "./clv-store.js";
-import type { CustomerEventHistory, DeliveryEventHistory } from "./customer-activity.js";
+import type { CustomerEventHistory, CustomerJourneyHistory, DeliveryEventHistory, JourneyEnrollmentView } from "./customer-activity.js";
 import { customerIdOf } from "./customer-id.js";
 import type { DecisionHistory } from "./decision-history.js";
 import type { IdentityLinkRow, IdentityLinkStore } from "./identity-link-store.js";
@@ -31,6 +31,8 @@ export const PROFILE_SECTIONS = ["identities", "interactions", "segments", "jour
 type SectionName = (typeof PROFILE_SECTIONS)[number];
 /** Spec 2.11: the interaction history shows the last 20. */
 export const PROFILE_INTERACTIONS = 20;
+/** Journey enrollments shown in the legacy profile: the newest. */
+export const PROFILE_JOURNEYS = 50;
 const IDENTITY_TYPE = /^[a-z][a-z0-9_-]{0,49}$/;
 const MAX_IDENTITY_VALUE = 500;
 
@@ -41,6 +43,7 @@ export interface ProfileServiceDeps {
   /** Optional ports (src/customers/customer-activity.ts): their entries join the interaction history. */
   events?: CustomerEventHistory;
   deliveries?: DeliveryEventHistory;
+  journeys?: CustomerJourneyHistory;
 }
 
 /** One interaction row of the profile: an impression or outcome, an inbound event, or a delivery report. */
@@ -60,6 +63,7 @@ interface CustomerData {
   history: HistoryEntry[];
   clv: ClvRow | null;
   experiments: Awaited<ReturnType<DecisionHistory["customerExperiments"]>>;
+  journeys: JourneyEnrollmentView[];
   /** Lifetime totals over the decisions' interactions; null without any interaction or stored record. */
   facts: RfmFacts | null;
 }
@@ -121,8 +125,7 @@ export class ProfileService {
         // Segment membership is the customer's CLV segment (docs/unified-profile.md).
         return d.clv ? [{ segmentId: `clv:${d.clv.segment}`, segmentName: `CLV ${d.clv.segment}`, memberSince: d.clv.segment_since.toISOString() }] : [];
       case "journeys":
-        // No journey port is wired yet (docs/unified-profile.md).
-        return [];
+        return d.journeys.map((j) => ({ journeyId: j.journeyId, status: j.status, enrolledAt: j.enrolledAt.toISOString() }));
       case "experiments":
         return d.experiments.map((e) => ({ experimentId: e.experiment_id, variant: e.experiment_variant, firstDecisionAt: e.first_at.toISOString() }));
       case "consent":
@@ -150,8 +153,8 @@ export class ProfileService {
 
   /** The customer's data from every source at once; the history merged newest first and cut to 20. */
   private async read(tenantId: string, customerId: string): Promise<CustomerData> {
-    const { decisions, events, deliveries } = this.deps;
-    const [customer, identities, interactions, recentEvents, recentDeliveries, clv, experiments, facts] = await Promise.all([
+    const { decisions, events, deliveries, journeys } = this.deps;
+    const [customer, identities, interactions, recentEvents, recentDeliveries, clv, experiments, facts, enrollments] = await Promise.all([
       decisions.customer(tenantId, customerId),
       this.deps.identities.list(tenantId, customerId),
       decisions.recentInteractions(tenantId, customerId, PROFILE_INTERACTIONS),
@@ -160,6 +163,7 @@ export class ProfileService {
       this.deps.clv.record(tenantId, customerId),
       decisions.customerExperiments(tenantId, customerId),
       decisions.rfmFacts(tenantId, [customerId]),
+      journeys ? journeys.enrollments(tenantId, customerId, PROFILE_JOURNEYS) : [],
     ]);
     const history: HistoryEntry[] = [
       ...interactions.map((i) => ({ id: i.id, offerId: i.offer_id, channelId: i.channel_id, interactionType: i.outcome, timestamp: i.at, source: "decision" as const })),
@@ -174,7 +178,7 @@ export class ProfileService {
       })),
     ];
     history.sort((a, b) => b.timestamp.getTime() - a.timestamp.getTime());
-    return { customer, identities, history: history.slice(0, PROFILE_INTERACTIONS), clv, experiments, facts: facts.get(customerId) ?? null };
+    return { customer, identities, history: history.slice(0, PROFILE_INTERACTIONS), clv, experiments, journeys: enrollments, facts: facts.get(customerId) ?? null };
   }
 
   async listCustomerIdentities(ctx: TenantContext, req: ListCustomerIdentitiesRequest): Promise<ListCustomerIdentitiesResponse> {

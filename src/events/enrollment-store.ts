@@ -1,6 +1,7 @@
 import type { Sequelize } from "sequelize";
 import { execReturning, selectRows } from "../platform/db.js";
 import type { CursorPageRequest } from "../platform/pagination.js";
+import type { JourneyEnrollmentView } from "../customers/customer-activity.js";
 
 export interface StepResult {
   type: string;
@@ -44,6 +45,16 @@ export class EnrollmentStore {
 
   async recordSteps(tenantId: string, id: string, steps: StepResult[]): Promise<void> {
     await this.db.query("UPDATE journey_enrollments SET steps = $3::jsonb WHERE tenant_id = $1 AND id = $2", { bind: [tenantId, id, JSON.stringify(steps)] });
+  }
+
+  /** The customer's enrollments in every journey, newest first (the unified profile's `journeys`). */
+  async forCustomer(tenantId: string, customerId: string, limit: number): Promise<JourneyEnrollmentView[]> {
+    const rows = await selectRows<EnrollmentRow>(
+      this.db,
+      "SELECT * FROM journey_enrollments WHERE tenant_id = $1 AND customer_id = $2 ORDER BY enrolled_at DESC, id DESC LIMIT $3",
+      [tenantId, customerId, limit],
+    );
+    return rows.map((r) => ({ journeyId: r.journey_id, status: r.status, enrolledAt: r.enrolled_at }));
   }
 
   /** A keyset page of a journey's enrollments, newest id first, one extra row telling whether more exist. */

@@ -1,7 +1,7 @@
 import type { Sequelize } from "sequelize";
 import { EventService as EventServiceDesc, JourneyService as JourneyServiceDesc, TriggerService as TriggerServiceDesc } from "../../gen/decisioning/v1/events_pb.js";
 import type { AuditLog } from "../audit/audit-log.js";
-import type { CustomerEventHistory } from "../customers/customer-activity.js";
+import type { CustomerEventHistory, CustomerJourneyHistory } from "../customers/customer-activity.js";
 import type { Dispatcher } from "../notifications/outbound.js";
 import type { Logger } from "../platform/logger.js";
 import type { Redis } from "../platform/redis.js";
@@ -34,6 +34,8 @@ export interface Events {
   services: ServiceRegistration[];
   /** What the unified profile and CLV read (src/customers/customer-activity.ts). */
   history: CustomerEventHistory;
+  /** The customers' journey enrollments, for the unified profile. */
+  journeys: CustomerJourneyHistory;
   /** Resolves when trigger webhooks handed to the dispatcher have settled. */
   settled(): Promise<void>;
 }
@@ -79,6 +81,7 @@ export function createEvents(o: EventsOptions): Events {
       },
     ],
     history: eventStore,
+    journeys: { enrollments: (tenantId, customerId, limit) => enrollments.forCustomer(tenantId, customerId, limit) },
     settled: () => evaluator.settled(),
   };
 }

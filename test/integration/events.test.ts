@@ -180,6 +180,15 @@ describe("trigger rules", () => {
     assert.equal(rows[0].steps[0].status, "ok", JSON.stringify(rows[0].steps));
     assert.match(rows[0].steps[0].recommendationId, /^[0-9a-f-]{36}$/);
     assert.equal(rows[0].steps[0].offerIds.length, 1);
+
+    const profile = await call("GET", "/api/v1/customers/big/unified-profile?sections=journeys,interactions", t.apiKey);
+    assert.equal(profile.status, 200, JSON.stringify(profile.body));
+    const section = (name: string) => profile.body.sections.find((s: any) => s.name === name).data;
+    const journeys = section("journeys");
+    assert.deepEqual(journeys.map((e: any) => [e.journeyId, e.status]), [[j.id, "active"]], "the profile shows the enrollment");
+    assert.equal(Date.parse(journeys[0].enrolledAt), Date.parse(rows[0].enrolledAt));
+    const events = section("interactions").filter((i: any) => i.source === "event");
+    assert.deepEqual(events.map((i: any) => i.interactionType), ["purchase", "purchase"], "and the customer's events");
   });
 
   test("journey decisions count against the decision quota; a spent quota fails the step, not the event", async () => {
