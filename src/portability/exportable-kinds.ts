@@ -166,6 +166,39 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     omit: ["secrets", "secrets_key_id"],
     onImport: { secret_fields: [] },
   },
+  // Rule actions and alert channels name journeys and providers inside JSON: import rewires them
+  // like every other string that was an imported id.
+  {
+    kind: "journeys",
+    table: "journeys",
+    entityType: "journey",
+    softDeleted: true,
+    idColumn: "id",
+    nameColumn: "name",
+    keyColumn: null,
+    onImport: { status: "inactive" },
+  },
+  {
+    kind: "triggerRules",
+    table: "trigger_rules",
+    entityType: "trigger",
+    softDeleted: true,
+    idColumn: "id",
+    nameColumn: "name",
+    keyColumn: null,
+    onImport: { status: "inactive" },
+  },
+  {
+    kind: "alertRules",
+    table: "alert_rules",
+    entityType: "alert_rule",
+    softDeleted: false,
+    idColumn: "id",
+    nameColumn: "name",
+    keyColumn: null,
+    // Evaluation state belongs to the source tenant's data.
+    onImport: { enabled: false, status: "ok", last_fired_at: null, last_evaluated_at: null },
+  },
 ];
 
 /** Columns no file carries: the tenant and bookkeeping. */

@@ -49,6 +49,11 @@ before(async () => {
     name: "Champ vs chal", championModelId: source.champion.id, flowId: source.flow.id, trafficSplit: { championPct: 50 },
     challengers: [{ modelId: source.challenger.id, key: "b", trafficPct: 50 }], holdoutPercent: 0,
   });
+  source.journey = await created(a, "/api/v1/journeys", { name: "Welcome", steps: [{ type: "decision", count: 1 }] });
+  source.trigger = await created(a, "/api/v1/triggers", { name: "Signup", eventType: "signup", action: { type: "journey", journeyId: source.journey.id } });
+  source.alert = await created(a, "/api/v1/alerts", {
+    name: "Low CTR", metric: "ctr", operator: "lt", threshold: 0.01, channels: [{ type: "webhook", target: "https://example.com/hook" }],
+  });
 });
 after(() => svc.stop());
 
@@ -83,7 +88,7 @@ describe("export and import", () => {
       assert.equal(report.imported[kind] ?? 0, rows.length, kind);
     }
     const imported = (await exportOf(b)).body as any;
-    const ignored = new Set(["id", "name", "key", "status", "registryStatus", "publishedVersion", "startedAt", "publishedBy", "publishedAt"]);
+    const ignored = new Set(["id", "name", "key", "status", "enabled", "registryStatus", "publishedVersion", "startedAt", "publishedBy", "publishedAt"]);
     for (const [kind, rows] of Object.entries(file.entities as Record<string, any[]>)) {
       for (const row of rows) {
         const copy = row.id
@@ -120,6 +125,13 @@ describe("export and import", () => {
     assert.equal(experiment.championModelId, newId.get(source.champion.id));
     assert.equal(experiment.challengers[0].modelId, newId.get(source.challenger.id));
     assert.equal(imported.entities.algorithmModels.every((m: any) => m.registryStatus === "draft"), true);
+    const trigger = imported.entities.triggerRules.find((r: any) => r.id === newId.get(source.trigger.id));
+    assert.equal(trigger.status, "inactive");
+    assert.equal(trigger.action.journeyId, newId.get(source.journey.id), "the rule enrols into the imported journey");
+    assert.equal(imported.entities.journeys.find((j: any) => j.id === newId.get(source.journey.id)).status, "inactive");
+    const alert = imported.entities.alertRules.find((r: any) => r.id === newId.get(source.alert.id));
+    assert.equal(alert.enabled, false);
+    assert.equal(alert.threshold, 0.01);
     // Nothing of A is readable from B, and A is unchanged.
     assert.equal((await call(b, "GET", `/api/v1/offers/${source.offer.id}`)).status, 404);
     assert.equal((await call(b, "GET", `/api/v1/decision-flows/${source.flow.id}`)).status, 404);
