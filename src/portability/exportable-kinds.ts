@@ -94,7 +94,8 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     idColumn: "id",
     nameColumn: "name",
     keyColumn: null,
-    onImport: { status: "inactive" },
+    // Content items do not travel yet (docs/portability.md): the link is dropped, not left dangling.
+    onImport: { status: "inactive", content_id: null },
     references: { offer_id: { table: "offers" }, channel_id: entry("channel"), placement_id: entry("placement") },
   },
   {
