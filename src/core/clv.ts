@@ -36,6 +36,17 @@ export interface RfmFacts {
   conversionValue: number;
 }
 
+/**
+ * Folds the customer's inbound events (spec 4.17) into the facts: an event is activity, so it moves
+ * the first and last seen (recency, tenure), never impressions or value. A customer known only by
+ * events gets facts with zero impressions and value.
+ */
+export function withEventActivity(facts: RfmFacts | undefined, events: { firstAt: number; lastAt: number } | undefined): RfmFacts | undefined {
+  if (!events) return facts;
+  if (!facts) return { firstAt: events.firstAt, lastAt: events.lastAt, impressions: 0, conversionValue: 0 };
+  return { ...facts, firstAt: Math.min(facts.firstAt, events.firstAt), lastAt: Math.max(facts.lastAt, events.lastAt) };
+}
+
 export interface ClvResult {
   clvScore: number;
   predictedRevenue: number;

@@ -1,7 +1,7 @@
 import type { ClvRecord, ComputeClvRequest, ComputeClvResponse, CustomerClvRequest } from "../../gen/decisioning/v1/customers_pb.js";
 import { create } from "@bufbuild/protobuf";
 import { ComputeClvResponseSchema } from "../../gen/decisioning/v1/customers_pb.js";
-import { CLV_SEGMENTS, computeClv, isClvSegment, type ClvSegment } from "../core/index.js";
+import { CLV_SEGMENTS, computeClv, isClvSegment, withEventActivity, type ClvSegment } from "../core/index.js";
 import type { TenantContext } from "../platform/context.js";
 import { invalidField, notFound } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
@@ -9,6 +9,7 @@ import { customerIdOf } from "./customer-id.js";
 import { toClvRecord, type ClvSource } from "./clv-mapper.js";
 import type { ClvRow, ClvStore } from "./clv-store.js";
 import type { DecisionHistory } from "./decision-history.js";
+import type { CustomerEventHistory } from "./customer-activity.js";
 
 /** Spec 8: the CLV batch. */
 export const CLV_BATCH = 50;
@@ -21,6 +22,8 @@ export interface ClvServiceDeps {
   logger: Logger;
   /** After records changed: Recommend's customer cache drops those customers in every process. */
   changed: (tenantId: string, customerIds: readonly string[]) => Promise<void>;
+  /** The events domain's activity: events count for recency and tenure (docs/clv.md). */
+  events?: Pick<CustomerEventHistory, "activitySpans">;
   now?: () => Date;
 }
 
@@ -96,8 +99,14 @@ export class ClvService {
   private async computeAndSave(tenantId: string, ids: string[]): Promise<ClvRow[]> {
     if (!ids.length) return [];
     const now = this.now();
-    const facts = await this.deps.history.rfmFacts(tenantId, ids);
-    const results = [...facts].map(([customerId, f]) => ({ customerId, result: computeClv(f, now.getTime()) }));
+    const [decided, events] = await Promise.all([
+      this.deps.history.rfmFacts(tenantId, ids),
+      this.deps.events ? this.deps.events.activitySpans(tenantId, ids) : new Map<string, { firstAt: number; lastAt: number }>(),
+    ]);
+    const results = ids.flatMap((customerId) => {
+      const facts = withEventActivity(decided.get(customerId), events.get(customerId));
+      return facts ? [{ customerId, result: computeClv(facts, now.getTime()) }] : [];
+    });
     const rows = await this.deps.store.save(tenantId, results, now);
     await this.deps.changed(tenantId, rows.map((r) => r.customer_id));
     return rows;

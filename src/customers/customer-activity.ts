@@ -17,6 +17,8 @@ export interface CustomerEventView {
 export interface CustomerEventHistory {
   /** The customer's most recent events, newest first. */
   recent(tenantId: string, customerId: string, limit: number): Promise<CustomerEventView[]>;
+  /** First and last event of each customer that has any (epoch ms), for CLV's recency and tenure. */
+  activitySpans(tenantId: string, customerIds: readonly string[]): Promise<Map<string, { firstAt: number; lastAt: number }>>;
 }
 
 export type DeliveryStatus = "delivered" | "bounced" | "opened" | "clicked" | "failed";

@@ -25,7 +25,7 @@ export interface CustomersOptions {
 /** CLV (spec 4.14) and the unified profile with identity links (spec 4.15): built once at start-up. */
 export function createCustomers(o: CustomersOptions) {
   const clvStore = new ClvStore(o.db);
-  const clv = new ClvService({ store: clvStore, history: o.decisions, logger: o.logger, changed: o.clvChanged });
+  const clv = new ClvService({ store: clvStore, history: o.decisions, logger: o.logger, changed: o.clvChanged, events: o.events });
   const profile = new ProfileService({
     identities: new IdentityLinkStore(o.db),
     clv: clvStore,

@@ -49,4 +49,14 @@ export class EventStore implements CustomerEventHistory {
     );
     return rows.map((r) => ({ id: r.id, eventType: r.event_type, properties: r.properties, occurredAt: r.occurred_at }));
   }
+
+  async activitySpans(tenantId: string, customerIds: readonly string[]): Promise<Map<string, { firstAt: number; lastAt: number }>> {
+    const rows = await selectRows<{ customer_id: string; first_at: Date; last_at: Date }>(
+      this.db,
+      `SELECT customer_id, min(occurred_at) AS first_at, max(occurred_at) AS last_at FROM customer_events
+       WHERE tenant_id = $1 AND customer_id = ANY($2::text[]) GROUP BY customer_id`,
+      [tenantId, customerIds],
+    );
+    return new Map(rows.map((r) => [r.customer_id, { firstAt: r.first_at.getTime(), lastAt: r.last_at.getTime() }]));
+  }
 }

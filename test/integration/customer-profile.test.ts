@@ -354,6 +354,7 @@ describe("the profile's optional activity ports (src/customers/customer-activity
         tenantId === t.tenantId && customerId === "vic"
           ? [{ id: "evt-1", eventType: "cart_abandoned", properties: {}, occurredAt: new Date(now - 1_000) }].slice(0, limit)
           : [],
+      activitySpans: async () => new Map(),
     };
     const deliveries: DeliveryEventHistory = {
       recent: async (tenantId, customerId, limit) =>

@@ -191,6 +191,22 @@ describe("trigger rules", () => {
     assert.deepEqual(events.map((i: any) => i.interactionType), ["purchase", "purchase"], "and the customer's events");
   });
 
+  test("events count as activity for CLV: a customer known only by events gets a record, recent", async () => {
+    const t = await svc.createTenant();
+    const day = 86_400_000;
+    const sent = await send(t, [
+      { eventType: "page_view", customerId: "lurker", timestamp: new Date(Date.now() - 40 * day).toISOString() },
+      { eventType: "page_view", customerId: "lurker", timestamp: new Date(Date.now() - 2 * day).toISOString() },
+    ]);
+    assert.equal(sent.status, 202, JSON.stringify(sent.body));
+    const clv = await call("GET", "/api/v1/customers/lurker/clv", t.apiKey);
+    assert.equal(clv.status, 200, JSON.stringify(clv.body));
+    assert.equal(clv.body.source, "computed");
+    assert.equal(clv.body.rfmRecency, 2, "days since the last event");
+    assert.equal(clv.body.rfmFrequency, 0, "events are not impressions");
+    assert.equal((await call("GET", "/api/v1/customers/nobody/clv", t.apiKey)).status, 404);
+  });
+
   test("journey decisions count against the decision quota; a spent quota fails the step, not the event", async () => {
     const t = await svc.createTenant();
     await created("offers", { name: unique("offer"), status: "active" }, t);

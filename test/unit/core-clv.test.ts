@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { computeClv, MS_PER_DAY } from "../../src/core/index.js";
+import { computeClv, MS_PER_DAY, withEventActivity } from "../../src/core/index.js";
 
 const NOW = Date.parse("2026-06-01T12:00:00Z");
 const daysAgo = (d: number) => NOW - d * MS_PER_DAY;
@@ -47,4 +47,12 @@ test("CLV on hand-computed cases", () => {
     },
   ];
   for (const c of cases) assert.deepEqual(computeClv(c.facts, NOW), c.want, c.name);
+});
+
+test("events widen the first and last seen, never impressions or value; alone they make facts", () => {
+  const facts = { firstAt: 1_000, lastAt: 5_000, impressions: 3, conversionValue: 40 };
+  assert.deepEqual(withEventActivity(facts, { firstAt: 500, lastAt: 9_000 }), { firstAt: 500, lastAt: 9_000, impressions: 3, conversionValue: 40 });
+  assert.deepEqual(withEventActivity(facts, { firstAt: 2_000, lastAt: 3_000 }), facts);
+  assert.deepEqual(withEventActivity(undefined, { firstAt: 2_000, lastAt: 3_000 }), { firstAt: 2_000, lastAt: 3_000, impressions: 0, conversionValue: 0 });
+  assert.equal(withEventActivity(undefined, undefined), undefined);
 });
