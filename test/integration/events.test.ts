@@ -136,6 +136,10 @@ describe("POST /events: acceptance and the stream", () => {
     }
     const length = await svc.running.foundation.redis!.xlen(eventStreamKey(t.tenantId));
     assert.ok(length >= STREAM_MAX && length < 300, `XLEN ${length}: trimmed towards ${STREAM_MAX}`);
+
+    const reset = await call("POST", "/api/v1/workspace/reset", t.apiKey, { confirm: t.tenantId });
+    assert.equal(reset.status, 200, JSON.stringify(reset.body));
+    assert.equal(await svc.running.foundation.redis!.exists(eventStreamKey(t.tenantId)), 0, "a workspace reset deletes the tenant's stream");
   });
 
   test("a stream failure gives streamId null, and the triggers still run", async () => {
