@@ -260,7 +260,10 @@ describe("the unified profile (spec 2.11, 4.15)", () => {
     assert.deepEqual(Object.keys(interactions[0]).sort(), ["channelId", "id", "interactionType", "offerId", "source", "timestamp"]);
     const times = interactions.map((i: any) => Date.parse(i.timestamp));
     assert.deepEqual(times, [...times].sort((x, y) => y - x));
-    assert.deepEqual(section("segments"), [{ segmentId: `clv:${clv.segment}`, segmentName: `CLV ${clv.segment}`, memberSince: clv.computedAt }]);
+    // Compared as instants: protobuf JSON drops a zero fraction (…01Z) where toISOString keeps it (…01.000Z).
+    const segments = section("segments");
+    assert.deepEqual(segments.map((m: any) => [m.segmentId, m.segmentName]), [[`clv:${clv.segment}`, `CLV ${clv.segment}`]]);
+    assert.equal(Date.parse(segments[0].memberSince), Date.parse(clv.computedAt));
     assert.deepEqual(section("journeys"), []);
     assert.deepEqual(section("experiments"), []);
     assert.deepEqual(section("consent"), [{ channel: "email", granted: true }, { channel: "sms", granted: false }]);
