@@ -38,9 +38,7 @@ import { createContent } from "./content/content.js";
 import { createCustomers } from "./customers/customers.js";
 import { createEvents, type Events } from "./events/events.js";
 import { RecommendRequestSchema } from "../gen/decisioning/v1/decisions_pb.js";
-import { NotificationProviderIdRequestSchema } from "../gen/decisioning/v1/notifications_pb.js";
 import { create } from "@bufbuild/protobuf";
-import { isAppError } from "./platform/errors.js";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { DecisionStats } from "./decisions/decision-stats.js";
@@ -309,11 +307,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
         return { recommendationId: res.recommendationId, offerIds: res.offers.map((o) => o.offerId) };
       },
     },
-    providerExists: (ctx, id) =>
-      notifications.providers.getNotificationProvider(ctx, create(NotificationProviderIdRequestSchema, { id })).then(
-        () => true,
-        (err) => (isAppError(err) && err.code === "NOT_FOUND" ? false : Promise.reject(err)),
-      ),
+    providerExists: async (tenantId, id) => (await notifications.existingProviderIds(tenantId, [id])).has(id),
     logger: f.logger,
   });
   const customers = createCustomers({

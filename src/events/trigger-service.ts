@@ -21,7 +21,7 @@ const STATUSES = ["active", "inactive"];
 /** What a rule's action may name, checked in the caller's tenant: a foreign id is a 400 (spec 7). */
 export interface TriggerReferences {
   journeyExists(tenantId: string, id: string): Promise<boolean>;
-  providerExists(ctx: TenantContext, id: string): Promise<boolean>;
+  providerExists(tenantId: string, id: string): Promise<boolean>;
 }
 
 /** Trigger rules' routes (spec 4.21 `triggers`); evaluation is trigger-evaluator.ts. */
@@ -88,7 +88,7 @@ export class TriggerService {
     if (a.type === "webhook") {
       if (a.providerId && a.target) violations.push({ field: "action", message: "give providerId or target, not both" });
       else if (a.providerId) {
-        if (!isUuid(a.providerId) || !(await this.references.providerExists(ctx, a.providerId))) {
+        if (!isUuid(a.providerId) || !(await this.references.providerExists(ctx.tenantId, a.providerId))) {
           violations.push({ field: "action.providerId", message: `unknown notification provider ${a.providerId}` });
         }
         return { type: "webhook", providerId: a.providerId };
