@@ -23,9 +23,6 @@ const call = (method: string, path: string, body?: unknown, key = admin.apiKey) 
     headers: method === "DELETE" ? { "x-requested-with": "test" } : {},
   });
 
-async function sql(query: string, bind: unknown[]): Promise<any[]> {
-  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
-}
 
 /** A new item by `key`'s user, asserting the 201. */
 async function item(fields: Record<string, unknown> = {}, key = editor.apiKey) {
@@ -91,7 +88,7 @@ describe("create and read (spec 4.8)", () => {
   });
 
   test("bad input is a 400 naming every field, and writes nothing", async () => {
-    const before = (await sql("SELECT count(*)::int AS c FROM content_items WHERE tenant_id = $1", [admin.tenantId]))[0].c;
+    const before = (await svc.sql("SELECT count(*)::int AS c FROM content_items WHERE tenant_id = $1", [admin.tenantId]))[0].c;
     const missing = await call("POST", "/api/v1/content", {}, editor.apiKey);
     assert.equal(missing.status, 400);
     assert.match(missing.body.detail, /title: is required/);
@@ -101,7 +98,7 @@ describe("create and read (spec 4.8)", () => {
     for (const field of ["title", "body", "contentType", "parentTemplateId"]) assert.match(bad.body.detail, new RegExp(`${field}: `));
     const notJson = await rest(svc.baseUrl, "POST", "/api/v1/content", { key: editor.apiKey, rawBody: "{", headers: { "content-type": "application/json" } });
     assert.equal(notJson.status, 400);
-    assert.equal((await sql("SELECT count(*)::int AS c FROM content_items WHERE tenant_id = $1", [admin.tenantId]))[0].c, before);
+    assert.equal((await svc.sql("SELECT count(*)::int AS c FROM content_items WHERE tenant_id = $1", [admin.tenantId]))[0].c, before);
   });
 
   test("viewers read but cannot write", async () => {
@@ -242,7 +239,7 @@ describe("workflow (spec 3.2)", () => {
     const it = await item();
     await call("PUT", `/api/v1/content/${it.id}`, { body: "two" }, editor.apiKey);
     await call("DELETE", `/api/v1/content/${it.id}`);
-    const entries = async () => (await sql("SELECT count(*)::int AS c FROM audit_log WHERE tenant_id = $1 AND entity_id = $2", [admin.tenantId, it.id]))[0].c;
+    const entries = async () => (await svc.sql("SELECT count(*)::int AS c FROM audit_log WHERE tenant_id = $1 AND entity_id = $2", [admin.tenantId, it.id]))[0].c;
     const count = await entries();
     assert.equal((await call("DELETE", `/api/v1/content/${it.id}`)).status, 204);
     assert.equal(await entries(), count);
@@ -324,7 +321,7 @@ describe("tenancy", () => {
     const creative = await call("POST", "/api/v1/creatives", { offerId: offer.id, name: unique("creative"), contentId: theirs.id });
     assert.equal(creative.status, 400);
     assert.match(creative.body.detail, /contentId: unknown or archived content item/);
-    const [row] = await sql("SELECT status FROM content_items WHERE tenant_id = $1 AND id = $2", [other.tenantId, theirs.id]);
+    const [row] = await svc.sql("SELECT status FROM content_items WHERE tenant_id = $1 AND id = $2", [other.tenantId, theirs.id]);
     assert.equal(row.status, "draft");
   });
 });
@@ -427,7 +424,7 @@ describe("doors, concurrency and reset", () => {
     await move(it.id, "submit");
     const results = await Promise.all([move(it.id, "approve", editor2.apiKey), move(it.id, "approve", admin.apiKey)]);
     assert.deepEqual(results.map((r) => r.status).sort(), [200, 400]);
-    const approvals = await sql("SELECT count(*)::int AS c FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 AND action = 'approve'", [admin.tenantId, it.id]);
+    const approvals = await svc.sql("SELECT count(*)::int AS c FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 AND action = 'approve'", [admin.tenantId, it.id]);
     assert.equal(approvals[0].c, 1);
     const updates = await Promise.all([1, 2, 3].map((i) => call("PUT", `/api/v1/content/${it.id}`, { body: `parallel ${i}` }, editor.apiKey)));
     assert.deepEqual(updates.map((r) => r.body.version).sort(), [2, 3, 4], "concurrent updates each get their own version");
@@ -441,8 +438,8 @@ describe("doors, concurrency and reset", () => {
     const theirs = await item({}, other.apiKey);
     const reset = await rest(svc.baseUrl, "POST", "/api/v1/workspace/reset", { key, body: { confirm: t.tenantId } });
     assert.equal(reset.status, 200, JSON.stringify(reset.body));
-    assert.equal((await sql("SELECT count(*)::int AS c FROM content_items WHERE tenant_id = $1", [t.tenantId]))[0].c, 0);
-    assert.equal((await sql("SELECT count(*)::int AS c FROM content_versions WHERE tenant_id = $1", [t.tenantId]))[0].c, 0);
+    assert.equal((await svc.sql("SELECT count(*)::int AS c FROM content_items WHERE tenant_id = $1", [t.tenantId]))[0].c, 0);
+    assert.equal((await svc.sql("SELECT count(*)::int AS c FROM content_versions WHERE tenant_id = $1", [t.tenantId]))[0].c, 0);
     assert.equal((await call("GET", `/api/v1/content/${theirs.id}`, undefined, other.apiKey)).status, 200);
   });
 });

@@ -37,15 +37,12 @@ async function create(path: string, body: Record<string, unknown>, t: Tenant) {
   return res.body;
 }
 
-async function sql(query: string, bind: unknown[]): Promise<any[]> {
-  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
-}
 
 /** Interactions as Recommend and Respond write them, at chosen times (neither can backdate). */
 async function seedInteractions(tenantId: string, customerId: string, rows: Array<{ outcome: string; daysAgo: number; value?: number }>) {
   const now = Date.now();
   for (const r of rows) {
-    await sql(
+    await svc.sql(
       `INSERT INTO interactions (tenant_id, id, customer_id, offer_id, outcome, created_at, occurred_at, conversion_value)
        VALUES ($1, $2, $3, $4, $5, $6, $6, $7)`,
       [tenantId, randomUUID(), customerId, randomUUID(), r.outcome, new Date(now - r.daysAgo * DAY), r.value ?? null],
@@ -103,7 +100,7 @@ describe("CLV records", () => {
     }
     const e = await rpcError(connectClient(CustomerValueService, svc.baseUrl).recomputeCustomerClv({ customerId: "carla" }, { headers: { "x-api-key": theirs.apiKey } }));
     assert.equal(e.code, 5);
-    assert.equal((await sql("SELECT count(*)::int AS n FROM clv_records WHERE tenant_id = $1", [theirs.tenantId]))[0].n, 0, "nothing written for the other tenant");
+    assert.equal((await svc.sql("SELECT count(*)::int AS n FROM clv_records WHERE tenant_id = $1", [theirs.tenantId]))[0].n, 0, "nothing written for the other tenant");
 
     assert.equal((await call("PUT", "/api/v1/customers/dora", mine.apiKey, { attributes: { age: 30 } })).status, 200);
     const dora = await call("GET", "/api/v1/customers/dora/clv", mine.apiKey);
@@ -115,7 +112,7 @@ describe("CLV records", () => {
     const t = await svc.createTenant();
     const count = 3_000;
     // Half active big spenders (seen a day ago), half quiet for 200 days with impressions only (at risk).
-    await sql(
+    await svc.sql(
       `INSERT INTO interactions (tenant_id, id, customer_id, offer_id, outcome, created_at, conversion_value)
        SELECT $1, gen_random_uuid(), 'bulk-' || lpad(g::text, 5, '0'), gen_random_uuid(),
          CASE WHEN g % 2 = 0 THEN 'purchase' ELSE 'impression' END,
@@ -129,7 +126,7 @@ describe("CLV records", () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.deepEqual(res.body, { success: true, computed: count, errors: 0, segment: "all" });
     assert.ok(Date.now() - started < 30_000, "seconds, not minutes");
-    const bySegment = await sql("SELECT segment, count(*)::int AS n FROM clv_records WHERE tenant_id = $1 GROUP BY segment ORDER BY segment", [t.tenantId]);
+    const bySegment = await svc.sql("SELECT segment, count(*)::int AS n FROM clv_records WHERE tenant_id = $1 GROUP BY segment ORDER BY segment", [t.tenantId]);
     // Spenders: p = 1/91, score = 100·(0.2·90/91 + 0.5·5000/5500) = 65 → high. Quiet: p = 200/290 ≥ 0.6 with impressions → at_risk.
     assert.deepEqual(bySegment, [{ segment: "at_risk", n: count / 2 }, { segment: "high", n: count / 2 }]);
     const progress = logLines.filter((l) => l.includes("clv compute progress") && l.includes(t.tenantId));
@@ -138,10 +135,10 @@ describe("CLV records", () => {
 
     // A segment run: that segment's customers plus those without a record.
     await seedInteractions(t.tenantId, "newcomer", [{ outcome: "impression", daysAgo: 0 }]);
-    const before = await sql("SELECT customer_id, computed_at FROM clv_records WHERE tenant_id = $1 AND segment = 'high' LIMIT 1", [t.tenantId]);
+    const before = await svc.sql("SELECT customer_id, computed_at FROM clv_records WHERE tenant_id = $1 AND segment = 'high' LIMIT 1", [t.tenantId]);
     const atRisk = await call("POST", "/api/v1/clv/compute", t.apiKey, { segment: "at_risk" });
     assert.deepEqual(atRisk.body, { success: true, computed: count / 2 + 1, errors: 0, segment: "at_risk" });
-    const after = await sql("SELECT computed_at FROM clv_records WHERE tenant_id = $1 AND customer_id = $2", [t.tenantId, before[0].customer_id]);
+    const after = await svc.sql("SELECT computed_at FROM clv_records WHERE tenant_id = $1 AND customer_id = $2", [t.tenantId, before[0].customer_id]);
     assert.equal(after[0].computed_at.getTime(), before[0].computed_at.getTime(), "other segments are left alone");
     assert.equal(CLV_BATCH, 50);
   });
@@ -154,7 +151,7 @@ describe("CLV records", () => {
       assert.equal(res.status, 400, JSON.stringify(res.body));
       assert.match(JSON.stringify(res.body), /segment: must be one of high, medium, low, at_risk/);
     }
-    assert.equal((await sql("SELECT count(*)::int AS n FROM clv_records WHERE tenant_id = $1", [t.tenantId]))[0].n, 0);
+    assert.equal((await svc.sql("SELECT count(*)::int AS n FROM clv_records WHERE tenant_id = $1", [t.tenantId]))[0].n, 0);
   });
 });
 

@@ -27,9 +27,6 @@ async function created(path: string, body: Record<string, unknown>, t: Tenant) {
   return res.body;
 }
 
-async function sql(query: string, bind: unknown[]): Promise<any[]> {
-  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
-}
 
 const send = (t: Tenant, body: unknown, baseUrl = svc.baseUrl) => call("POST", "/api/v1/events", t.apiKey, body, baseUrl);
 
@@ -63,7 +60,7 @@ describe("POST /events: validation", () => {
     const res = await send(t, Array.from({ length: 101 }, () => ({ eventType: "view", customerId: "c" })));
     assert.equal(res.status, 400, JSON.stringify(res.body));
     assert.match(res.body.detail, /at most 100/);
-    assert.equal((await sql("SELECT count(*)::int AS n FROM customer_events WHERE tenant_id = $1", [t.tenantId]))[0].n, 0);
+    assert.equal((await svc.sql("SELECT count(*)::int AS n FROM customer_events WHERE tenant_id = $1", [t.tenantId]))[0].n, 0);
   });
 
   test("every bad item is named by its index, and a batch with one bad item stores none", async () => {
@@ -80,7 +77,7 @@ describe("POST /events: validation", () => {
       assert.ok(res.body.detail.includes(named), `${named} in ${res.body.detail}`);
     }
     assert.ok(!res.body.detail.includes("events[4]"));
-    assert.equal((await sql("SELECT count(*)::int AS n FROM customer_events WHERE tenant_id = $1", [t.tenantId]))[0].n, 0);
+    assert.equal((await svc.sql("SELECT count(*)::int AS n FROM customer_events WHERE tenant_id = $1", [t.tenantId]))[0].n, 0);
   });
 
   test("a viewer may not send events", async () => {
@@ -267,7 +264,7 @@ describe("trigger rules", () => {
     const payload = JSON.parse(hits[0].body);
     assert.equal(payload.event.customerId, "w1");
     assert.equal(payload.event.id, res.body.results[0].id);
-    const deliveries = await sql("SELECT count(*)::int AS n FROM notification_deliveries WHERE tenant_id = $1 AND kind = 'trigger' AND status = 'accepted'", [t.tenantId]);
+    const deliveries = await svc.sql("SELECT count(*)::int AS n FROM notification_deliveries WHERE tenant_id = $1 AND kind = 'trigger' AND status = 'accepted'", [t.tenantId]);
     assert.equal(deliveries[0].n, 1, "recorded by the dispatcher");
   });
 
@@ -339,7 +336,7 @@ describe("trigger rules", () => {
     assert.equal((await call("POST", "/api/v1/triggers", t.apiKey, { name: rule.name, eventType: "e", action: { type: "journey", journeyId: j.id } })).status, 409);
     assert.equal((await call("DELETE", `/api/v1/triggers/${rule.id}`, t.apiKey)).status, 200);
     assert.equal((await call("GET", `/api/v1/triggers/${rule.id}`, t.apiKey)).status, 404);
-    const audit = await sql("SELECT action FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 ORDER BY seq", [t.tenantId, rule.id]);
+    const audit = await svc.sql("SELECT action FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 ORDER BY seq", [t.tenantId, rule.id]);
     assert.deepEqual(audit.map((a) => a.action), ["create", "update", "soft_delete"]);
   });
 });

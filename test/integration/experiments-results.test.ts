@@ -23,9 +23,6 @@ async function create(path: string, body: Record<string, unknown>, t: Tenant) {
   return res.body;
 }
 
-async function sql(query: string, bind: unknown[]): Promise<any[]> {
-  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
-}
 
 function close(actual: number, expected: number, what: string) {
   assert.ok(Math.abs(actual - expected) <= 1e-9, `${what}: ${actual} vs ${expected}`);
@@ -85,14 +82,14 @@ async function setup(extra: Record<string, unknown> = {}) {
  * second positive outcome for converted customers, impression and negative rows for the others.
  */
 async function seed(t: Tenant, experimentId: string, offerId: string, variant: string, samples: number, conversions: number) {
-  await sql(
+  await svc.sql(
     `INSERT INTO recommendations (tenant_id, id, customer_id, offers, experiment_id, experiment_variant)
      SELECT $1::uuid, gen_random_uuid(), $3::text || '-' || lpad(g::text, 5, '0'), '[]'::jsonb, $2::uuid, $3::text FROM generate_series(1, $4::int) g
      UNION ALL
      SELECT $1::uuid, gen_random_uuid(), $3::text || '-' || lpad(g::text, 5, '0'), '[]'::jsonb, $2::uuid, $3::text FROM generate_series(1, $5::int) g`,
     [t.tenantId, experimentId, variant, samples, Math.min(samples, conversions + 3)],
   );
-  await sql(
+  await svc.sql(
     `INSERT INTO interactions (tenant_id, id, customer_id, recommendation_id, offer_id, outcome)
      SELECT r.tenant_id, gen_random_uuid(), r.customer_id, r.id, $4::uuid,
        CASE WHEN r.customer_id <= $3::text || '-' || lpad($5::text, 5, '0') THEN o.outcome ELSE o.other END
@@ -208,7 +205,7 @@ describe("auto-promotion through the model registry", () => {
   }
 
   const startedDaysAgo = (t: Tenant, id: string, days: number) =>
-    sql("UPDATE experiments SET started_at = now() - make_interval(days => $3::int) WHERE tenant_id = $1 AND id = $2", [t.tenantId, id, days]);
+    svc.sql("UPDATE experiments SET started_at = now() - make_interval(days => $3::int) WHERE tenant_id = $1 AND id = $2", [t.tenantId, id, days]);
 
   /** The experiment's models in the registry: the champion serving family `f`, the challenger staged. */
   async function staged(s: Awaited<ReturnType<typeof setup>>) {
@@ -220,7 +217,7 @@ describe("auto-promotion through the model registry", () => {
     await promote(s.champion, "champion");
     await promote(s.challenger, "challenger");
     // What Recommend records for the decisions a variant scored: the rollback guard counts them.
-    await sql("UPDATE recommendations SET scored_by = ARRAY[$3]::text[] WHERE tenant_id = $1 AND experiment_variant = 'b' AND experiment_id = $2", [
+    await svc.sql("UPDATE recommendations SET scored_by = ARRAY[$3]::text[] WHERE tenant_id = $1 AND experiment_variant = 'b' AND experiment_id = $2", [
       s.t.tenantId,
       s.experiment.id,
       s.challenger.id,
@@ -240,9 +237,9 @@ describe("auto-promotion through the model registry", () => {
     const outcomes = mine(await experiments.autoPromotion.runAcrossTenants(new Date()));
     assert.deepEqual(outcomes, [{ tenantId: t.tenantId, experimentId: experiment.id, result: "promoted", modelId: challenger.id }]);
 
-    const registry = await sql("SELECT id, registry_status FROM algorithm_models WHERE tenant_id = $1 ORDER BY registry_status", [t.tenantId]);
+    const registry = await svc.sql("SELECT id, registry_status FROM algorithm_models WHERE tenant_id = $1 ORDER BY registry_status", [t.tenantId]);
     assert.deepEqual(registry.map((r) => [r.id, r.registry_status]), [[champion.id, "challenger"], [challenger.id, "champion"]]);
-    const [move] = await sql(
+    const [move] = await svc.sql(
       `SELECT user_name, changes FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 AND entity_type = 'algorithm_model' ORDER BY seq DESC LIMIT 1`,
       [t.tenantId, challenger.id],
     );
@@ -260,7 +257,7 @@ describe("auto-promotion through the model registry", () => {
     assert.equal(after.status, "archived");
     assert.equal(after.promotedModelId, challenger.id);
     assert.ok(after.promotedAt);
-    const [audit] = await sql(
+    const [audit] = await svc.sql(
       "SELECT user_name, before->>'status' AS was, after->>'status' AS now FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 AND action = 'update'",
       [t.tenantId, experiment.id],
     );
@@ -279,7 +276,7 @@ describe("auto-promotion through the model registry", () => {
     await job.run(new Date());
     const outcome = (await experiments.autoPromotion.runAcrossTenants(new Date())).find((o) => o.tenantId === high.t.tenantId);
     assert.deepEqual(outcome, { tenantId: high.t.tenantId, experimentId: high.experiment.id, result: "no_winner" }, "a relative uplift of 0.39 is below 0.5");
-    const [unmoved] = await sql("SELECT registry_status FROM algorithm_models WHERE tenant_id = $1 AND id = $2", [high.t.tenantId, high.challenger.id]);
+    const [unmoved] = await svc.sql("SELECT registry_status FROM algorithm_models WHERE tenant_id = $1 AND id = $2", [high.t.tenantId, high.challenger.id]);
     assert.equal(unmoved.registry_status, "challenger");
 
     // A challenger still in draft: the registry refuses draft → champion (docs/models.md).

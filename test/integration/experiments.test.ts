@@ -23,9 +23,6 @@ async function create(path: string, body: Record<string, unknown>, t: Tenant) {
   return res.body;
 }
 
-async function sql(query: string, bind: unknown[]): Promise<any[]> {
-  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
-}
 
 async function dataKey(t: Tenant): Promise<string> {
   const res = await call("POST", "/api/v1/api-keys", t.apiKey, { name: unique("sdk") });
@@ -126,7 +123,7 @@ describe("experiment routes", () => {
     const drafts = await call("GET", "/api/v1/experiments?status=active", t.apiKey);
     assert.deepEqual(drafts.body.data, []);
 
-    const audit = await sql("SELECT action, entity_id, after->>'key' AS key FROM audit_log WHERE tenant_id = $1 AND entity_type = 'experiment' ORDER BY seq", [t.tenantId]);
+    const audit = await svc.sql("SELECT action, entity_id, after->>'key' AS key FROM audit_log WHERE tenant_id = $1 AND entity_type = 'experiment' ORDER BY seq", [t.tenantId]);
     assert.deepEqual(audit.map((a) => [a.action, a.entity_id, a.key]), [["create", created.id, created.key], ["create", second.id, "spring-sale"]]);
   });
 
@@ -157,7 +154,7 @@ describe("experiment routes", () => {
     const frozen = await put({ name: "renamed" });
     assert.equal(frozen.status, 400);
     assert.match(frozen.body.detail, /^status: an archived experiment cannot change/);
-    const updates = await sql("SELECT count(*)::int AS n FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 AND action = 'update'", [t.tenantId, e.id]);
+    const updates = await svc.sql("SELECT count(*)::int AS n FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 AND action = 'update'", [t.tenantId, e.id]);
     assert.equal(updates[0].n, 5);
   });
 
@@ -176,7 +173,7 @@ describe("experiment routes", () => {
     }
     const err = await rpcError(client.getExperiment({ id: e.id }, { headers: { "x-api-key": t.apiKey } }));
     assert.equal(err.reason, "NOT_FOUND");
-    const audit = await sql("SELECT action FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 ORDER BY seq", [t.tenantId, e.id]);
+    const audit = await svc.sql("SELECT action FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 ORDER BY seq", [t.tenantId, e.id]);
     assert.deepEqual(audit.map((a) => a.action), ["create", "soft_delete"]);
   });
 
@@ -206,7 +203,7 @@ describe("experiment routes", () => {
       assert.match(res.body.detail, message);
       assert.equal(res.body.title, "Bad Request");
     }
-    assert.equal((await sql("SELECT count(*)::int AS n FROM experiments WHERE tenant_id = $1", [t.tenantId]))[0].n, 0);
+    assert.equal((await svc.sql("SELECT count(*)::int AS n FROM experiments WHERE tenant_id = $1", [t.tenantId]))[0].n, 0);
 
     const e = await create("experiments", experimentBody(champion, challenger, { flowId: flow.id, key: "fixed" }), t);
     for (const [body, message] of [
@@ -218,7 +215,7 @@ describe("experiment routes", () => {
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.match(res.body.detail, message);
     }
-    const [row] = await sql("SELECT version, key, champion_pct FROM experiments WHERE tenant_id = $1 AND id = $2", [t.tenantId, e.id]);
+    const [row] = await svc.sql("SELECT version, key, champion_pct FROM experiments WHERE tenant_id = $1 AND id = $2", [t.tenantId, e.id]);
     assert.deepEqual(row, { version: 1, key: "fixed", champion_pct: 50 });
     const dup = await call("POST", "/api/v1/experiments", t.apiKey, experimentBody(champion, challenger, { key: "fixed" }));
     assert.equal(dup.status, 409);
@@ -243,7 +240,7 @@ describe("experiment routes", () => {
     assert.equal((await call("PUT", `/api/v1/experiments/${e.id}`, viewer.apiKey, { status: "active" })).status, 403);
     const editor = await svc.createUser(t.tenantId, "editor");
     assert.equal((await call("PUT", `/api/v1/experiments/${e.id}`, editor.apiKey, { status: "active" })).status, 200);
-    const [row] = await sql("SELECT status FROM experiments WHERE tenant_id = $1 AND id = $2", [t.tenantId, e.id]);
+    const [row] = await svc.sql("SELECT status FROM experiments WHERE tenant_id = $1 AND id = $2", [t.tenantId, e.id]);
     assert.equal(row.status, "active");
   });
 });
@@ -268,7 +265,7 @@ describe("Recommend under an experiment", () => {
       assert.equal(trace.status, 200, JSON.stringify(trace.body));
       assert.deepEqual(trace.body.experiment, { experimentId: e.id, id: e.id, key: e.key, variant });
       assert.deepEqual(new Set(trace.body.scoringResults.map((s: any) => s.modelId)), new Set([modelOf[variant]]), variant);
-      const [row] = await sql("SELECT experiment_id, experiment_variant FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, res.body.recommendationId]);
+      const [row] = await svc.sql("SELECT experiment_id, experiment_variant FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, res.body.recommendationId]);
       assert.deepEqual(row, { experiment_id: e.id, experiment_variant: variant });
     }
   });
@@ -292,7 +289,7 @@ describe("Recommend under an experiment", () => {
     assert.equal(off.status, 200);
     const none = await call("POST", "/api/v1/recommend", key, { customerId: "c1", flow: flow.key });
     assert.equal(none.body.experiment, null, "a paused experiment covers nothing, at once (the snapshot was invalidated)");
-    const [row] = await sql("SELECT experiment_id FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, none.body.recommendationId]);
+    const [row] = await svc.sql("SELECT experiment_id FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, none.body.recommendationId]);
     assert.equal(row.experiment_id, null);
   });
 

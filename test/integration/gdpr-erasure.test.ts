@@ -23,9 +23,6 @@ async function created(t: Tenant, path: string, body: Record<string, unknown>) {
   return res.body as any;
 }
 
-async function sql(query: string, bind: unknown[]): Promise<any[]> {
-  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
-}
 
 const redis = () => svc.running.foundation.redis!;
 
@@ -60,7 +57,7 @@ async function click(dataKey: string, customerId: string, rec: any, outcome = "c
 /** Traces are written after the answer: waits until `count` exist for the customer. */
 async function traces(tenantId: string, customerId: string, count: number) {
   for (let i = 0; i < 100; i++) {
-    if ((await sql("SELECT count(*)::int AS n FROM decision_traces WHERE tenant_id = $1 AND customer_id = $2", [tenantId, customerId]))[0].n >= count) return;
+    if ((await svc.sql("SELECT count(*)::int AS n FROM decision_traces WHERE tenant_id = $1 AND customer_id = $2", [tenantId, customerId]))[0].n >= count) return;
     await sleep(20);
   }
   assert.fail(`traces of ${customerId} not written`);
@@ -69,7 +66,7 @@ async function traces(tenantId: string, customerId: string, count: number) {
 async function rowsOf(tenantId: string, customerId: string) {
   const out: Record<string, number> = {};
   for (const table of ["customers", "recommendations", "interactions", "decision_traces"]) {
-    out[table] = (await sql(`SELECT count(*)::int AS n FROM ${table} WHERE tenant_id = $1 AND customer_id = $2`, [tenantId, customerId]))[0].n;
+    out[table] = (await svc.sql(`SELECT count(*)::int AS n FROM ${table} WHERE tenant_id = $1 AND customer_id = $2`, [tenantId, customerId]))[0].n;
   }
   return out;
 }
@@ -145,7 +142,7 @@ describe("GDPR erasure", () => {
     assert.equal(report.evidenceTrialsRemoved, 2);
     assert.equal(report.evidenceSuccessesRemoved, 1);
 
-    const [entry] = await sql("SELECT * FROM audit_log WHERE tenant_id = $1 AND action = 'gdpr_erasure'", [t.tenantId]);
+    const [entry] = await svc.sql("SELECT * FROM audit_log WHERE tenant_id = $1 AND action = 'gdpr_erasure'", [t.tenantId]);
     assert.equal(entry.entity_id, subjectHash(t.tenantId, "alice"));
     assert.equal(JSON.stringify(entry).includes("alice"), false, "no personal data in the audit entry");
 

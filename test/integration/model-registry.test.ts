@@ -45,9 +45,6 @@ const changes = async (id: string) => (await call("GET", `/api/v1/change-history
 
 const statusOf = async (id: string) => (await call("GET", `/api/v1/algorithm-models/${id}`)).body.registryStatus as string;
 
-async function sql(query: string, bind: unknown[]): Promise<any[]> {
-  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
-}
 
 /** An active flow whose score node names `modelKey`, over every active offer. */
 async function flow(modelKey: string, shadowModelKeys: string[] = []) {
@@ -205,7 +202,7 @@ describe("one champion per family", () => {
 
     // Enforced below the service too: a write that gets past it cannot make a second champion.
     await assert.rejects(
-      sql("UPDATE algorithm_models SET registry_status = 'champion' WHERE tenant_id = $1 AND id = $2", [admin.tenantId, a.id]),
+      svc.sql("UPDATE algorithm_models SET registry_status = 'champion' WHERE tenant_id = $1 AND id = $2", [admin.tenantId, a.id]),
       (err: any) => err.original?.constraint === "algorithm_models_one_champion",
     );
     // Families are per tenant: another tenant's champion of the same family name is no conflict.
@@ -280,7 +277,7 @@ describe("serving and shadow scoring through Recommend", () => {
     const trace = (await rest(svc.baseUrl, "GET", `/api/v1/decision-traces/${first.recommendationId}`, { key: admin.apiKey })).body;
     assert.ok(trace.scoringResults.every((s: any) => s.modelId === v1.id), "the champion scored");
     for (const s of trace.scoringResults) assert.deepEqual(Object.keys(s.shadowScores), [sameFamily.key], "only the serving family's shadow");
-    const [row] = await sql("SELECT scored_by FROM recommendations WHERE tenant_id = $1 AND id = $2", [admin.tenantId, first.recommendationId]);
+    const [row] = await svc.sql("SELECT scored_by FROM recommendations WHERE tenant_id = $1 AND id = $2", [admin.tenantId, first.recommendationId]);
     assert.deepEqual(row.scored_by, [v1.id, sameFamily.id]);
 
     // The shadow ranks the other way round, yet the served order follows the champion.

@@ -19,9 +19,6 @@ async function created(t: Tenant, path: string, body: Record<string, unknown>) {
   return res.body as any;
 }
 
-async function sql(query: string, bind: unknown[]): Promise<any[]> {
-  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
-}
 
 /** Tenant A's configuration: every kind that references another, so rewiring is exercised. */
 const source: Record<string, any> = {};
@@ -138,7 +135,7 @@ describe("export and import", () => {
     assert.equal(JSON.stringify(imported).includes(source.offer.id), false);
     assert.equal((await call(b, "GET", `/api/v1/offers/${newId.get(source.offer.id)}`)).status, 200);
     assert.equal((await call(a, "GET", `/api/v1/offers/${newId.get(source.offer.id)}`)).status, 404);
-    const audit = await sql("SELECT count(*)::int AS n FROM audit_log WHERE tenant_id = $1 AND action = 'create' AND changes->>'imported' = 'true'", [b.tenantId]);
+    const audit = await svc.sql("SELECT count(*)::int AS n FROM audit_log WHERE tenant_id = $1 AND action = 'create' AND changes->>'imported' = 'true'", [b.tenantId]);
     assert.equal(audit[0].n, report.entities.length);
   });
 
@@ -185,7 +182,7 @@ describe("export and import", () => {
   });
 
   test("bad files are 400s that say what is wrong, and nothing is written", async () => {
-    const before = await sql("SELECT count(*)::int AS n FROM offers WHERE tenant_id = $1", [b.tenantId]);
+    const before = await svc.sql("SELECT count(*)::int AS n FROM offers WHERE tenant_id = $1", [b.tenantId]);
     const file = (await exportOf(a)).body as any;
     const plainOffer = { ...file.entities.offers[0], name: "Fresh offer", categoryId: null, subCategoryId: null };
     const cases: Array<[unknown, number, RegExp]> = [
@@ -212,7 +209,7 @@ describe("export and import", () => {
     const huge = await rest(svc.baseUrl, "POST", "/api/v1/import", { key: b.apiKey, rawBody: JSON.stringify({ formatVersion: 1, entities: {}, pad: "x".repeat(10_500_000) }), headers: { "content-type": "application/json" } });
     assert.equal(huge.status, 413);
     assert.equal((await call(viewerB, "POST", "/api/v1/import", file)).status, 403);
-    const afterCount = await sql("SELECT count(*)::int AS n FROM offers WHERE tenant_id = $1", [b.tenantId]);
+    const afterCount = await svc.sql("SELECT count(*)::int AS n FROM offers WHERE tenant_id = $1", [b.tenantId]);
     assert.equal(afterCount[0].n, before[0].n);
   });
 });

@@ -49,9 +49,6 @@ async function dataKey(tenant: Tenant): Promise<string> {
   return res.body.key;
 }
 
-async function sql(query: string, bind: unknown[]): Promise<any[]> {
-  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
-}
 
 before(async () => {
   svc = await startTestService();
@@ -82,9 +79,9 @@ describe("POST /api/v1/recommend out of the box", () => {
       assert.equal(o.creativeId, null);
     }
     assert.equal(Object.hasOwn(body, "rejectedOffers"), false, "explain=true adds rejectedOffers (spec 4.4); without it there is none, not even []");
-    const [rec] = await sql("SELECT customer_id, interaction_id FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, body.recommendationId]);
+    const [rec] = await svc.sql("SELECT customer_id, interaction_id FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, body.recommendationId]);
     assert.equal(rec.interaction_id, body.interactionId);
-    const impressions = await sql("SELECT rank, offer_id, outcome FROM interactions WHERE tenant_id = $1 AND recommendation_id = $2 ORDER BY rank", [t.tenantId, body.recommendationId]);
+    const impressions = await svc.sql("SELECT rank, offer_id, outcome FROM interactions WHERE tenant_id = $1 AND recommendation_id = $2 ORDER BY rank", [t.tenantId, body.recommendationId]);
     assert.deepEqual(impressions.map((i) => [i.rank, i.offer_id, i.outcome]), body.offers.map((o: any) => [o.rank, o.offerId, "impression"]));
   });
 
@@ -130,7 +127,7 @@ describe("POST /api/v1/recommend out of the box", () => {
     assert.equal(viaGet.status, 200, JSON.stringify(viaGet.body));
     assert.equal(viaGet.body.offers.length, 1);
     assert.ok(viaGet.body.rejectedOffers.length >= 1);
-    const [row] = await sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND recommendation_id = $2", [t.tenantId, viaGet.body.recommendationId]);
+    const [row] = await svc.sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND recommendation_id = $2", [t.tenantId, viaGet.body.recommendationId]);
     assert.equal(row.n, 1, "GET writes impression rows too");
     const denied = await rest(svc.baseUrl, "GET", "/api/v1/recommend?customerId=c", { key });
     assert.equal(denied.status, 403);
@@ -155,7 +152,7 @@ describe("POST /api/v1/recommend out of the box", () => {
       assert.equal(res.body.error.status, 400);
       assert.match(res.body.error.message, message);
     }
-    assert.equal((await sql("SELECT count(*)::int AS n FROM recommendations WHERE tenant_id = $1", [t.tenantId]))[0].n, 0);
+    assert.equal((await svc.sql("SELECT count(*)::int AS n FROM recommendations WHERE tenant_id = $1", [t.tenantId]))[0].n, 0);
   });
 });
 
@@ -186,9 +183,9 @@ describe("channels and placements", () => {
     assert.match(slots.body.recommendationId, /^[0-9a-f-]{36}$/);
     assert.equal(slots.body.interactionId, null);
     assert.deepEqual(slots.body.offers.map((o: any) => [o.placementId, o.offerId]), [[hero.id, webOffer.id], [side.id, mailOffer.id]]);
-    const rows = await sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND recommendation_id = $2", [t.tenantId, slots.body.recommendationId]);
+    const rows = await svc.sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND recommendation_id = $2", [t.tenantId, slots.body.recommendationId]);
     assert.equal(rows[0].n, 0, "multi-placement responses write no interaction rows (spec 4.4)");
-    const stored = await sql("SELECT multi_placement FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, slots.body.recommendationId]);
+    const stored = await svc.sql("SELECT multi_placement FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, slots.body.recommendationId]);
     assert.equal(stored[0].multi_placement, true);
   });
 });
@@ -376,7 +373,7 @@ describe("adaptive context buckets", () => {
     const over = await post("/api/v1/recommend", { customerId: "late", context: fresh }, key);
     assert.equal(over.status, 200, JSON.stringify(over.body));
     assert.equal(await redis.scard(registry), MAX_BUCKETS_PER_SPACE, "the registry did not grow");
-    const [stored] = await sql("SELECT offers->0->>'bucket' AS bucket FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, over.body.recommendationId]);
+    const [stored] = await svc.sql("SELECT offers->0->>'bucket' AS bucket FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, over.body.recommendationId]);
     assert.equal(stored.bucket, "*", "Respond's success will land where the trial did");
     const overAgain = (await post("/api/v1/recommend", { customerId: "later", context: fresh }, key)).body;
     assert.equal(overAgain.degraded, false);

@@ -24,9 +24,6 @@ async function dataKey(tenant: Tenant): Promise<string> {
   return (await post("/api/v1/api-keys", { name: unique("sdk") }, tenant.apiKey)).body.key;
 }
 
-async function sql(query: string, bind: unknown[]): Promise<any[]> {
-  return (await svc.running.foundation.db.query(query, { bind }))[0] as any[];
-}
 
 /** Successes and trials of an offer's adaptive evidence in the all-contexts bucket, read from Redis. */
 async function evidence(tenantId: string, offerId: string): Promise<{ s: number; t: number }> {
@@ -109,7 +106,7 @@ describe("POST /api/v1/respond", () => {
     const first = (await post("/api/v1/respond", body, key)).body;
     assert.equal(first.status, "recorded");
     // Behind the service's back: a replay that went to the database would now record anew.
-    await sql("DELETE FROM interactions WHERE tenant_id = $1 AND idempotency_key = $2", [t.tenantId, "mem-1"]);
+    await svc.sql("DELETE FROM interactions WHERE tenant_id = $1 AND idempotency_key = $2", [t.tenantId, "mem-1"]);
     const replay = (await post("/api/v1/respond", body, key)).body;
     assert.deepEqual([replay.status, replay.id], ["already_recorded", first.id]);
 
@@ -137,7 +134,7 @@ describe("POST /api/v1/respond", () => {
     } finally {
       await child.stop();
     }
-    const rows = await sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND idempotency_key = 'same-key'", [t.tenantId]);
+    const rows = await svc.sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND idempotency_key = 'same-key'", [t.tenantId]);
     assert.equal(rows[0].n, 1);
     assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 1, t: 1 });
     const budget = (await rest(svc.baseUrl, "GET", "/api/v1/budgets", { key: t.apiKey })).body.data[0];
@@ -180,7 +177,7 @@ describe("the attribution ladder (spec 4.4)", () => {
     const res = await post("/api/v1/respond", { customerId: "ed", outcome: "click", idempotencyKey: "x", recommendationId: rec.recommendationId, rank: 1 }, b.key);
     assert.equal(res.status, 400);
     assert.match(res.body.error.message, /^No recommendation found/);
-    assert.equal((await sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND idempotency_key IS NOT NULL", [b.t.tenantId]))[0].n, 0);
+    assert.equal((await svc.sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND idempotency_key IS NOT NULL", [b.t.tenantId]))[0].n, 0);
   });
 
   test("creativeId resolves the offer; without an exposure in 30 days the outcome teaches nothing", async () => {
@@ -195,7 +192,7 @@ describe("the attribution ladder (spec 4.4)", () => {
     assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 0, t: 0 });
 
     const impression = (ageDays: number) =>
-      sql(`INSERT INTO interactions (tenant_id, id, customer_id, offer_id, outcome, context_bucket, created_at)
+      svc.sql(`INSERT INTO interactions (tenant_id, id, customer_id, offer_id, outcome, context_bucket, created_at)
            VALUES ($1, $2, $3, $4, 'impression', '*', now() - make_interval(days => $5))`, [t.tenantId, randomUUID(), "gus", offers[0].id, ageDays]);
     await impression(31);
     const stale = await post("/api/v1/respond", { customerId: "gus", outcome: "click", idempotencyKey: "c2", creativeId: creative.id }, key);

@@ -19,6 +19,8 @@ export interface TestService {
   /** A tenant with an admin user and that user's control-plane key. */
   createTenant(name?: string): Promise<{ tenantId: string; userId: string; apiKey: string }>;
   createUser(tenantId: string, role: RoleName): Promise<{ userId: string; apiKey: string }>;
+  /** Rows of a bound query on this service's database, for asserting what was (not) written. */
+  sql(query: string, bind?: unknown[]): Promise<any[]>;
   stop(): Promise<void>;
 }
 
@@ -57,6 +59,7 @@ export async function startTestService(
     running,
     config,
     baseUrl: `http://127.0.0.1:${running.httpPort}`,
+    sql: async (query, bind = []) => (await running.foundation.db.query(query, { bind }))[0] as any[],
     grpcAddress: `127.0.0.1:${running.grpcPort}`,
     identity,
     createTenant: (name = `tenant-${++n}`) => identity.createTenant(name),
