@@ -51,6 +51,7 @@ import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
 import { createHttpServer } from "./transport/http-server.js";
+import type { HttpRoute } from "./transport/http-routes.js";
 import { createGrpcServer, bindGrpc } from "./transport/grpc.js";
 import { superviseWorkers } from "./supervisor.js";
 import type { ScheduledJob } from "./scheduling/scheduled-job.js";
@@ -169,7 +170,11 @@ export interface Services {
   approvals: Approvals;
   /** Events, trigger rules and journeys; `events.history` is the CustomerEventHistory for the profile and CLV. */
   events: Events;
+  /** Who is calling (spec 5.1, 5.4): the gateway's, and the routes outside protobuf authenticate with it too. */
+  authenticator: Authenticator;
   registrations: ServiceRegistration[];
+  /** Doors outside protobuf (src/transport/http-routes.ts): sign-in, SCIM, MCP, downloads. */
+  httpRoutes: HttpRoute[];
   /** Every domain's scheduled jobs, registered with the scheduler. */
   jobs: ScheduledJob[];
   /** Started by startService once the servers listen; the cron routes use it whether started or not. */
@@ -193,6 +198,7 @@ export interface ServiceOptions {
 
 export function createServices(f: Foundation, options: ServiceOptions = {}): Services {
   const identityStore = new IdentityStore(f.db);
+  const authenticator = new Authenticator(identityStore, f.secrets, f.config.internalApiKey, f.logger);
   const auditLog = new AuditLog(new AuditStore(f.db));
   const audit = new AuditService(new AuditStore(f.db));
   // The catalog reports committed changes to the decisions' snapshot cache, built after it.
@@ -353,10 +359,13 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     observability,
     approvals,
     events,
+    authenticator,
     registrations,
+    httpRoutes: [],
     jobs,
     scheduler,
     listen: async () => {
+      await authenticator.listen(f.bus);
       await decisions.listen();
       await notifications.listen();
     },
@@ -386,9 +395,7 @@ const HEALTH_POLL_MS = 2_000;
 export async function startService(config: Config, logger = createLogger(config.logLevel), options: ServiceOptions = {}): Promise<RunningService> {
   const f = await openFoundation(config, logger);
   const services = createServices(f, options);
-  const { identityStore } = services;
-  const authenticator = new Authenticator(identityStore, f.secrets, config.internalApiKey, logger);
-  await authenticator.listen(f.bus);
+  const { identityStore, authenticator } = services;
   await services.listen();
   // Before listening, so that the key is on screen when the service answers.
   if (f.embeddedDatabaseCreated) await createFirstTenant(services.identity);
@@ -416,7 +423,7 @@ export async function startService(config: Config, logger = createLogger(config.
     if (f.redis) checks.redis = await f.redis.ping().then(() => "ok" as const, () => "down" as const);
     return checks;
   };
-  const http = createHttpServer(gateway, health);
+  const http = createHttpServer(gateway, health, [], services.httpRoutes);
   http.listen(config.port, config.host);
   await once(http, "listening");
   const grpc = createGrpcServer(gateway);

@@ -9,6 +9,7 @@ import { sendError } from "./http-io.js";
 import { CONNECT_PREFIX, createConnectHandler } from "./connect.js";
 import { registerConnectReflection } from "./connect-reflection.js";
 import { toAppError } from "./error-mapping.js";
+import { findHttpRoute, type HttpRoute } from "./http-routes.js";
 
 export type HealthCheck = () => Promise<Record<string, "ok" | "down">>;
 
@@ -23,9 +24,15 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0");
  * paths for everything else, and GET /healthz for load balancers. It speaks HTTP/1.1 and HTTP/2 with
  * prior knowledge (h2c) on the same port, told apart by the connection's first bytes, because
  * `buf curl http://host:port/api/v1/...` uses h2c and resolves the schema by server reflection
- * (a bidi stream, which Connect serves only over HTTP/2).
+ * (a bidi stream, which Connect serves only over HTTP/2). `routes` are the doors outside protobuf
+ * (http-routes.ts); they are matched before Connect and REST.
  */
-export function createHttpServer(gateway: Gateway, health: HealthCheck, reflectionFiles: DescFile[] = []): Server {
+export function createHttpServer(
+  gateway: Gateway,
+  health: HealthCheck,
+  reflectionFiles: DescFile[] = [],
+  routes: readonly HttpRoute[] = [],
+): Server {
   const rest = new RestTranscoder(gateway);
   const connect = createConnectHandler(gateway);
   const reflection = connectNodeAdapter({
@@ -45,6 +52,11 @@ export function createHttpServer(gateway: Gateway, health: HealthCheck, reflecti
       return;
     }
     if (pathname.startsWith(`${CONNECT_PREFIX}/grpc.reflection.`)) return reflection(req, res);
+    const route = findHttpRoute(routes, pathname);
+    if (route) {
+      route.handle(req, res).catch((err) => sendError(res, toAppError(err, gateway.logger), "problem", ""));
+      return;
+    }
     const door = connect.serves(pathname) ? connect : rest;
     door.handle(req, res).catch((err) => sendError(res, toAppError(err, gateway.logger), "problem", ""));
   };
