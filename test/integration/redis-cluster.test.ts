@@ -10,7 +10,9 @@ import { startChildService, type ChildService } from "../support/child-service.j
 import { rest } from "../support/clients.js";
 import { createRedis, connectRedis, isCluster, tenantKey, type Cluster } from "../../src/platform/redis.js";
 import { createRedisBus } from "../../src/platform/bus.js";
-import { createRedisTenantCounterWipe } from "../../src/decisions/tenant-counter-wipe.js";
+import { createRedisCustomerCounterWipe, createRedisTenantCounterWipe } from "../../src/decisions/tenant-counter-wipe.js";
+import { customerCounterPrefix } from "../../src/core/counters.js";
+import { freePort } from "../../src/platform/embedded-postgres.js";
 import { createRedisRequestStats } from "../../src/observability/redis-request-stats.js";
 import { eventStreamKey } from "../../src/events/event-stream.js";
 import type { Logger } from "../../src/platform/logger.js";
@@ -180,16 +182,31 @@ describe("the service on a three-master Redis Cluster", () => {
     assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/workspace/usage", { key: a.apiKey })).body.decisionsUsed, 0);
   });
 
-  test("the wipe SCANs every master: tenants on each of the three are reset", async () => {
+  test("the wipes SCAN every master: a customer's counters and a whole tenant, for tenants on each of the three", async () => {
     const redis = svc.running.foundation.redis!;
     const tenants = await Promise.all([0, 1, 2].map(tenantOnMaster));
-    for (const id of tenants) await redis.set(tenantKey(id, "probe"), "1");
-    const wipe = createRedisTenantCounterWipe(redis);
+    const tenantWipe = createRedisTenantCounterWipe(redis);
+    const customerWipe = createRedisCustomerCounterWipe(redis);
     for (const [master, id] of tenants.entries()) {
-      assert.deepEqual(await tenantKeysPerMaster(id), [0, 1, 2].map((i) => (i === master ? 1 : 0)));
-      await wipe.resetTenant(id);
+      await redis.set(tenantKey(id, `${customerCounterPrefix("ana")}offer:o1`), "1");
+      await redis.set(tenantKey(id, `${customerCounterPrefix("ana")}offer:o2`), "1");
+      await redis.set(tenantKey(id, `${customerCounterPrefix("bo")}offer:o1`), "1");
+      assert.deepEqual(await tenantKeysPerMaster(id), [0, 1, 2].map((i) => (i === master ? 3 : 0)));
+      assert.equal(await customerWipe.forgetCustomer(id, "ana"), 2);
+      assert.deepEqual(await tenantKeysPerMaster(id), [0, 1, 2].map((i) => (i === master ? 1 : 0)), "bo's counter stays");
+      await tenantWipe.resetTenant(id);
       assert.deepEqual(await tenantKeysPerMaster(id), [0, 0, 0]);
     }
+  });
+
+  test("an unreachable REDIS_CLUSTER_NODES fails start-up at once", async () => {
+    const closed = await freePort();
+    const started = Date.now();
+    await assert.rejects(
+      startTestService({ redisUrl: null, redisClusterNodes: [{ host: "127.0.0.1", port: closed }] }),
+      /Redis Cluster at REDIS_CLUSTER_NODES is unreachable/,
+    );
+    assert.ok(Date.now() - started < 15_000);
   });
 
   test("request statistics of tenants on different masters are flushed, one pipeline per tenant", async () => {
