@@ -1,6 +1,7 @@
 /** Reads the environment once, validates it, and fails with one clear line. */
 import { parseSettingsKeys, type SettingsKey } from "./platform/settings-cipher.js";
 import { DEFAULT_MIN_SCORED_DECISIONS } from "./core/registry-moves.js";
+import type { RedisNode, RedisTarget } from "./platform/redis.js";
 
 export interface RateLimitOverride {
   limit: number;
@@ -13,8 +14,10 @@ export interface Config {
   grpcPort: number;
   /** null: start the embedded Postgres under dataDir (single-node default). */
   databaseUrl: string | null;
-  /** null: in-process stand-ins for the Redis-backed features (single-node default). */
+  /** null (and no cluster): in-process stand-ins for the Redis-backed features (single-node default). */
   redisUrl: string | null;
+  /** REDIS_CLUSTER_NODES: a Redis Cluster's start-up nodes, used instead of REDIS_URL (docs/redis-cluster.md). */
+  redisClusterNodes: RedisNode[] | null;
   /** Prepended to every Redis key and channel, so deployments (and test files) can share a Redis. */
   redisKeyPrefix: string;
   dataDir: string;
@@ -198,14 +201,50 @@ function llmConfig(env: NodeJS.ProcessEnv): LlmConfig | null {
   return { baseUrl: baseUrl.replace(/\/+$/, ""), model, apiKey: optional(env, "LLM_API_KEY") };
 }
 
+/** `host:port,host:port,...`; an IPv6 host in brackets. */
+function redisClusterNodes(env: NodeJS.ProcessEnv): RedisNode[] | null {
+  const raw = optional(env, "REDIS_CLUSTER_NODES");
+  if (raw === null) return null;
+  return raw.split(",").map((entry) => {
+    const text = entry.trim();
+    const colon = text.lastIndexOf(":");
+    const host = text.slice(0, Math.max(colon, 0)).replace(/^\[(.*)\]$/, "$1");
+    const port = Number(text.slice(colon + 1));
+    if (colon < 1 || !host || !Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new ConfigError(`REDIS_CLUSTER_NODES must be host:port pairs separated by commas, got "${text}"`);
+    }
+    return { host, port };
+  });
+}
+
+/**
+ * REDIS_URL or REDIS_CLUSTER_NODES, never both: a deployment that set both would not say which
+ * Redis holds its counters. On a cluster the key prefix comes before the tenant's hash tag, so a
+ * brace in it would become the tag and scatter a tenant's keys over slots.
+ */
+function redisSettings(env: NodeJS.ProcessEnv): Pick<Config, "redisUrl" | "redisClusterNodes" | "redisKeyPrefix"> {
+  const redisUrl = optional(env, "REDIS_URL");
+  const nodes = redisClusterNodes(env);
+  const redisKeyPrefix = env.REDIS_KEY_PREFIX ?? "";
+  if (redisUrl !== null && nodes !== null) throw new ConfigError("set REDIS_URL or REDIS_CLUSTER_NODES, not both");
+  if (nodes !== null && /[{}]/.test(redisKeyPrefix)) {
+    throw new ConfigError(`REDIS_KEY_PREFIX must not contain { or } with REDIS_CLUSTER_NODES (they would replace the tenant's hash tag), got "${redisKeyPrefix}"`);
+  }
+  return { redisUrl, redisClusterNodes: nodes, redisKeyPrefix };
+}
+
+/** Where this deployment's Redis is, or null for the in-process stand-ins. */
+export function redisTarget(config: Pick<Config, "redisUrl" | "redisClusterNodes">): RedisTarget | null {
+  return config.redisClusterNodes ?? config.redisUrl;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     host: env.HOST || "0.0.0.0",
     port: port(env, "PORT", 8080),
     grpcPort: port(env, "GRPC_PORT", 50051),
     databaseUrl: optional(env, "DATABASE_URL"),
-    redisUrl: optional(env, "REDIS_URL"),
-    redisKeyPrefix: env.REDIS_KEY_PREFIX ?? "",
+    ...redisSettings(env),
     dataDir: env.DATA_DIR || ".data",
     embeddedPgDir: env.EMBEDDED_PG_DIR || "/var/lib/decisioning-service",
     apiKeyPepper: optional(env, "API_KEY_PEPPER"),

@@ -3,11 +3,11 @@ import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import type { Sequelize } from "sequelize";
-import { loadConfig, ConfigError, type Config } from "./config.js";
+import { loadConfig, ConfigError, redisTarget, type Config } from "./config.js";
 import { createLogger, type Logger } from "./platform/logger.js";
 import { createSequelize } from "./platform/db.js";
 import { migrate } from "./platform/migrator.js";
-import { createRedis, connectRedis, type Redis } from "./platform/redis.js";
+import { createRedis, connectRedis, redisTargetName, type RedisClient } from "./platform/redis.js";
 import { createLocalBus, createRedisBus, type Bus } from "./platform/bus.js";
 import { createMemoryRateLimiter, createRedisRateLimiter } from "./platform/rate-limiter.js";
 import { RateLimitPolicy } from "./platform/rate-limit-policy.js";
@@ -66,7 +66,7 @@ export interface Foundation {
   config: Config;
   logger: Logger;
   db: Sequelize;
-  redis: Redis | null;
+  redis: RedisClient | null;
   bus: Bus;
   secrets: Secrets;
   /** Encrypts platform settings and provider secrets (SETTINGS_ENCRYPTION_KEY[S], or the local key). */
@@ -78,7 +78,7 @@ export interface Foundation {
 
 /**
  * Database (DATABASE_URL, or the embedded Postgres with secrets generated beside its data), Redis
- * (REDIS_URL, or in-process stand-ins), migrations. Logs which of these it chose. The CLI shares
+ * (REDIS_URL or REDIS_CLUSTER_NODES, or in-process stand-ins), migrations. Logs which of these it chose. The CLI shares
  * the embedded Postgres of a server running on the same data directory.
  */
 export async function openFoundation(config: Config, logger: Logger, options: { shareEmbeddedDatabase?: boolean } = {}): Promise<Foundation> {
@@ -121,19 +121,20 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
   const applied = await migrate(db, migrations);
   if (applied.length) logger.info({ applied }, "migrations applied");
 
-  let redis: Redis | null = null;
+  let redis: RedisClient | null = null;
   let bus: Bus;
-  if (config.redisUrl) {
-    redis = createRedis(config.redisUrl, config.redisKeyPrefix);
+  const target = redisTarget(config);
+  if (target) {
+    redis = createRedis(target, config.redisKeyPrefix);
     redis.on("error", (err) => logger.warn({ err: err.message }, "redis error"));
     // Start-up fails on an unreachable Redis; close what is open so that the process can exit.
     await connectRedis(redis).catch((err) => closeAll().then(() => Promise.reject(err)));
     bus = await createRedisBus(redis, config.redisKeyPrefix, logger);
     closers.unshift(async () => redis!.disconnect());
-    logger.info("using Redis at REDIS_URL");
+    logger.info(`using Redis at ${redisTargetName(target)}`);
   } else {
     bus = createLocalBus();
-    logger.info("REDIS_URL not set: using in-process rate limits and notifications (single node only)");
+    logger.info("neither REDIS_URL nor REDIS_CLUSTER_NODES set: using in-process rate limits and notifications (single node only)");
   }
   closers.unshift(() => bus.close());
   return {
@@ -278,6 +279,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     providers: { existing: notifications.existingProviderIds },
   });
   const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...(options.extraJobs?.(f) ?? [])];
+  const redisAt = redisTarget(f.config);
   const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
     ...options.scheduler,
@@ -288,7 +290,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     jobs,
     db: f.db,
     logger: f.logger,
-    redis: f.config.redisUrl ? { url: f.config.redisUrl, keyPrefix: f.config.redisKeyPrefix } : null,
+    redis: redisAt ? { target: redisAt, keyPrefix: f.config.redisKeyPrefix } : null,
     enabled: f.config.schedulerEnabled,
   });
   const portability = createPortability({
@@ -509,13 +511,13 @@ async function main(): Promise<void> {
   if (cluster.isPrimary && config.workers > 1) {
     // Processes can share only what lives outside them: the embedded database and the in-process
     // stand-ins for Redis (counters, invalidation) belong to one process.
-    if (config.databaseUrl !== null && config.redisUrl !== null) {
+    if (config.databaseUrl !== null && redisTarget(config) !== null) {
       if (config.metricsPort !== null) {
         await startClusterMetricsServer({ host: config.host, port: config.metricsPort, token: config.metricsToken, logger });
       }
       return superviseWorkers(config.workers, logger);
     }
-    logger.warn({ workers: config.workers }, "WORKERS needs DATABASE_URL and REDIS_URL; running one process");
+    logger.warn({ workers: config.workers }, "WORKERS needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES); running one process");
   }
   const service = await startService(config, logger);
   for (const signal of ["SIGTERM", "SIGINT"] as const) {

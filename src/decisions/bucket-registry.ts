@@ -1,4 +1,4 @@
-import type { Redis } from "../platform/redis.js";
+import type { RedisClient } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 import { failClosed } from "./fail-closed.js";
 import { deleteTenantKeys, type TenantCounterWipe } from "./tenant-counter-wipe.js";
@@ -46,10 +46,10 @@ end
 return admitted
 `;
 
-type Scripted = Redis & { admitBuckets(numKeys: number, ...args: Array<string | number>): Promise<number[]> };
+type Scripted = RedisClient & { admitBuckets(numKeys: number, ...args: Array<string | number>): Promise<number[]> };
 
 /** One set per space, `t:{<tenantId>}:adb:<space>`, beside the evidence hashes it bounds. */
-export function createRedisBucketRegistry(redis: Redis, cap = MAX_BUCKETS_PER_SPACE): BucketRegistry {
+export function createRedisBucketRegistry(redis: RedisClient, cap = MAX_BUCKETS_PER_SPACE): BucketRegistry {
   redis.defineCommand("admitBuckets", { lua: ADMIT });
   const r = redis as Scripted;
   return failClosed<BucketRegistry>({

@@ -1,4 +1,4 @@
-import type { Redis } from "../platform/redis.js";
+import type { RedisClient } from "../platform/redis.js";
 import { createMemoryBucketRegistry, createRedisBucketRegistry, type BucketRegistry } from "./bucket-registry.js";
 import { createMemoryDecisionCounter, createRedisDecisionCounter, type DecisionCounter } from "./decision-counter.js";
 import { createMemoryEvidenceStore, createRedisEvidenceStore, type EvidenceStore } from "./evidence-store.js";
@@ -31,7 +31,7 @@ export interface Counters {
   customerWipe: CustomerCounterWipe;
 }
 
-export function createRedisCounters(redis: Redis): Counters {
+export function createRedisCounters(redis: RedisClient): Counters {
   return {
     reservations: createRedisReservationStore(redis),
     evidence: createRedisEvidenceStore(redis),

@@ -1,4 +1,4 @@
-import type { Redis } from "../platform/redis.js";
+import type { RedisClient } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 import { evidenceSlot, type MemoryEvidenceStore } from "./evidence-store.js";
 import { failClosed } from "./fail-closed.js";
@@ -32,10 +32,10 @@ return redis.call('INCR', KEYS[1])
 
 const DECISIONS = "decisions";
 
-type Scripted = Redis & { countDecision(numKeys: number, ...args: Array<string | number>): Promise<number> };
+type Scripted = RedisClient & { countDecision(numKeys: number, ...args: Array<string | number>): Promise<number> };
 
 /** Counts in Redis; the trials land in the evidence hashes laid out by evidence-store.ts. */
-export function createRedisDecisionCounter(redis: Redis): DecisionCounter {
+export function createRedisDecisionCounter(redis: RedisClient): DecisionCounter {
   redis.defineCommand("countDecision", { lua: COUNT_DECISION });
   const r = redis as Scripted;
   return failClosed<DecisionCounter>({

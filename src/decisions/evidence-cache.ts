@@ -34,7 +34,8 @@ interface Bump {
  * A read that was sent before one of this process's own writes does not contain it, so when it
  * lands it must not replace the count that write added to memory (a lost update until the next
  * refresh). Writes and reads are numbered as they are sent, on the one connection that carries
- * both in order, and a read's values get the process's later counts added back.
+ * both in order (on a Redis Cluster, the connection to the tenant's slot's master), and a read's
+ * values get the process's later counts added back.
  *
  * Caps and budgets are not cached: they are reserved atomically in Redis on every decision.
  */

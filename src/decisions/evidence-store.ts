@@ -1,4 +1,4 @@
-import type { Redis } from "../platform/redis.js";
+import type { RedisClient } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 import { failClosed } from "./fail-closed.js";
 import { deleteTenantKeys, type TenantCounterWipe } from "./tenant-counter-wipe.js";
@@ -101,12 +101,12 @@ redis.call('HSET', KEYS[1], ARGV[1], newS, ARGV[2], newT)
 return {s - newS, t - newT}
 `;
 
-type Scripted = Redis & {
+type Scripted = RedisClient & {
   addSuccess(numKeys: number, ...args: Array<string | number>): Promise<number>;
   takeBackEvidence(numKeys: number, ...args: Array<string | number>): Promise<[number, number]>;
 };
 
-export function createRedisEvidenceStore(redis: Redis): EvidenceStore {
+export function createRedisEvidenceStore(redis: RedisClient): EvidenceStore {
   redis.defineCommand("addSuccess", { lua: ADD_SUCCESS });
   redis.defineCommand("takeBackEvidence", { lua: TAKE_BACK });
   const r = redis as Scripted;

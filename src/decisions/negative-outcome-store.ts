@@ -1,4 +1,4 @@
-import type { Redis } from "../platform/redis.js";
+import type { RedisClient } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 import { failClosed } from "./fail-closed.js";
 import { deleteTenantKeys, type CustomerCounterWipe, type TenantCounterWipe } from "./tenant-counter-wipe.js";
@@ -22,7 +22,7 @@ export interface NegativeOutcomeStore {
 
 export const negativesKey = (customerId: string) => `neg:${encodeURIComponent(customerId)}`;
 
-export function createRedisNegativeOutcomeStore(redis: Redis): NegativeOutcomeStore {
+export function createRedisNegativeOutcomeStore(redis: RedisClient): NegativeOutcomeStore {
   return failClosed<NegativeOutcomeStore>({
     async record(tenantId, customerId, outcome) {
       const key = tenantKey(tenantId, negativesKey(customerId));

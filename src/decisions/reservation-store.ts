@@ -1,4 +1,4 @@
-import type { Redis } from "../platform/redis.js";
+import type { RedisClient } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 import { failClosed } from "./fail-closed.js";
 import { customerCounterPrefix } from "../core/counters.js";
@@ -72,9 +72,9 @@ end
 return taken
 `;
 
-type Scripted = Redis & { reserveCounters(numKeys: number, ...args: Array<string | number>): Promise<number[]> };
+type Scripted = RedisClient & { reserveCounters(numKeys: number, ...args: Array<string | number>): Promise<number[]> };
 
-export function createRedisReservationStore(redis: Redis): ReservationStore {
+export function createRedisReservationStore(redis: RedisClient): ReservationStore {
   redis.defineCommand("reserveCounters", { lua: RESERVE });
   const r = redis as Scripted;
   const full = (tenantId: string, keys: string[]) => keys.map((k) => tenantKey(tenantId, k));

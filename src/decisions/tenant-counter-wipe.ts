@@ -1,5 +1,4 @@
-import type { Redis } from "../platform/redis.js";
-import { tenantKey } from "../platform/redis.js";
+import { globEscaped, scanKeys, tenantKey, type RedisClient } from "../platform/redis.js";
 import { customerCounterPrefix } from "../core/counters.js";
 import { failClosed } from "./fail-closed.js";
 import { negativesKey } from "./negative-outcome-store.js";
@@ -15,22 +14,16 @@ export interface CustomerCounterWipe {
   forgetCustomer(tenantId: string, customerId: string): Promise<number>;
 }
 
-/** SCAN's glob characters, escaped: a customer id is any text. */
-const globEscaped = (text: string) => text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 
 /** The customer's frequency counters (by pattern) and negative outcomes (one key). */
-export function createRedisCustomerCounterWipe(redis: Redis): CustomerCounterWipe {
+export function createRedisCustomerCounterWipe(redis: RedisClient): CustomerCounterWipe {
   return failClosed<CustomerCounterWipe>({
     async forgetCustomer(tenantId, customerId) {
-      const prefix = redis.options.keyPrefix ?? "";
       let deleted = await redis.del(tenantKey(tenantId, negativesKey(customerId)));
-      let cursor = "0";
-      do {
-        const pattern = `${globEscaped(prefix + tenantKey(tenantId, customerCounterPrefix(customerId)))}*`;
-        const [next, found] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 500);
-        cursor = next;
-        if (found.length) deleted += await redis.del(...found.map((k) => k.slice(prefix.length)));
-      } while (cursor !== "0");
+      const pattern = `${globEscaped(tenantKey(tenantId, customerCounterPrefix(customerId)))}*`;
+      await scanKeys(redis, pattern, async (found) => {
+        deleted += await redis.del(...found);
+      });
       return deleted;
     },
   });
@@ -47,19 +40,17 @@ export function createMemoryCustomerCounterWipe(stores: readonly CustomerCounter
   };
 }
 
-/** Every key under the tenant's `t:{<tenantId>}:` prefix, whichever store wrote it. */
-export function createRedisTenantCounterWipe(redis: Redis): TenantCounterWipe {
+/**
+ * Every key under the tenant's `t:{<tenantId>}:` prefix, whichever store wrote it. The hash tag
+ * keeps them in one Cluster slot, so each batch is one DEL; the SCAN still runs on every master,
+ * since a slot being migrated has keys on two nodes (docs/redis-cluster.md).
+ */
+export function createRedisTenantCounterWipe(redis: RedisClient): TenantCounterWipe {
   return failClosed<TenantCounterWipe>({
     async resetTenant(tenantId) {
-      // The hash tag keeps a tenant's keys on one Cluster node; SCAN them by pattern in batches.
-      // SCAN neither applies nor strips ioredis's keyPrefix; DEL applies it again.
-      const prefix = redis.options.keyPrefix ?? "";
-      let cursor = "0";
-      do {
-        const [next, found] = await redis.scan(cursor, "MATCH", `${prefix}${tenantKey(tenantId, "*")}`, "COUNT", 500);
-        cursor = next;
-        if (found.length) await redis.del(...found.map((k) => k.slice(prefix.length)));
-      } while (cursor !== "0");
+      await scanKeys(redis, `${globEscaped(tenantKey(tenantId, ""))}*`, async (found) => {
+        await redis.del(...found);
+      });
     },
   });
 }

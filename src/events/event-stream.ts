@@ -1,5 +1,5 @@
 import type { Logger } from "../platform/logger.js";
-import { tenantKey, type Redis } from "../platform/redis.js";
+import { tenantKey, type RedisClient } from "../platform/redis.js";
 import type { EventRecord } from "./event-store.js";
 
 /** Publishes accepted events to the tenant's stream (spec 6): a sink for consumers, never read here. */
@@ -20,7 +20,7 @@ export function eventStreamKey(tenantId: string): string {
  * XADD ... MAXLEN ~ maxLen: Redis trims whole macro nodes, so the length stays near the cap at
  * the cost of a few extra entries, without trimming on every add. Entry fields: docs/events.md.
  */
-export function createRedisEventStream(redis: Redis, maxLen: number, logger: Logger): EventStream {
+export function createRedisEventStream(redis: RedisClient, maxLen: number, logger: Logger): EventStream {
   return {
     async publish(tenantId, event, receivedAt) {
       try {

@@ -4,7 +4,7 @@ import type { AuditLog } from "../audit/audit-log.js";
 import type { CustomerEventHistory, CustomerJourneyHistory } from "../customers/customer-activity.js";
 import type { Dispatcher } from "../notifications/outbound.js";
 import type { Logger } from "../platform/logger.js";
-import type { Redis } from "../platform/redis.js";
+import type { RedisClient } from "../platform/redis.js";
 import type { ServiceRegistration } from "../platform/service-registration.js";
 import { DefinitionCrud } from "./definition-crud.js";
 import { DefinitionStore } from "./definition-store.js";
@@ -21,7 +21,7 @@ import { TriggerService, type TriggerReferences } from "./trigger-service.js";
 export interface EventsOptions {
   db: Sequelize;
   /** Null: no stream, every streamId is null (docs/events.md). */
-  redis: Redis | null;
+  redis: RedisClient | null;
   streamMaxLen: number;
   audit: AuditLog;
   dispatcher: Dispatcher;

@@ -1,4 +1,4 @@
-import type { Redis } from "../platform/redis.js";
+import type { RedisClient } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 import { failClosed } from "../decisions/fail-closed.js";
 import { deleteTenantKeys, type TenantCounterWipe } from "../decisions/tenant-counter-wipe.js";
@@ -37,10 +37,10 @@ redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 return ARGV[1]
 `;
 
-type Scripted = Redis & { keepVariant(numKeys: number, ...args: Array<string | number>): Promise<string> };
+type Scripted = RedisClient & { keepVariant(numKeys: number, ...args: Array<string | number>): Promise<string> };
 
 /** `t:{<tenantId>}:exp:<experimentId>:<customerId>`, so the workspace reset's wipe takes them too. */
-export function createRedisVariantAssignments(redis: Redis): VariantAssignments {
+export function createRedisVariantAssignments(redis: RedisClient): VariantAssignments {
   redis.defineCommand("keepVariant", { lua: KEEP });
   const r = redis as Scripted;
   return failClosed<VariantAssignments>({

@@ -2,7 +2,7 @@ import type { Sequelize } from "sequelize";
 import { SystemHealthService as SystemHealthServiceDesc } from "../../gen/decisioning/v1/observability_pb.js";
 import { dbPoolState } from "../platform/db.js";
 import type { Logger } from "../platform/logger.js";
-import type { Redis } from "../platform/redis.js";
+import type { RedisClient } from "../platform/redis.js";
 import type { RequestObserver } from "../platform/request-observer.js";
 import type { ServiceRegistration } from "../platform/service-registration.js";
 import { HealthAlertStore } from "./health-alert-store.js";
@@ -15,7 +15,7 @@ import type { HealthAlerts } from "./operational-signals.js";
 export interface ObservabilityOptions {
   db: Sequelize;
   /** null: request statistics stay in this process (the single-node default). */
-  redis: Redis | null;
+  redis: RedisClient | null;
   logger: Logger;
 }
 

@@ -1,4 +1,4 @@
-import { tenantKey, type Redis } from "../platform/redis.js";
+import { tenantKey, type RedisClient } from "../platform/redis.js";
 import type { Logger } from "../platform/logger.js";
 import { LATENCY_BUCKETS } from "./latency-histogram.js";
 import { MINUTE_MS, MinuteBuckets, addCounts, emptyCounts, type DrainedMinute, type MinuteCounts } from "./minute-buckets.js";
@@ -27,23 +27,24 @@ function parseCounts(hash: Record<string, string>): MinuteCounts {
 /**
  * Request statistics shared by every process (the `latency_p99` and `http_5xx_count` alert
  * metrics): each process counts in memory and adds its counts to Redis about once a second, one
- * pipeline per flush, into a hash per tenant and minute, `t:{<tenantId>}:reqstats:<minute>`, that
+ * pipeline per tenant and flush (a tenant's keys share a Redis Cluster slot; different tenants'
+ * may not), into a hash per tenant and minute, `t:{<tenantId>}:reqstats:<minute>`, that
  * expires after the retention. Reads merge the hashes of the window's minutes; this process's own
  * counts are flushed first, another process's last second may not have arrived yet.
  *
  * A flush that fails is dropped and logged, not retried: a retry after a partly applied pipeline
  * would count requests twice, and these are statistics, not a ledger.
  */
-export function createRedisRequestStats(redis: Redis, logger: Logger, options: RedisRequestStatsOptions = {}): RecordingRequestStats {
+export function createRedisRequestStats(redis: RedisClient, logger: Logger, options: RedisRequestStatsOptions = {}): RecordingRequestStats {
   const retentionMs = options.retentionMs ?? REQUEST_STATS_RETENTION_MS;
   const buffer = new MinuteBuckets();
   let chain: Promise<void> = Promise.resolve();
   let failing = false;
 
-  const send = async (drained: DrainedMinute[]): Promise<void> => {
-    if (!drained.length) return;
+  /** One tenant's minutes, one pipeline: its keys share the tenant's hash tag, so one Cluster slot. */
+  const sendTenant = async (minutes: DrainedMinute[]): Promise<void> => {
     const pipeline = redis.pipeline();
-    for (const { tenantId, minute, counts } of drained) {
+    for (const { tenantId, minute, counts } of minutes) {
       const key = minuteKey(tenantId, minute);
       counts.latency.forEach((n, i) => {
         if (n) pipeline.hincrby(key, bucketField(i), n);
@@ -51,17 +52,30 @@ export function createRedisRequestStats(redis: Redis, logger: Logger, options: R
       if (counts.errors5xx) pipeline.hincrby(key, ERRORS_FIELD, counts.errors5xx);
       pipeline.expireat(key, Math.ceil((minute * MINUTE_MS + retentionMs) / 1000));
     }
-    try {
-      const results = (await pipeline.exec()) ?? [];
-      const failed = results.find(([err]) => err);
-      if (failed) throw failed[0];
+    const results = (await pipeline.exec()) ?? [];
+    const failed = results.find(([err]) => err);
+    if (failed) throw failed[0];
+  };
+
+  const send = async (drained: DrainedMinute[]): Promise<void> => {
+    if (!drained.length) return;
+    const byTenant = new Map<string, DrainedMinute[]>();
+    for (const d of drained) {
+      const minutes = byTenant.get(d.tenantId);
+      if (minutes) minutes.push(d);
+      else byTenant.set(d.tenantId, [d]);
+    }
+    // Every pipeline is sent, even when one fails, so one outage is logged once per flush.
+    const outcomes = await Promise.allSettled([...byTenant.values()].map(sendTenant));
+    const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === "rejected");
+    if (!failure) {
       if (failing) logger.info("request statistics reach Redis again");
       failing = false;
-    } catch (err) {
-      // Once per outage, not once a second.
-      if (!failing) logger.warn({ err }, "request statistics could not be written to Redis; dropping them until it answers");
-      failing = true;
+      return;
     }
+    // Once per outage, not once a second.
+    if (!failing) logger.warn({ err: failure.reason }, "request statistics could not be written to Redis; dropping them until it answers");
+    failing = true;
   };
 
   /** One flush at a time, in order, so that a read after a flush sees everything recorded before it. */

@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import { randomUUID } from "node:crypto";
-import type { Redis } from "./redis.js";
+import { duplicateForSubscribing, isCluster, type RedisClient } from "./redis.js";
 import type { Logger } from "./logger.js";
 
 /**
@@ -35,6 +35,20 @@ export function createLocalBus(): Bus {
   };
 }
 
+/**
+ * Publishes and says how many subscribers it reached. A single node's PUBLISH answers exactly that.
+ * A cluster's PUBLISH counts only the clients of the node that took it, although the message
+ * reaches every node's subscribers; so there the count is the channel's subscribers on every node,
+ * taken just before publishing: a process that subscribes in between is not waited for (it loads
+ * the new state anyway), one that leaves in between is waited for until the timeout.
+ */
+async function publishCounted(redis: RedisClient, channel: string, message: string): Promise<number> {
+  if (!isCluster(redis)) return redis.publish(channel, message);
+  const perNode = await Promise.all(redis.nodes("all").map((node) => node.pubsub("NUMSUB", channel) as Promise<[string, number]>));
+  await redis.publish(channel, message);
+  return perNode.reduce((sum, [, n]) => sum + Number(n), 0);
+}
+
 /** How long a confirmed publish waits for processes that received the message but do not answer. */
 export const CONFIRM_TIMEOUT_MS = 2_000;
 
@@ -52,9 +66,12 @@ interface PendingConfirm {
  * Channels carry the deployment's key prefix, since ioredis does not prefix channel names.
  * A confirmed message travels as MARK replyChannel MARK number MARK payload; every receiver
  * publishes the number back on the sender's reply channel after running its handlers.
+ *
+ * On a Redis Cluster, PUBLISH (not the sharded SPUBLISH) reaches the subscribers of every node,
+ * and each process's subscriber connection sits on one node chosen by ioredis.
  */
-export async function createRedisBus(redis: Redis, prefix: string, logger: Logger, confirmTimeoutMs = CONFIRM_TIMEOUT_MS): Promise<Bus> {
-  const sub = redis.duplicate({ enableOfflineQueue: true, keyPrefix: "" });
+export async function createRedisBus(redis: RedisClient, prefix: string, logger: Logger, confirmTimeoutMs = CONFIRM_TIMEOUT_MS): Promise<Bus> {
+  const sub = duplicateForSubscribing(redis);
   const handlers = new Map<string, Array<(message: string) => void>>();
   const replyChannel = `${prefix}bus.confirm.${randomUUID()}`;
   const pending = new Map<string, PendingConfirm>();
@@ -111,7 +128,7 @@ export async function createRedisBus(redis: Redis, prefix: string, logger: Logge
         logger.warn({ channel, received: confirm.received, expected: confirm.expected }, "bus confirmation timed out; a process that did not answer sees the change when its cache expires");
         confirm.done();
       }, confirmTimeoutMs);
-      redis.publish(prefix + channel, ["", replyChannel, id, message].join(CONFIRM_MARK)).then(
+      publishCounted(redis, prefix + channel, ["", replyChannel, id, message].join(CONFIRM_MARK)).then(
         (receivers) => {
           confirm.expected = receivers;
           settle(confirm);

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Redis } from "./redis.js";
+import type { RedisClient } from "./redis.js";
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -39,7 +39,7 @@ local wait = (oldest[2] and tonumber(oldest[2]) or now) + window - now
 return {0, 0, wait}
 `;
 
-export function createRedisRateLimiter(redis: Redis): RateLimiter {
+export function createRedisRateLimiter(redis: RedisClient): RateLimiter {
   redis.defineCommand("slidingWindowHit", { numberOfKeys: 1, lua: SLIDING_WINDOW });
   return {
     async hit(key, limit, windowMs, cost = 1) {

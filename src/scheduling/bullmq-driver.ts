@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Queue, Worker, type Job } from "bullmq";
+import { Cluster } from "ioredis";
 import type { Logger } from "../platform/logger.js";
+import type { RedisTarget } from "../platform/redis.js";
 import type { JobRegistry } from "./job-registry.js";
 import type { JobSchedule } from "./scheduled-job.js";
 import type { SchedulerDriver } from "./scheduler-driver.js";
@@ -11,7 +13,7 @@ import { retryDelayMs } from "./retry-policy.js";
 /** How long a stop that had to drop its connections waits for them to say they ended. */
 const DISCONNECT_WAIT_MS = 500;
 
-/** The one queue every process shares; its keys are in one Redis Cluster hash tag. */
+/** The one queue every process shares; its keys are in one Redis Cluster hash tag (the prefix's `{scheduler}`). */
 const QUEUE_NAME = "scheduler";
 
 /**
@@ -37,7 +39,8 @@ function scheduleOf(pattern: string, tz: string | undefined): JobSchedule {
  * and a job whose process died is taken over by another after the stalled-job check.
  */
 export function createBullmqDriver(options: {
-  redisUrl: string;
+  /** REDIS_URL, or REDIS_CLUSTER_NODES. */
+  redis: RedisTarget;
   /** REDIS_KEY_PREFIX: ioredis's keyPrefix is not allowed with BullMQ, which takes its own. */
   keyPrefix: string;
   registry: JobRegistry;
@@ -45,7 +48,12 @@ export function createBullmqDriver(options: {
   logger: Logger;
 }): SchedulerDriver {
   const { registry, runner, logger } = options;
-  const connection = { url: options.redisUrl, maxRetriesPerRequest: null };
+  // BullMQ's blocking commands must wait as long as they need: no retry limit per request. A single
+  // node is given as options (queue and worker each connect); a cluster as one shared client, which
+  // BullMQ does not close, so stop() does; the worker duplicates it for its blocking connection.
+  const cluster = typeof options.redis === "string" ? null : new Cluster(options.redis.map((n) => ({ ...n })), { redisOptions: { maxRetriesPerRequest: null } });
+  cluster?.on("error", (err: Error) => logger.warn({ err: err.message }, "scheduler cluster connection error"));
+  const connection = cluster ?? { url: options.redis as string, maxRetriesPerRequest: null };
   const prefix = `${options.keyPrefix}{scheduler}`;
   const settings = {
     repeatStrategy: (millis: number, repeat: { pattern?: string; tz?: string }) =>
@@ -103,6 +111,7 @@ export function createBullmqDriver(options: {
         const dropped = Promise.all([worker?.disconnect(), queue?.disconnect()]);
         await Promise.race([settled(dropped), sleep(DISCONNECT_WAIT_MS, false, { ref: false })]);
       }
+      cluster?.disconnect();
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { Sequelize } from "sequelize";
 import type { Logger } from "../platform/logger.js";
+import type { RedisTarget } from "../platform/redis.js";
 import type { CronRoute, ScheduledJob } from "./scheduled-job.js";
 import { JobRegistry } from "./job-registry.js";
 import { currentSlot } from "./job-schedule.js";
@@ -20,7 +21,7 @@ export interface SchedulerOptions {
   db: Sequelize;
   logger: Logger;
   /** With Redis: BullMQ job schedulers shared by every process. Without: local timers, single node only. */
-  redis: { url: string; keyPrefix: string } | null;
+  redis: { target: RedisTarget; keyPrefix: string } | null;
   /** SCHEDULER=off: nothing fires in-process; the cron routes still run jobs. */
   enabled: boolean;
   retry?: RetryPolicy;
@@ -64,7 +65,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const driver: SchedulerDriver | null = !options.enabled
     ? null
     : options.redis
-      ? createBullmqDriver({ redisUrl: options.redis.url, keyPrefix: options.redis.keyPrefix, registry, runner, logger })
+      ? createBullmqDriver({ redis: options.redis.target, keyPrefix: options.redis.keyPrefix, registry, runner, logger })
       : createLocalDriver({ registry, runner, logger });
   return {
     driver: driver?.kind ?? "off",
@@ -75,7 +76,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       }
       await driver.start();
       const jobs = registry.all().map((j) => j.name);
-      if (driver.kind === "local") logger.info({ jobs }, "scheduler on local timers (REDIS_URL not set): single node only");
+      if (driver.kind === "local") logger.info({ jobs }, "scheduler on local timers (neither REDIS_URL nor REDIS_CLUSTER_NODES set): single node only");
       else logger.info({ jobs }, "scheduler on BullMQ job schedulers: each slot runs once across processes");
     },
     async stop(graceMs) {

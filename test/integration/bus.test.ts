@@ -29,7 +29,7 @@ describe("redis bus", () => {
     const entry = new URL("../support/bus-receiver.ts", import.meta.url).href;
     const receiver = new Worker(`import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); })`, {
       eval: true,
-      workerData: { redisUrl, prefix, channel: "slow", handlerMs: 300, applied },
+      workerData: { redisAt: redisUrl, prefix, channel: "slow", handlerMs: 300, applied },
     });
     const bus = await createRedisBus(redis, prefix, recordingLogger([]));
     try {

@@ -76,7 +76,7 @@ describe("several service processes (WORKERS)", () => {
     const { REDIS_URL: _r, ...withoutRedis } = env;
     const single = await spawnServer(withoutRedis);
     try {
-      assert.ok(single.logs.some((l) => l.msg === "WORKERS needs DATABASE_URL and REDIS_URL; running one process"));
+      assert.ok(single.logs.some((l) => l.msg === "WORKERS needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES); running one process"));
       assert.deepEqual(listeningPids(single), [single.child.pid]);
     } finally {
       single.child.kill("SIGTERM");

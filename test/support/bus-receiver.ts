@@ -1,5 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { createRedis, connectRedis } from "../../src/platform/redis.js";
+import { createRedis, connectRedis, type RedisTarget } from "../../src/platform/redis.js";
 import { createRedisBus } from "../../src/platform/bus.js";
 import { createLogger } from "../../src/platform/logger.js";
 
@@ -7,14 +7,15 @@ import { createLogger } from "../../src/platform/logger.js";
  * Another process's bus, in a thread with its own event loop: its handler takes `handlerMs` of
  * blocked loop before it marks `applied[0]`, so a sender that does not wait for it would see 0.
  */
-const { redisUrl, prefix, channel, handlerMs, applied } = workerData as {
-  redisUrl: string;
+const { redisAt, prefix, channel, handlerMs, applied } = workerData as {
+  /** A REDIS_URL, or a cluster's nodes. */
+  redisAt: RedisTarget;
   prefix: string;
   channel: string;
   handlerMs: number;
   applied: Int32Array;
 };
-const redis = createRedis(redisUrl, prefix);
+const redis = createRedis(redisAt, prefix);
 await connectRedis(redis);
 const bus = await createRedisBus(redis, prefix, createLogger("silent"));
 await bus.subscribe(channel, () => {

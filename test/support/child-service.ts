@@ -8,7 +8,7 @@ export interface ChildService {
 }
 
 /**
- * A second server process on the same database and Redis prefix as `svc`, for tests across
+ * A second server process on the same database and Redis (node or cluster) and prefix as `svc`, for tests across
  * processes. `entry` and `env` start another entry point or add configuration (the scheduler's
  * tests start test/support/scheduler-child.ts with its jobs).
  */
@@ -16,7 +16,9 @@ export async function startChildService(svc: TestService, options: { entry?: str
   const server = await spawnServer(
     {
       DATABASE_URL: svc.config.databaseUrl!,
-      REDIS_URL: svc.config.redisUrl!,
+      ...(svc.config.redisClusterNodes
+        ? { REDIS_CLUSTER_NODES: svc.config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(",") }
+        : { REDIS_URL: svc.config.redisUrl! }),
       REDIS_KEY_PREFIX: svc.config.redisKeyPrefix,
       API_KEY_PEPPER: TEST_PEPPER,
       JWT_SIGNING_SECRET: TEST_JWT_SECRET,

@@ -6,7 +6,7 @@ import { httpErrorResponse, toAppError } from "../../src/transport/error-mapping
 import { createMemoryRateLimiter } from "../../src/platform/rate-limiter.js";
 import { createSecrets } from "../../src/platform/secrets.js";
 import { createLogger } from "../../src/platform/logger.js";
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { ConfigError, loadConfig, redisTarget } from "../../src/config.js";
 import { Authenticator, LIVENESS_CACHE_MS } from "../../src/identity/authenticator.js";
 import type { ApiKeyRow, IdentityStore, UserRow } from "../../src/identity/identity-store.js";
 
@@ -77,6 +77,24 @@ describe("configuration", () => {
     assert.deepEqual(loadConfig({ RATE_LIMITS: '{"offers":{"limit":10,"windowSeconds":5}}' }).rateLimits, { offers: { limit: 10, windowSeconds: 5 } });
     assert.throws(() => loadConfig({ RATE_LIMITS: "{" }), (err) => err instanceof ConfigError && /RATE_LIMITS must be JSON/.test(err.message));
     assert.throws(() => loadConfig({ RATE_LIMITS: '{"default":{"limit":-1,"windowSeconds":60}}' }), /RATE_LIMITS\.default needs positive integers/);
+  });
+
+  test("REDIS_CLUSTER_NODES: host:port pairs, instead of REDIS_URL, with a prefix that cannot replace the hash tag", () => {
+    const cluster = loadConfig({ REDIS_CLUSTER_NODES: "10.0.0.1:7000, redis-b:7001,[::1]:7002", REDIS_KEY_PREFIX: "prod:" });
+    assert.deepEqual(cluster.redisClusterNodes, [
+      { host: "10.0.0.1", port: 7000 },
+      { host: "redis-b", port: 7001 },
+      { host: "::1", port: 7002 },
+    ]);
+    assert.deepEqual(redisTarget(cluster), cluster.redisClusterNodes);
+    assert.equal(redisTarget(loadConfig({ REDIS_URL: "redis://r:6379" })), "redis://r:6379");
+    assert.equal(redisTarget(loadConfig({})), null, "neither: the in-process stand-ins");
+    for (const bad of ["redis-a", "redis-a:", ":7000", "redis-a:70000", "redis-a:7000,"]) {
+      assert.throws(() => loadConfig({ REDIS_CLUSTER_NODES: bad }), (err) => err instanceof ConfigError && /REDIS_CLUSTER_NODES must be host:port pairs/.test(err.message), bad);
+    }
+    assert.throws(() => loadConfig({ REDIS_URL: "redis://r:6379", REDIS_CLUSTER_NODES: "a:7000" }), /set REDIS_URL or REDIS_CLUSTER_NODES, not both/);
+    assert.throws(() => loadConfig({ REDIS_CLUSTER_NODES: "a:7000", REDIS_KEY_PREFIX: "{app}:" }), /REDIS_KEY_PREFIX must not contain \{ or \}/);
+    assert.equal(loadConfig({ REDIS_URL: "redis://r:6379", REDIS_KEY_PREFIX: "{app}:" }).redisKeyPrefix, "{app}:", "a single node has no slots");
   });
 
   test("LLM_BASE_URL and LLM_MODEL go together; LLM_API_KEY is optional; none of them: the deterministic writer", () => {
