@@ -47,6 +47,7 @@ import { createScoringPool } from "./platform/scoring-pool.js";
 import { createModelRegistry } from "./models/model-registry.js";
 import { createPortability } from "./portability/portability.js";
 import { createApprovals, type Approvals } from "./approvals/approvals.js";
+import { createScim } from "./scim/scim.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
@@ -325,6 +326,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     events: events.history,
     journeys: events.journeys,
   });
+  const scim = createScim({ db: f.db, audit: auditLog, bus: f.bus, authenticator, logger: f.logger, bodyLimitBytes: f.config.defaultBodyLimitBytes });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
@@ -361,7 +363,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     events,
     authenticator,
     registrations,
-    httpRoutes: [],
+    httpRoutes: [scim.route],
     jobs,
     scheduler,
     listen: async () => {
