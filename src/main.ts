@@ -48,6 +48,7 @@ import { createModelRegistry } from "./models/model-registry.js";
 import { createPortability } from "./portability/portability.js";
 import { createApprovals, type Approvals } from "./approvals/approvals.js";
 import { createScim } from "./scim/scim.js";
+import { createMcp } from "./mcp/mcp.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
@@ -347,6 +348,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...events.services,
     ...alerts.services,
   ];
+  const mcp = createMcp({ registrations, authenticator, preview: decisions.preview, logger: f.logger, bodyLimitBytes: f.config.defaultBodyLimitBytes });
   return {
     identityStore,
     identity,
@@ -363,7 +365,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     events,
     authenticator,
     registrations,
-    httpRoutes: [scim.route],
+    httpRoutes: [scim.route, mcp.route],
     jobs,
     scheduler,
     listen: async () => {

@@ -164,7 +164,7 @@ export class Authenticator {
 }
 
 /** Spec 5.2 and 5.3: planes, scopes and roles. Public methods are not authorized here. */
-export function authorize(auth: Authenticated, policy: ResolvedPolicy): void {
+export function authorize(auth: Authenticated, policy: Pick<ResolvedPolicy, "plane" | "minRole">): void {
   if (policy.plane !== "control") return;
   if (auth.principal.kind === "api_key" && !auth.principal.scopes.includes("control-plane")) {
     throw forbidden(
