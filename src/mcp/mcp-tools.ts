@@ -1,4 +1,4 @@
-import type { JsonValue } from "@bufbuild/protobuf";
+import type { DescMethod, JsonValue } from "@bufbuild/protobuf";
 import { z, type ZodRawShape } from "zod";
 import { OfferService } from "../../gen/decisioning/v1/catalog_pb.js";
 import { DecisionTraceService } from "../../gen/decisioning/v1/decisions_pb.js";
@@ -20,6 +20,12 @@ const struct = (what: string) => z.record(z.string(), z.any()).describe(what);
 
 function tool<S extends ZodRawShape>(t: McpTool<S>): McpTool {
   return t as unknown as McpTool;
+}
+
+/** A tool that is one service method: its arguments are the method's request JSON. */
+function methodTool<S extends ZodRawShape>(t: Omit<McpTool<S>, "run"> & { method: DescMethod }): McpTool {
+  const { method, ...rest } = t;
+  return tool({ ...rest, run: (caller, args) => caller.invoke(method, args as ToolRequest) });
 }
 
 /** What a dry run says in words: why each offer ranked where it did, and why the others did not. */
@@ -45,7 +51,7 @@ function explainDecision(response: JsonValue): JsonValue {
  * API's own.
  */
 export const MCP_TOOLS: McpTool[] = [
-  tool({
+  methodTool({
     name: "list_offers",
     title: "List offers",
     description: "Lists the tenant's offers, newest first, a page at a time (keyset: pass the last id as cursor).",
@@ -55,17 +61,17 @@ export const MCP_TOOLS: McpTool[] = [
       cursor: z.string().max(255).optional().describe("The last offer id of the previous page"),
       includeDeleted: z.boolean().optional().describe("Include soft-deleted offers"),
     },
-    run: (caller, args) => caller.invoke(OfferService.method.listOffers, args as ToolRequest),
+    method: OfferService.method.listOffers,
   }),
-  tool({
+  methodTool({
     name: "get_offer",
     title: "Read an offer",
     description: "Reads one offer by id or name.",
     readOnly: true,
     inputSchema: { id: id("Offer id or name") },
-    run: (caller, args) => caller.invoke(OfferService.method.getOffer, args as ToolRequest),
+    method: OfferService.method.getOffer,
   }),
-  tool({
+  methodTool({
     name: "create_offer",
     title: "Create an offer",
     description: "Creates an offer (editor role or above). Fields as POST /api/v1/offers; the answer is the created offer.",
@@ -89,9 +95,9 @@ export const MCP_TOOLS: McpTool[] = [
       budget: struct("Budget, as the API takes it").optional(),
       metadata: struct("Free-form metadata").optional(),
     },
-    run: (caller, args) => caller.invoke(OfferService.method.createOffer, args as ToolRequest),
+    method: OfferService.method.createOffer,
   }),
-  tool({
+  methodTool({
     name: "list_decision_traces",
     title: "List decision traces",
     description: "Lists recorded decision traces, newest first, optionally of one customer or recommendation (offset pagination).",
@@ -102,17 +108,17 @@ export const MCP_TOOLS: McpTool[] = [
       limit: z.number().int().min(1).max(100).optional(),
       offset: z.number().int().min(0).optional(),
     },
-    run: (caller, args) => caller.invoke(DecisionTraceService.method.listDecisionTraces, args as ToolRequest),
+    method: DecisionTraceService.method.listDecisionTraces,
   }),
-  tool({
+  methodTool({
     name: "get_decision_trace",
     title: "Read a decision trace",
     description: "Reads one decision trace in full: candidates, scores, rejections and the experiment.",
     readOnly: true,
     inputSchema: { id: id("Decision trace id") },
-    run: (caller, args) => caller.invoke(DecisionTraceService.method.getDecisionTrace, args as ToolRequest),
+    method: DecisionTraceService.method.getDecisionTrace,
   }),
-  tool({
+  methodTool({
     name: "get_experiment_results",
     title: "Read experiment results",
     description: "Reads an experiment's results per variant: decisions, conversions, rates, intervals and significance.",
@@ -121,7 +127,7 @@ export const MCP_TOOLS: McpTool[] = [
       id: id("Experiment id"),
       confidenceLevel: z.number().gt(0).lt(1).optional().describe("Default 0.95"),
     },
-    run: (caller, args) => caller.invoke(ExperimentService.method.getExperimentResults, args as ToolRequest),
+    method: ExperimentService.method.getExperimentResults,
   }),
   tool({
     name: "dry_run_recommend",
