@@ -30,9 +30,23 @@ export function toScimUser(row: DirectoryUserRow): Record<string, unknown> {
   };
 }
 
-/** The same, through scimmy's User schema: the response body and what PATCH operations apply to. */
-export function userResource(row: DirectoryUserRow): InstanceType<typeof SCIMMY.Schemas.User> {
-  return new SCIMMY.Schemas.User(toScimUser(row), "out", `${SCIM_BASE_PATH}/Users`);
+/** The `attributes` or `excludedAttributes` a request asked for (RFC 7644 3.4.2.5), as scimmy reads them. */
+export type Projection = InstanceType<typeof SCIMMY.Types.Filter> | undefined;
+
+export function projection(resource: "User" | "Group", query: { attributes?: string; excludedAttributes?: string }): Projection {
+  if (!query.attributes && !query.excludedAttributes) return undefined;
+  const config = query.attributes ? { attributes: query.attributes } : { excludedAttributes: query.excludedAttributes };
+  return (resource === "User" ? new SCIMMY.Resources.User(undefined, config) : new SCIMMY.Resources.Group(undefined, config)).attributes as Projection;
+}
+
+/** A User resource's JSON through scimmy's User schema (types checked, `password` never out), projected when asked. */
+export function shapeUser(json: Record<string, unknown>, only?: Projection): InstanceType<typeof SCIMMY.Schemas.User> {
+  return new SCIMMY.Schemas.User(json, "out", `${SCIM_BASE_PATH}/Users`, only);
+}
+
+/** A users row as a SCIM resource: the response body and what PATCH operations apply to. */
+export function userResource(row: DirectoryUserRow, only?: Projection): InstanceType<typeof SCIMMY.Schemas.User> {
+  return shapeUser(toScimUser(row), only);
 }
 
 interface ScimUserFields {
@@ -88,15 +102,19 @@ export function isGroupId(id: string): id is RoleName {
   return (ROLES as readonly string[]).includes(id);
 }
 
-export function groupResource(role: RoleName, members: readonly DirectoryUserRow[]): InstanceType<typeof SCIMMY.Schemas.Group> {
-  return new SCIMMY.Schemas.Group(
-    {
-      id: role,
-      displayName: role,
-      members: members.map((m) => ({ value: m.id, display: m.user_name ?? m.email, type: "User" })),
-      meta: { resourceType: "Group" },
-    },
-    "out",
-    `${SCIM_BASE_PATH}/Groups`,
-  );
+export function toScimGroup(role: RoleName, members: readonly DirectoryUserRow[]): Record<string, unknown> {
+  return {
+    id: role,
+    displayName: role,
+    members: members.map((m) => ({ value: m.id, display: m.user_name ?? m.email, type: "User" })),
+    meta: { resourceType: "Group" },
+  };
+}
+
+export function shapeGroup(json: Record<string, unknown>, only?: Projection): InstanceType<typeof SCIMMY.Schemas.Group> {
+  return new SCIMMY.Schemas.Group(json, "out", `${SCIM_BASE_PATH}/Groups`, only);
+}
+
+export function groupResource(role: RoleName, members: readonly DirectoryUserRow[], only?: Projection): InstanceType<typeof SCIMMY.Schemas.Group> {
+  return shapeGroup(toScimGroup(role, members), only);
 }

@@ -42,6 +42,8 @@ export function createScimRoute(service: ScimService, authenticator: Authenticat
           filter: url.searchParams.get("filter") ?? undefined,
           startIndex: url.searchParams.get("startIndex") ?? undefined,
           count: url.searchParams.get("count") ?? undefined,
+          attributes: url.searchParams.get("attributes") ?? undefined,
+          excludedAttributes: url.searchParams.get("excludedAttributes") ?? undefined,
         };
         const method = req.method ?? "GET";
         await dispatch(service, ctx, method, kind, id, query, body, res);
@@ -62,7 +64,7 @@ async function dispatch(service: ScimService, ctx: TenantContext, method: string
       return send(res, 201, created, `${SCIM_BASE_PATH}/Users/${created.id}`);
     }
     case "GET Users/:id":
-      return send(res, 200, await service.getUser(ctx, id!));
+      return send(res, 200, await service.getUser(ctx, id!, query));
     case "PUT Users/:id":
       return send(res, 200, await service.replaceUser(ctx, id!, body));
     case "PATCH Users/:id":
@@ -74,7 +76,7 @@ async function dispatch(service: ScimService, ctx: TenantContext, method: string
     case "GET Groups":
       return send(res, 200, await service.listGroups(ctx, query));
     case "GET Groups/:id":
-      return send(res, 200, await service.getGroup(ctx, id!));
+      return send(res, 200, await service.getGroup(ctx, id!, query));
     case "PUT Groups/:id":
       return send(res, 200, await service.replaceGroup(ctx, id!, body));
     case "PATCH Groups/:id":

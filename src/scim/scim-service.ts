@@ -8,17 +8,31 @@ import { isUuid, newId } from "../platform/ids.js";
 import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import { IDENTITY_CHANNEL } from "../identity/identity-service.js";
 import { ScimFilter } from "./scim-filter.js";
-import { groupResource, isGroupId, SCIM_BASE_PATH, scimError, toDirectoryWrite, toScimUser, userResource } from "./scim-mapper.js";
+import {
+  groupResource,
+  isGroupId,
+  projection,
+  scimError,
+  shapeGroup,
+  shapeUser,
+  toDirectoryWrite,
+  toScimGroup,
+  toScimUser,
+  userResource,
+} from "./scim-mapper.js";
 import type { DirectoryUserRow, ScimStore } from "./scim-store.js";
 
 /** ServiceProviderConfig's filter.maxResults: the largest page a list answers. */
 export const SCIM_MAX_RESULTS = 200;
 export const SCIM_DEFAULT_COUNT = 100;
 
+/** Query parameters of a GET: a list's filter and page, and any GET's projection. */
 export interface ListQuery {
   filter?: string;
   startIndex?: string;
   count?: string;
+  attributes?: string;
+  excludedAttributes?: string;
 }
 
 type ScimJson = Record<string, unknown>;
@@ -78,11 +92,12 @@ export class ScimService {
 
   async listUsers(ctx: TenantContext, query: ListQuery): Promise<object> {
     const rows = await this.store.listUsers(ctx.tenantId);
-    return this.page(rows.map(toScimUser), "User", query, (json) => new SCIMMY.Schemas.User(json, "out", `${SCIM_BASE_PATH}/Users`));
+    const only = projection("User", query);
+    return this.page(rows.map(toScimUser), "User", query, (json) => shapeUser(json, only));
   }
 
-  async getUser(ctx: TenantContext, id: string): Promise<object> {
-    return userResource(await this.liveUser(ctx, id));
+  async getUser(ctx: TenantContext, id: string, query: ListQuery = {}): Promise<object> {
+    return userResource(await this.liveUser(ctx, id), projection("User", query));
   }
 
   /** POST: a new user, or a deleted one with this userName or address brought back (docs/scim.md). */
@@ -127,13 +142,14 @@ export class ScimService {
   // ---- Groups (the roles) -----------------------------------------------------------------------
 
   async listGroups(ctx: TenantContext, query: ListQuery): Promise<object> {
-    const groups = await Promise.all(ROLES.map(async (role) => groupResource(role, await this.store.usersWithRole(ctx.tenantId, role))));
-    return this.page(groups.map((g) => JSON.parse(JSON.stringify(g)) as ScimJson), "Group", query, (json) => json);
+    const only = projection("Group", query);
+    const groups = await Promise.all(ROLES.map(async (role) => toScimGroup(role, await this.store.usersWithRole(ctx.tenantId, role))));
+    return this.page(groups, "Group", query, (json) => shapeGroup(json, only));
   }
 
-  async getGroup(ctx: TenantContext, id: string): Promise<object> {
+  async getGroup(ctx: TenantContext, id: string, query: ListQuery = {}): Promise<object> {
     if (!isGroupId(id)) throw scimError(404, null, `Group ${id} not found`);
-    return groupResource(id, await this.store.usersWithRole(ctx.tenantId, id));
+    return groupResource(id, await this.store.usersWithRole(ctx.tenantId, id), projection("Group", query));
   }
 
   /** PUT: the group's members are exactly these users; members left out drop to viewer. */

@@ -289,6 +289,16 @@ describe("SCIM errors, lists and tenancy", () => {
     assert.equal(again.body.active, true);
   });
 
+  test("attributes and excludedAttributes project what is returned", async () => {
+    const groups = await scim("GET", `/Groups?excludedAttributes=members&filter=${encodeURIComponent('displayName eq "admin"')}`);
+    assert.equal(groups.body.Resources[0].id, "admin");
+    assert.equal(groups.body.Resources[0].members, undefined);
+    const admin = await scim("GET", `/Users/${tenant.userId}?attributes=userName`);
+    assert.equal(admin.body.id, tenant.userId);
+    assert.ok(admin.body.userName);
+    assert.equal(admin.body.emails, undefined);
+  });
+
   test("discovery: ServiceProviderConfig, ResourceTypes and Schemas", async () => {
     const config = await scim("GET", "/ServiceProviderConfig");
     assert.equal(config.status, 200);
