@@ -4,7 +4,8 @@ import { authorize, type Authenticator } from "../identity/authenticator.js";
 import type { TenantContext } from "../platform/context.js";
 import { AppError, forbidden } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
-import { toAppError } from "../transport/error-mapping.js";
+import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
+import { rateLimitHeaders, toAppError } from "../transport/error-mapping.js";
 import { csrfSafe, requestIdOf } from "../transport/gateway.js";
 import { httpCallInfo, readBody, sendError } from "../transport/http-io.js";
 import type { HttpRoute } from "../transport/http-routes.js";
@@ -17,6 +18,7 @@ export const MCP_PATH = "/api/v1/mcp";
 export interface McpRouteOptions {
   methods: ServiceMethods;
   authenticator: Authenticator;
+  rateLimits: RateLimitPolicy;
   preview: (ctx: TenantContext, req: RecommendRequest) => Promise<RecommendResponse>;
   logger: Logger;
   bodyLimitBytes: number;
@@ -46,6 +48,9 @@ export function createMcpRoute(o: McpRouteOptions): HttpRoute {
         }
         const auth = await o.authenticator.authenticate(call);
         authorize(auth, { plane: "control", minRole: "viewer" });
+        // One hit of the tenant's default window per request (spec 8: all API requests).
+        const { rateLimit } = await o.rateLimits.limit(null, { tenantId: auth.tenantId, clientKey: "", source: call.remoteAddress }, async () => undefined);
+        for (const [name, value] of Object.entries(rateLimitHeaders(rateLimit))) res.setHeader(name, value);
         const body = parseJsonBody(await readBody(req, o.bodyLimitBytes));
         const ctx: TenantContext = { ...auth, requestId };
         const server = createMcpServer(new ServiceCaller(o.methods, auth, ctx, call, o.bodyLimitBytes, o.preview), o.logger);

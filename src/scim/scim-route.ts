@@ -2,10 +2,10 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import SCIMMY from "scimmy";
 import type { Authenticator } from "../identity/authenticator.js";
 import type { TenantContext } from "../platform/context.js";
-import { isAppError } from "../platform/errors.js";
+import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
 import type { Logger } from "../platform/logger.js";
 import { requestIdOf } from "../transport/gateway.js";
-import { httpStatusOf, toAppError } from "../transport/error-mapping.js";
+import { errorHeaders, httpStatusOf, rateLimitHeaders, toAppError } from "../transport/error-mapping.js";
 import { httpCallInfo, isJsonMediaType, mediaType, readBody } from "../transport/http-io.js";
 import type { HttpRoute } from "../transport/http-routes.js";
 import { readDiscovery } from "./scim-discovery.js";
@@ -24,7 +24,7 @@ const SCIM_TYPE_BY_CODE: Record<string, string> = { INVALID_ARGUMENT: "invalidVa
  * with the scim scope, whose user is an admin), dispatches to ScimService, and answers
  * `application/scim+json`, errors included (RFC 7644 error messages, `status` a string).
  */
-export function createScimRoute(service: ScimService, authenticator: Authenticator, logger: Logger, bodyLimitBytes: number): HttpRoute {
+export function createScimRoute(service: ScimService, authenticator: Authenticator, rateLimits: RateLimitPolicy, logger: Logger, bodyLimitBytes: number): HttpRoute {
   return {
     path: `${SCIM_BASE_PATH}/`,
     async handle(req, res) {
@@ -34,6 +34,9 @@ export function createScimRoute(service: ScimService, authenticator: Authenticat
         const auth = await authenticator.authenticateScim(call);
         if (auth.role !== "admin") throw scimError(403, null, `SCIM changes users and roles: the key's user must be an admin (has ${auth.role})`);
         const ctx: TenantContext = { ...auth, requestId };
+        // The tenant's default window (spec 8: all API requests), as on the generated routes.
+        const { rateLimit } = await rateLimits.limit(null, { tenantId: ctx.tenantId, clientKey: "", source: call.remoteAddress }, async () => undefined);
+        for (const [name, value] of Object.entries(rateLimitHeaders(rateLimit))) res.setHeader(name, value);
         const url = new URL(req.url ?? "/", "http://scim.invalid");
         const [kind, id, ...rest] = url.pathname.slice(SCIM_BASE_PATH.length + 1).split("/").map(decodeURIComponent);
         if (rest.length || id === "") throw scimError(404, null, `${url.pathname} is not a SCIM resource`);
@@ -121,7 +124,8 @@ function sendScimError(res: ServerResponse, err: unknown, logger: Logger, reques
     status = httpStatusOf(appError);
     scimType = SCIM_TYPE_BY_CODE[appError.code];
     detail = appError.message;
-    if (isAppError(err) && err.code === "UNAUTHENTICATED") res.setHeader("www-authenticate", 'Bearer realm="scim"');
+    for (const [name, value] of Object.entries(errorHeaders(appError, requestId))) res.setHeader(name, value);
+    if (appError.code === "UNAUTHENTICATED") res.setHeader("www-authenticate", 'Bearer realm="scim"');
   }
   res.writeHead(status, { "content-type": SCIM_CONTENT_TYPE, "x-request-id": requestId });
   res.end(

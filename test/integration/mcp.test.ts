@@ -226,6 +226,15 @@ describe("MCP endpoint access (spec 5.1, 5.2)", () => {
     assert.equal(ok.headers.get("mcp-session-id"), null, "stateless: no session");
   });
 
+  test("each request counts in the tenant's default rate window (429 past it)", async () => {
+    const limited = await svc.createTenant();
+    await svc.identity.setTenantRateLimits(limited.tenantId, { default: { limit: 1, windowSeconds: 60 } });
+    assert.equal((await post({ "x-api-key": limited.apiKey })).status, 200);
+    const refused = await post({ "x-api-key": limited.apiKey });
+    assert.equal(refused.status, 429);
+    assert.ok(refused.headers.get("retry-after"));
+  });
+
   test("a malformed JSON-RPC body is a 4xx, never a 500", async () => {
     const notJson = await rest(svc.baseUrl, "POST", "/api/v1/mcp", { key: tenant.apiKey, rawBody: "{", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" } });
     assert.equal(notJson.status, 400);

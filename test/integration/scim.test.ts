@@ -299,6 +299,17 @@ describe("SCIM errors, lists and tenancy", () => {
     assert.equal(admin.body.emails, undefined);
   });
 
+  test("SCIM requests count in the tenant's default rate window; past it, a SCIM 429 with Retry-After", async () => {
+    const limited = await svc.createTenant();
+    await svc.identity.setTenantRateLimits(limited.tenantId, { default: { limit: 3, windowSeconds: 60 } });
+    const key = await mintKey(limited.apiKey, ["scim"]); // the first request of the window
+    for (let i = 0; i < 2; i++) assert.equal((await scim("GET", "/Users", undefined, key)).status, 200);
+    const refused = await scim("GET", "/Users", undefined, key);
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.status, "429");
+    assert.ok(Number(refused.headers.get("retry-after")) > 0);
+  });
+
   test("discovery: ServiceProviderConfig, ResourceTypes and Schemas", async () => {
     const config = await scim("GET", "/ServiceProviderConfig");
     assert.equal(config.status, 200);
