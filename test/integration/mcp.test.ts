@@ -125,6 +125,10 @@ describe("MCP endpoint (spec 5.2) through the SDK client", () => {
       assert.equal(res.status, 201, JSON.stringify(res.body));
     }
     const client = await connect(t.apiKey);
+    const redis = svc.running.foundation.redis!;
+    // Matches with or without the client's key prefix: every key of this tenant.
+    const tenantKeys = async () => (await redis.keys(`*${tenantKey(t.tenantId, "*")}`)).sort();
+    const keysBefore = await tenantKeys();
     const before = await rowCounts(t.tenantId);
     for (let i = 0; i < QUOTA + 2; i++) {
       const run = await callTool(client, "dry_run_recommend", { customerId: `dry-${i}`, limit: 2 });
@@ -137,11 +141,13 @@ describe("MCP endpoint (spec 5.2) through the SDK client", () => {
     }
     await svc.running.services.decisions.traces.flush();
     assert.deepEqual(await rowCounts(t.tenantId), before, "no recommendation, impression or trace rows");
+    assert.deepEqual(await tenantKeys(), keysBefore, "no counter, reservation, evidence or assignment in Redis");
     const usage = await rest(svc.baseUrl, "GET", "/api/v1/workspace/usage", { key: t.apiKey });
     assert.deepEqual(usage.body, { decisionsUsed: 0, decisionQuota: QUOTA });
     // The quota is whole: real decisions still get all of it.
     const dataKey = (await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: t.apiKey, body: { name: "dp" } })).body.key;
     for (let i = 0; i < QUOTA; i++) assert.equal((await rest(svc.baseUrl, "POST", "/api/v1/recommend", { key: dataKey, body: { customerId: `real-${i}` } })).status, 200);
+    assert.ok((await tenantKeys()).length > keysBefore.length, "real decisions do write counters: the key pattern sees them");
   });
 
   test("traces and experiment results: list and read through the tools; a dry run under an experiment keeps no variant", async () => {

@@ -152,6 +152,13 @@ describe("SCIM authentication (spec 5.1)", () => {
     assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/offers", { bearer: scimKey })).status, 401);
   });
 
+  test("application/scim+json passes the CSRF guard's JSON rule on the generated routes too; a form does not", async () => {
+    const scimJson = await rest(svc.baseUrl, "POST", "/api/v1/offers", { key: tenant.apiKey, rawBody: JSON.stringify({ name: "via-scim-json" }), headers: { "content-type": SCIM_JSON } });
+    assert.equal(scimJson.status, 201, JSON.stringify(scimJson.body));
+    const form = await rest(svc.baseUrl, "POST", "/api/v1/offers", { key: tenant.apiKey, rawBody: "name=x", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    assert.equal(form.status, 403);
+  });
+
   test("a scim key whose user is no admin is 403", async () => {
     const editor = await svc.createUser(tenant.tenantId, "editor");
     const editorScim = await keyOfScope(editor.userId, ["scim"]);
