@@ -38,7 +38,7 @@ export function createScimRoute(service: ScimService, authenticator: Authenticat
         const { rateLimit } = await rateLimits.limit(null, { tenantId: ctx.tenantId, clientKey: "", source: call.remoteAddress }, async () => undefined);
         for (const [name, value] of Object.entries(rateLimitHeaders(rateLimit))) res.setHeader(name, value);
         const url = new URL(req.url ?? "/", "http://scim.invalid");
-        const [kind, id, ...rest] = url.pathname.slice(SCIM_BASE_PATH.length + 1).split("/").map(decodeURIComponent);
+        const [kind, id, ...rest] = url.pathname.slice(SCIM_BASE_PATH.length + 1).split("/").map(decodeSegment);
         if (rest.length || id === "") throw scimError(404, null, `${url.pathname} is not a SCIM resource`);
         const body = WITH_BODY.has(req.method ?? "") ? await readScimBody(req, bodyLimitBytes) : undefined;
         const query: ListQuery = {
@@ -91,6 +91,14 @@ async function dispatch(service: ScimService, ctx: TenantContext, method: string
   if (method === "GET" && ["ServiceProviderConfig", "ResourceTypes", "Schemas"].includes(kind)) return send(res, 200, await readDiscovery(kind, id));
   if (["Users", "Groups", "ServiceProviderConfig", "ResourceTypes", "Schemas"].includes(kind)) throw scimError(405, null, `${method} is not supported on ${kind}${id === undefined ? "" : "/<id>"}`);
   throw scimError(404, null, `${kind} is not a SCIM resource type of this service`);
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw scimError(404, null, "The path is not valid percent-encoded UTF-8");
+  }
 }
 
 /** SCIM bodies are JSON (`application/scim+json`, or plain `application/json` that clients also send). */

@@ -260,6 +260,41 @@ describe("SCIM errors, lists and tenancy", () => {
     assert.equal((await scim("POST", "/Groups", { displayName: "admins" })).status, 400);
   });
 
+  test("hostile requests are 4xx in the SCIM shape, never 500", async () => {
+    const created = (await scim("POST", "/Users", user("hostile@example.com"))).body.id;
+    const patch = (Operations: unknown) => ({ schemas: ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], Operations });
+    const cases: Array<[string, string, unknown]> = [
+      ["GET", "/Users/%E0%A4%A", undefined],
+      ["GET", "/Users/a/b", undefined],
+      ["GET", "/Nope", undefined],
+      ["PUT", "/Users", user("x@example.com")],
+      ["PUT", `/Users/${created}`, [1, 2]],
+      ["PUT", `/Users/${created}`, "text"],
+      ["PATCH", `/Users/${created}`, { Operations: [] }],
+      ["PATCH", `/Users/${created}`, patch("replace")],
+      ["PATCH", `/Users/${created}`, patch([{ op: "replace", path: "id", value: "mine" }])],
+      ["PATCH", `/Users/${created}`, patch([{ op: "replace", path: "emails[type eq", value: "a" }])],
+      ["PATCH", `/Users/${created}`, patch([{ op: "add", path: "nosuch", value: 1 }])],
+      ["PATCH", `/Users/${created}`, patch([{ op: "replace", path: "userName", value: 5 }])],
+      ["PATCH", `/Users/${created}`, patch([{ op: "remove", path: "userName" }])],
+      ["PATCH", "/Groups/admin", patch([{ op: "add", path: "members", value: [{ value: 5 }, { value: "not-a-uuid" }] }])],
+      ["PATCH", "/Groups/root", patch([{ op: "add", path: "members", value: [] }])],
+      ["PUT", "/Groups/editor", { displayName: 7 }],
+      ["DELETE", "/Groups/admin", undefined],
+      ["POST", "/ServiceProviderConfig", {}],
+      ["GET", "/Schemas/urn:nope", undefined],
+      ["GET", `/Users?startIndex=${"9".repeat(40)}`, undefined],
+      ["GET", `/Users?filter=${encodeURIComponent("(".repeat(500))}`, undefined],
+    ];
+    for (const [method, path, body] of cases) {
+      const res = await scim(method, path, body);
+      assert.ok(res.status >= 400 && res.status < 500, `${method} ${path} ${JSON.stringify(body)} → ${res.status} ${JSON.stringify(res.body)}`);
+      assert.deepEqual(res.body.schemas, ["urn:ietf:params:scim:api:messages:2.0:Error"], `${method} ${path}`);
+    }
+    const [row] = await svc.sql("SELECT user_name, disabled FROM users WHERE id = $1", [created]);
+    assert.deepEqual({ ...row }, { user_name: "hostile@example.com", disabled: false }, "nothing half-written");
+  });
+
   test("another tenant's users and groups are out of reach", async () => {
     const other = await svc.createTenant();
     const otherScim = await mintKey(other.apiKey, ["scim"]);
