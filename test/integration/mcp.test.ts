@@ -96,6 +96,17 @@ describe("MCP endpoint (spec 5.2) through the SDK client", () => {
     assert.equal((await callTool(await connect(editor.apiKey), "create_offer", { name })).isError, false);
   });
 
+  test("an OAuth access token works too, with the role its scopes give", async () => {
+    const oauth = await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { key: tenant.apiKey, body: { name: "agent", scopes: ["read"] } });
+    const token = await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", { body: { grant_type: "client_credentials", client_id: oauth.body.clientId, client_secret: oauth.body.clientSecret } });
+    const client = new Client({ name: "mcp-oauth", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${svc.baseUrl}/api/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${token.body.access_token}` } } }));
+    clients.push(client);
+    assert.equal((await callTool(client, "list_offers", {})).isError, false);
+    const refused = await callTool(client, "create_offer", { name: unique("oauth-offer") });
+    assert.match(refused.text, /requires the editor role; the caller has viewer/);
+  });
+
   test("bad arguments are tool errors naming the field; service validation errors keep their message", async () => {
     const client = await connect(tenant.apiKey);
     const missing = await callTool(client, "dry_run_recommend", {});
