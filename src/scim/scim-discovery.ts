@@ -14,7 +14,6 @@ if (!SCIMMY.Resources.declared("User")) {
     resource.basepath(SCIM_BASE_PATH);
   }
   SCIMMY.Config.set({
-    documentationUri: "https://github.com/decisioning/decisioning-service/blob/main/docs/scim.md",
     patch: { supported: true },
     filter: { supported: true, maxResults: SCIM_MAX_RESULTS },
     bulk: { supported: false },
