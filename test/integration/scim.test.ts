@@ -322,6 +322,19 @@ describe("SCIM errors, lists and tenancy", () => {
     assert.ok(afterwards.token_version > before.token_version);
   });
 
+  test("deactivation bites at once on another process too, whose cache had the user", async () => {
+    const other = await startTestService({ redisKeyPrefix: svc.config.redisKeyPrefix }, svc.config.databaseUrl!);
+    try {
+      const created = await scim("POST", "/Users", user("two-processes@example.com"));
+      const key = await keyOf(tenant.tenantId, created.body.id);
+      assert.equal((await rest(other.baseUrl, "GET", "/api/v1/offers", { key })).status, 200, "cached live on the other process");
+      await scim("PATCH", `/Users/${created.body.id}`, { schemas: ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], Operations: [{ op: "Replace", path: "active", value: "False" }] });
+      assert.equal((await rest(other.baseUrl, "GET", "/api/v1/offers", { key })).status, 401);
+    } finally {
+      await other.stop();
+    }
+  });
+
   test("POST of a deleted user's userName brings the same row back, enabled", async () => {
     const created = await scim("POST", "/Users", user("comeback@example.com"));
     assert.equal((await scim("DELETE", `/Users/${created.body.id}`)).status, 204);
