@@ -47,6 +47,8 @@ import { createScoringPool } from "./platform/scoring-pool.js";
 import { createModelRegistry } from "./models/model-registry.js";
 import { createPortability } from "./portability/portability.js";
 import { createApprovals, type Approvals } from "./approvals/approvals.js";
+import { createScim } from "./scim/scim.js";
+import { createMcp } from "./mcp/mcp.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
@@ -173,6 +175,8 @@ export interface Services {
   events: Events;
   /** Who is calling (spec 5.1, 5.4): the gateway's, and the routes outside protobuf authenticate with it too. */
   authenticator: Authenticator;
+  /** Spec 8's limits: the gateway's, and the routes outside protobuf count in the same windows. */
+  rateLimits: RateLimitPolicy;
   registrations: ServiceRegistration[];
   /** Doors outside protobuf (src/transport/http-routes.ts): sign-in, SCIM, MCP, downloads. */
   httpRoutes: HttpRoute[];
@@ -200,6 +204,12 @@ export interface ServiceOptions {
 export function createServices(f: Foundation, options: ServiceOptions = {}): Services {
   const identityStore = new IdentityStore(f.db);
   const authenticator = new Authenticator(identityStore, f.secrets, f.config.internalApiKey, f.logger);
+  const rateLimits = new RateLimitPolicy(
+    f.redis ? createRedisRateLimiter(f.redis) : createMemoryRateLimiter(),
+    f.config.rateLimits,
+    async (tenantId) => (await identityStore.findTenant(tenantId))?.rate_limits ?? {},
+    f.logger,
+  );
   const auditLog = new AuditLog(new AuditStore(f.db));
   const audit = new AuditService(new AuditStore(f.db));
   // The catalog reports committed changes to the decisions' snapshot cache, built after it.
@@ -327,6 +337,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     events: events.history,
     journeys: events.journeys,
   });
+  const scim = createScim({ db: f.db, audit: auditLog, bus: f.bus, authenticator, rateLimits, logger: f.logger, bodyLimitBytes: f.config.defaultBodyLimitBytes });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
@@ -347,6 +358,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...events.services,
     ...alerts.services,
   ];
+  const mcp = createMcp({ registrations, authenticator, rateLimits, preview: decisions.preview, logger: f.logger, bodyLimitBytes: f.config.defaultBodyLimitBytes });
   return {
     identityStore,
     identity,
@@ -362,8 +374,9 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     approvals,
     events,
     authenticator,
+    rateLimits,
     registrations,
-    httpRoutes: [],
+    httpRoutes: [scim.route, mcp.route],
     jobs,
     scheduler,
     listen: async () => {
@@ -397,18 +410,11 @@ const HEALTH_POLL_MS = 2_000;
 export async function startService(config: Config, logger = createLogger(config.logLevel), options: ServiceOptions = {}): Promise<RunningService> {
   const f = await openFoundation(config, logger);
   const services = createServices(f, options);
-  const { identityStore, authenticator } = services;
+  const { authenticator, rateLimits } = services;
   await services.listen();
   // Before listening, so that the key is on screen when the service answers.
   if (f.embeddedDatabaseCreated) await createFirstTenant(services.identity);
 
-  const limiter = f.redis ? createRedisRateLimiter(f.redis) : createMemoryRateLimiter();
-  const rateLimits = new RateLimitPolicy(
-    limiter,
-    config.rateLimits,
-    async (tenantId) => (await identityStore.findTenant(tenantId))?.rate_limits ?? {},
-    logger,
-  );
   const gateway = new Gateway(
     services.registrations,
     authenticator,

@@ -20,6 +20,7 @@ import { OutcomeLearning } from "./outcome-learning.js";
 import { OutcomeReplay } from "./outcome-replay.js";
 import { OutcomeStore } from "./outcome-store.js";
 import { RecommendService, type DecisionObserver, type ScoringPool } from "./recommend-service.js";
+import { DecisionPreview } from "./decision-preview.js";
 import { RespondService } from "./respond-service.js";
 import { compileTenant, contentIdsOf, type CompiledTenant } from "./snapshot-compiler.js";
 import type { PublishedContentReader } from "../content/published-content.js";
@@ -95,6 +96,7 @@ export function createDecisions(o: DecisionsOptions) {
     logger: o.logger,
     observer: o.observer,
   });
+  const preview = new DecisionPreview({ snapshots, customers, counters: o.counters, pool: o.pool, minTreeWalksForPool: o.minTreeWalksForPool });
   const outcomes = new OutcomeStore(o.db);
   const respond = new RespondService({
     snapshots,
@@ -168,6 +170,8 @@ export function createDecisions(o: DecisionsOptions) {
     },
     /** Recommend as a call, for journeys' decision steps: counted against the decision quota like every Recommend. */
     recommend: (ctx: TenantContext, req: RecommendRequest) => recommend.recommend(ctx, req),
+    /** A dry-run Recommend: the same decision, nothing reserved, counted or stored (decision-preview.ts). */
+    preview: (ctx: TenantContext, req: RecommendRequest) => preview.preview(ctx, req),
     /** Subscribes the caches to cross-process invalidation. */
     listen: () => Promise.all([snapshots.listen(), customers.listen(), o.bus.subscribe(WORKSPACE_RESET_CHANNEL, forgetTenant)]),
     /** The keys of the tenant's outcome types in the `positive` category: what experiments count as conversions. */

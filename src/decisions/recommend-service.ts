@@ -1,16 +1,8 @@
 import {
   adaptiveCountKey,
-  chooseScoringPath,
-  completeDecision,
-  counterPlan,
   evidenceBucket,
-  evidenceKeys,
-  prepareDecision,
-  readsRecentOutcomes,
   refill,
-  scoreCandidates,
   scoredModelIds,
-  type AdaptiveCount,
   type CandidateScore,
   type Decision,
   type DecisionInput,
@@ -20,7 +12,7 @@ import {
 } from "../core/index.js";
 import type { RecommendRequest, RecommendResponse } from "../../gen/decisioning/v1/decisions_pb.js";
 import type { TenantContext } from "../platform/context.js";
-import { AppError, invalidFields, type FieldViolation } from "../platform/errors.js";
+import { AppError } from "../platform/errors.js";
 import { newId } from "../platform/ids.js";
 import type { CustomerCache } from "./customer-cache.js";
 import type { Logger } from "../platform/logger.js";
@@ -31,12 +23,10 @@ import type { DecisionStore } from "./decision-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 import type { TraceWriter } from "./trace-writer.js";
 import { storedFlowId, toRecommendResponse, toTraceRow } from "./decision-mapper.js";
+import { readDecisionInput, scoreDecision, type DecisionReads } from "./decision-input.js";
 import { traceRecord } from "./trace-record.js";
 import { decisionFunnel } from "./decision-metrics.js";
 
-export const MAX_OFFERS = 50;
-export const MAX_PLACEMENTS = 20;
-const MAX_CUSTOMER_ID = 255;
 
 /** Where scoring runs when a task is expensive enough (workers/scoring-worker.ts through Piscina). */
 export interface ScoringPool {
@@ -76,31 +66,28 @@ type Held = Map<string, RankedOffer["reservations"]>;
  * and queues the trace.
  */
 export class RecommendService {
-  private readonly buckets: BucketAdmission;
-  private readonly arms: ExperimentArms;
+  private readonly reads: DecisionReads;
 
   constructor(private readonly deps: RecommendDeps) {
-    this.buckets = new BucketAdmission(deps.counters.buckets, deps.logger);
-    this.arms = new ExperimentArms(deps.counters.assignments);
+    const buckets = new BucketAdmission(deps.counters.buckets, deps.logger);
+    this.reads = {
+      customers: deps.customers,
+      counters: deps.counters,
+      arms: ExperimentArms.keeping(deps.counters.assignments),
+      bucketsOverCap: (ctx, snapshot, input) => buckets.bucketsOverCap(ctx, snapshot, input),
+    };
   }
 
   async recommend(ctx: TenantContext, req: RecommendRequest): Promise<RecommendResponse> {
     const { snapshot, settings, ...names } = await this.deps.snapshots.get(ctx.tenantId);
-    const { input, evidence, experiment } = await this.decisionInput(ctx, req, { snapshot, settings, ...names });
+    const { input, evidence, experiment } = await readDecisionInput(this.reads, ctx, req, { snapshot, settings, ...names });
     const recommendationId = input.seed;
     // A sampled trace stores the inputs and is explained when read (trace-record.ts), so only a
     // caller's explain=true pays for explanations here.
     const sampled = settings.decision_trace_enabled && (this.deps.random ?? Math.random)() < settings.decision_trace_sample_rate;
     input.explain = req.explain;
 
-    const prepared = prepareDecision(snapshot, input);
-    const task = prepared.scoreTask;
-    const scores =
-      this.deps.pool && chooseScoringPath(task, this.deps.minTreeWalksForPool) === "pool"
-        ? // A worker that cannot score (crashed, failed to start) costs speed, not the decision.
-          await this.deps.pool.run(task).catch(() => scoreCandidates(task))
-        : scoreCandidates(task);
-    const decision = completeDecision(prepared, scores);
+    const { decision, task } = await scoreDecision(snapshot, input, this.deps.pool, this.deps.minTreeWalksForPool);
     const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context }, task.bucketsOverCap);
     const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket, scoredModelIds(task), experiment);
     this.deps.observer?.decided(offers.length, decision.degradedScoring);
@@ -223,65 +210,6 @@ export class RecommendService {
   }
 
   /**
-   * Request → core input: names resolved against the snapshot (400 naming the field), the
-   * experiment's variant model set as the override (before anything reads the model), counters read.
-   */
-  private async decisionInput(
-    ctx: TenantContext,
-    req: RecommendRequest,
-    compiled: CompiledTenant,
-  ): Promise<{ input: DecisionInput; evidence: readonly string[]; experiment: ExperimentArm | null }> {
-    const violations: FieldViolation[] = [];
-    const customerId = req.customerId.trim();
-    if (!customerId) violations.push({ field: "customerId", message: "is required" });
-    else if (customerId.length > MAX_CUSTOMER_ID) violations.push({ field: "customerId", message: `must be at most ${MAX_CUSTOMER_ID} characters` });
-    if (req.limit !== undefined && (req.limit < 1 || req.limit > MAX_OFFERS)) violations.push({ field: "limit", message: `must be between 1 and ${MAX_OFFERS}` });
-    if (req.placements.length > MAX_PLACEMENTS) violations.push({ field: "placements", message: `must name at most ${MAX_PLACEMENTS} placements` });
-    const channel = req.channel ? compiled.channels.get(req.channel) : undefined;
-    if (req.channel && !channel) violations.push({ field: "channel", message: `unknown channel ${req.channel}` });
-    const placements = req.placements.map((p, i) => {
-      const id = compiled.placements.get(p);
-      if (!id) violations.push({ field: `placements[${i}]`, message: `unknown placement ${p}` });
-      return id ?? p;
-    });
-    if (new Set(placements).size !== placements.length) violations.push({ field: "placements", message: "must not repeat a placement" });
-    const flowId = req.flow ? compiled.flows.get(req.flow) : undefined;
-    if (req.flow && !(flowId && compiled.snapshot.flowsById.has(flowId))) {
-      violations.push({ field: "flow", message: `unknown or inactive decision flow ${req.flow}` });
-    }
-    if (violations.length) throw invalidFields(violations);
-
-    // The variant needs only the customer id and the flow: its Redis round trip overlaps the attributes' read.
-    const [known, experiment] = await Promise.all([
-      this.deps.customers.known(ctx.tenantId, customerId),
-      this.arms.assign(ctx.tenantId, compiled, { customerId, flowId }),
-    ]);
-    const input: DecisionInput = {
-      customerId,
-      channel: channel ?? null,
-      placements,
-      flowId,
-      now: new Date().toISOString(),
-      customer: { ...known.attributes, ...req.attributes },
-      context: { ...req.context },
-      count: req.limit,
-      clv: known.clv,
-      seed: newId(),
-    };
-    if (experiment) input.modelKey = experiment.modelKey;
-    const bucketsOverCap = await this.buckets.bucketsOverCap(ctx, compiled.snapshot, input);
-    if (bucketsOverCap.length) input.bucketsOverCap = bucketsOverCap;
-    const evidence = evidenceKeys(compiled.snapshot, input);
-    const plan = counterPlan(compiled.snapshot, input);
-    const [counters, adaptiveCounts, recentOutcomes] = await Promise.all([
-      this.deps.counters.reservations.read(ctx.tenantId, plan.keys),
-      this.deps.counters.evidence.readEvidence(ctx.tenantId, evidence).then(successesWithinTrials),
-      readsRecentOutcomes(compiled.snapshot) ? this.deps.counters.negatives.forCustomer(ctx.tenantId, customerId) : [],
-    ]);
-    return { input: { ...input, counters, counterChecks: plan.checks, adaptiveCounts, recentOutcomes }, evidence, experiment };
-  }
-
-  /**
    * Takes each returned offer's caps and budgets atomically, in rank order. A refused offer (a
    * concurrent request took the last unit) is replaced from the fallbacks; offers above it keep
    * what they hold. Nothing is ever overshot, because the check and the increment are one script.
@@ -311,24 +239,4 @@ export class RecommendService {
     }
     return { offers, refusals };
   }
-}
-
-/**
- * Evidence as consistent counts, 0 <= successes <= trials. Redis never holds more successes than
- * trials (evidence-store.ts), but a process's cached view can, for a moment: its own success lands
- * in memory at once while another process's trial for it arrives with the next refresh (and a
- * decision taken back just after a workspace reset can leave a trial count below zero). The core
- * rightly refuses such counts (the candidate would score a degraded 0.5), so they are read as the
- * nearest consistent ones instead.
- */
-function successesWithinTrials(counts: Record<string, AdaptiveCount>): Record<string, AdaptiveCount> {
-  let out = counts;
-  for (const key in counts) {
-    const { successes, trials } = counts[key];
-    if (successes >= 0 && successes <= trials) continue;
-    if (out === counts) out = { ...counts };
-    const atLeastNone = Math.max(trials, 0);
-    out[key] = { successes: Math.min(Math.max(successes, 0), atLeastNone), trials: atLeastNone };
-  }
-  return out;
 }

@@ -17,6 +17,8 @@ export interface VariantAssignments {
    * concurrent first decisions agree.
    */
   keep(tenantId: string, experimentId: string, customerId: string, assigned: string, variants: readonly string[]): Promise<string>;
+  /** The customer's kept variant, if any, without keeping anything: what a dry-run decision reads. */
+  peek(tenantId: string, experimentId: string, customerId: string): Promise<string | null>;
   /** GDPR erasure: drops the customer's kept variants in `experimentIds`; returns how many existed. */
   forget(tenantId: string, customerId: string, experimentIds: readonly string[]): Promise<number>;
   /** How many of the customer's kept variants in `experimentIds` exist: erasure's verification. */
@@ -46,6 +48,7 @@ export function createRedisVariantAssignments(redis: RedisClient): VariantAssign
   return failClosed<VariantAssignments>({
     keep: (tenantId, experimentId, customerId, assigned, variants) =>
       r.keepVariant(1, tenantKey(tenantId, assignmentKey(experimentId, customerId)), assigned, ASSIGNMENT_TTL_SECONDS, ...variants),
+    peek: (tenantId, experimentId, customerId) => redis.get(tenantKey(tenantId, assignmentKey(experimentId, customerId))),
     forget: async (tenantId, customerId, experimentIds) =>
       experimentIds.length ? redis.del(...experimentIds.map((id) => tenantKey(tenantId, assignmentKey(id, customerId)))) : 0,
     count: async (tenantId, customerId, experimentIds) =>
@@ -63,6 +66,10 @@ export function createMemoryVariantAssignments(now: () => number = Date.now): Va
       if (found && found.expiresAt > now() && variants.includes(found.variant)) return found.variant;
       kept.set(key, { variant: assigned, expiresAt: now() + ASSIGNMENT_TTL_SECONDS * 1000 });
       return assigned;
+    },
+    async peek(tenantId, experimentId, customerId) {
+      const found = kept.get(tenantKey(tenantId, assignmentKey(experimentId, customerId)));
+      return found && found.expiresAt > now() ? found.variant : null;
     },
     async forget(tenantId, customerId, experimentIds) {
       return experimentIds.filter((id) => kept.delete(tenantKey(tenantId, assignmentKey(id, customerId)))).length;

@@ -77,6 +77,23 @@ export class Authenticator {
     throw unauthenticated("Missing credentials: send X-API-Key or Authorization: Bearer <token>", "MISSING_CREDENTIALS");
   }
 
+  /**
+   * Spec 5.1's one exception to rule 1: the SCIM routes take an API key as `Authorization: Bearer`,
+   * and only a live key with the `scim` scope. Every other credential (X-API-Key, an OAuth token, a
+   * key without the scope) is 401 there, so a directory's key is the only way in.
+   */
+  async authenticateScim(call: CallInfo): Promise<Authenticated> {
+    const match = /^Bearer\s+(krn_\S+)\s*$/i.exec(call.header("authorization") ?? "");
+    if (call.header("x-api-key") || !match) {
+      throw unauthenticated("SCIM requests authenticate with Authorization: Bearer <API key with the scim scope>", "SCIM_KEY_REQUIRED");
+    }
+    const auth = await this.fromApiKey(match[1], call);
+    if (auth.principal.kind !== "api_key" || !auth.principal.scopes.includes("scim")) {
+      throw unauthenticated("This API key does not have the scim scope", "SCIM_SCOPE_REQUIRED");
+    }
+    return auth;
+  }
+
   private async fromApiKey(raw: string, call: CallInfo): Promise<Authenticated> {
     if (this.internalApiKey && safeEqual(raw, this.internalApiKey)) return this.internal(call);
     if (!raw.startsWith("krn_")) throw unauthenticated("Invalid API key", "INVALID_API_KEY");
@@ -147,7 +164,7 @@ export class Authenticator {
 }
 
 /** Spec 5.2 and 5.3: planes, scopes and roles. Public methods are not authorized here. */
-export function authorize(auth: Authenticated, policy: ResolvedPolicy): void {
+export function authorize(auth: Authenticated, policy: Pick<ResolvedPolicy, "plane" | "minRole">): void {
   if (policy.plane !== "control") return;
   if (auth.principal.kind === "api_key" && !auth.principal.scopes.includes("control-plane")) {
     throw forbidden(

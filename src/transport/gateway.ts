@@ -44,7 +44,7 @@ const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
  * Spec 5.1 rule 3: a state-changing API-key request over HTTP must carry a content type a browser
  * form cannot send cross-site, or X-Requested-With. Native gRPC is exempt (it never reaches here with http).
  */
-function csrfSafe(http: HttpFacts, call: CallInfo): boolean {
+export function csrfSafe(http: HttpFacts, call: CallInfo): boolean {
   if (!STATE_CHANGING.has(http.method) || !call.header("x-api-key")) return true;
   if (call.header("x-requested-with")) return true;
   const type = (http.contentType ?? "").split(";")[0].trim().toLowerCase();

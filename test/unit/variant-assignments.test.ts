@@ -19,3 +19,15 @@ test("the single-node stand-in keeps a variant for 30 days, replaces one the exp
   assert.equal(await store.keep("t1", "e1", "c1", "__champion__", variants), "__champion__");
   assert.equal(await store.keep("t2", "e1", "c2", "__champion__", variants), "b", "another tenant's reset leaves t2 alone");
 });
+
+test("peek reads the kept variant without keeping one, and not past its 30 days", async () => {
+  let clock = 1_000_000;
+  const store = createMemoryVariantAssignments(() => clock);
+  assert.equal(await store.peek("t1", "e1", "c1"), null);
+  assert.equal(await store.count("t1", "c1", ["e1"]), 0, "peeking kept nothing");
+  await store.keep("t1", "e1", "c1", "b", ["b"]);
+  assert.equal(await store.peek("t1", "e1", "c1"), "b");
+  assert.equal(await store.peek("t2", "e1", "c1"), null, "per tenant");
+  clock += ASSIGNMENT_TTL_SECONDS * 1000;
+  assert.equal(await store.peek("t1", "e1", "c1"), null);
+});
