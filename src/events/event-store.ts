@@ -59,4 +59,15 @@ export class EventStore implements CustomerEventHistory {
     );
     return new Map(rows.map((r) => [r.customer_id, { firstAt: r.first_at.getTime(), lastAt: r.last_at.getTime() }]));
   }
+
+  /** Walks the (tenant_id, customer_id, occurred_at) index and stops at `limit`: page k costs what page 1 costs. */
+  async customerIdsAfter(tenantId: string, after: string, limit: number): Promise<string[]> {
+    const rows = await selectRows<{ customer_id: string }>(
+      this.db,
+      `SELECT DISTINCT customer_id FROM customer_events
+       WHERE tenant_id = $1 AND customer_id IS NOT NULL AND customer_id > $2 ORDER BY customer_id LIMIT $3`,
+      [tenantId, after, limit],
+    );
+    return rows.map((r) => r.customer_id);
+  }
 }

@@ -50,6 +50,12 @@ async function seedInteractions(tenantId: string, customerId: string, rows: Arra
   }
 }
 
+async function waitFor(ok: () => boolean, ms = 5_000) {
+  const until = Date.now() + ms;
+  while (!ok() && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  assert.ok(ok(), "condition within time");
+}
+
 before(async () => {
   const sink = new Writable({ write: (chunk, _enc, done) => (logLines.push(String(chunk)), done()) });
   svc = await startTestService({ logLevel: "info" }, undefined, createLogger("info", sink as never));
@@ -141,6 +147,46 @@ describe("CLV records", () => {
     const after = await svc.sql("SELECT computed_at FROM clv_records WHERE tenant_id = $1 AND customer_id = $2", [t.tenantId, before[0].customer_id]);
     assert.equal(after[0].computed_at.getTime(), before[0].computed_at.getTime(), "other segments are left alone");
     assert.equal(CLV_BATCH, 50);
+  });
+
+  test("POST /clv/compute also computes customers known only by events, and invalidates the cache once per page", async () => {
+    const t = await svc.createTenant();
+    // 450 customers: ids interleave so that pages mix the sources. Every third has interactions,
+    // every third only events, every third both; the events-only ones must be computed too.
+    const ids = Array.from({ length: 450 }, (_, i) => `mix-${String(i).padStart(4, "0")}`);
+    const withInteractions = ids.filter((_, i) => i % 3 !== 1);
+    const withEvents = ids.filter((_, i) => i % 3 !== 0);
+    await svc.sql(
+      `INSERT INTO interactions (tenant_id, id, customer_id, offer_id, outcome, created_at)
+       SELECT $1, gen_random_uuid(), c, gen_random_uuid(), 'impression', now() - interval '3 days' FROM unnest($2::text[]) AS c`,
+      [t.tenantId, withInteractions],
+    );
+    await svc.sql(
+      `INSERT INTO customer_events (tenant_id, id, event_type, customer_id, properties, occurred_at)
+       SELECT $1, gen_random_uuid(), 'page_view', c, '{}'::jsonb, now() - interval '1 day' FROM unnest($2::text[]) AS c`,
+      [t.tenantId, withEvents],
+    );
+    // A process gets its own message twice (delivered locally first, then through Redis): count distinct ones.
+    const messages = { single: 0, many: new Map<string, string[]>() };
+    const bus = svc.running.foundation.bus;
+    await bus.subscribe("decisioning.customer.invalidate", (key) => key.startsWith(`${t.tenantId}|`) && messages.single++);
+    await bus.subscribe("decisioning.customer.invalidate.many", (keys) => {
+      const mine = (JSON.parse(keys) as string[]).filter((k) => k.startsWith(`${t.tenantId}|`));
+      if (mine.length) messages.many.set(keys, mine);
+    });
+    const res = await call("POST", "/api/v1/clv/compute", t.apiKey, {});
+    assert.deepEqual(res.body, { success: true, computed: ids.length, errors: 0, segment: "all" });
+    const onlyEvents = await svc.sql(
+      "SELECT customer_id, rfm_frequency, rfm_recency FROM clv_records WHERE tenant_id = $1 AND customer_id = ANY($2::text[]) ORDER BY customer_id",
+      [t.tenantId, ids.filter((_, i) => i % 3 === 1)],
+    );
+    assert.equal(onlyEvents.length, 150, "every events-only customer has a record");
+    assert.ok(onlyEvents.every((r) => r.rfm_frequency === 0 && r.rfm_recency === 1), "F = 0, recency from the last event");
+    // Pages of 200: 200 + 200 + 50 ids, one message each, together naming every customer once.
+    await waitFor(() => messages.many.size >= 3);
+    assert.equal(messages.single, 0, "no per-customer messages");
+    assert.deepEqual([...messages.many.values()].map((m) => m.length), [200, 200, 50]);
+    assert.deepEqual([...messages.many.values()].flat().sort(), ids.map((id) => `${t.tenantId}|${id}`));
   });
 
   test("an unknown segment is 400 naming segment, nothing computed", async () => {
@@ -355,6 +401,7 @@ describe("the profile's optional activity ports (src/customers/customer-activity
           ? [{ id: "evt-1", eventType: "cart_abandoned", properties: {}, occurredAt: new Date(now - 1_000) }].slice(0, limit)
           : [],
       activitySpans: async () => new Map(),
+      customerIdsAfter: async () => [],
     };
     const deliveries: DeliveryEventHistory = {
       recent: async (tenantId, customerId, limit) =>
