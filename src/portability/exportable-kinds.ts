@@ -32,13 +32,20 @@ export interface ExportableKind {
   validate?: (row: Record<string, unknown>) => string[];
   /** Single-entity exports: the rows that belong to the entity `id`. */
   belongsTo?: string;
+  /** The edit counter travels: the entity's numbered version rows come along and continue it. */
+  keepsVersion?: boolean;
 }
 
 /** A table, and for catalog entries the entry kind, that a reference column must name a live row of. */
 export interface Reference {
   table: string;
   entryKind?: EntryKind;
+  /** What "live" means in that table (SQL over its columns); `deleted_at IS NULL` by default. */
+  live?: string;
 }
+
+/** A content item a creative or another item may name: any but an archived one (docs/content.md). */
+const contentItem: Reference = { table: "content_items", live: "status <> 'archived'" };
 
 const entry = (entryKind: EntryKind): Reference => ({ table: "catalog_entries", entryKind });
 
@@ -74,6 +81,35 @@ const catalogKinds: ExportableKind[] = CATALOG_ORDER.map((kind) => {
 
 export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
   ...catalogKinds,
+  // Content before creatives, which name it. Every item travels, archived ones too (a creative may
+  // still name one), and arrives in draft: nothing imported is served before its own review here.
+  {
+    kind: "contentItems",
+    table: "content_items",
+    entityType: "content_item",
+    softDeleted: false,
+    idColumn: "id",
+    nameColumn: null,
+    keyColumn: null,
+    keepsVersion: true,
+    onImport: {
+      status: "draft", submitted_by: null, approved_by: null, approved_version: null, published_version: null,
+      published_at: null, rejection_reason: null, created_by: null,
+    },
+    references: { parent_template_id: contentItem, source_id: contentItem },
+  },
+  {
+    kind: "contentVersions",
+    table: "content_versions",
+    entityType: "content_version",
+    softDeleted: false,
+    idColumn: null,
+    nameColumn: null,
+    keyColumn: null,
+    onImport: { published_at: null, created_by: null },
+    references: { content_id: contentItem },
+    belongsTo: "content_id",
+  },
   {
     kind: "offers",
     table: "offers",
@@ -94,9 +130,8 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     idColumn: "id",
     nameColumn: "name",
     keyColumn: null,
-    // Content items do not travel yet (docs/portability.md): the link is dropped, not left dangling.
-    onImport: { status: "inactive", content_id: null },
-    references: { offer_id: { table: "offers" }, channel_id: entry("channel"), placement_id: entry("placement") },
+    onImport: { status: "inactive" },
+    references: { offer_id: { table: "offers" }, channel_id: entry("channel"), placement_id: entry("placement"), content_id: contentItem },
   },
   {
     kind: "budgets",
@@ -211,7 +246,7 @@ const UNPORTABLE_COLUMNS = new Set(["tenant_id", "created_at", "updated_at", "de
  */
 export function isPortable(kind: ExportableKind, column: string): boolean {
   if (UNPORTABLE_COLUMNS.has(column) || kind.omit?.includes(column)) return false;
-  return !(column === "version" && kind.idColumn !== null);
+  return !(column === "version" && kind.idColumn !== null && !kind.keepsVersion);
 }
 
 export const kindByName = new Map(EXPORTABLE_KINDS.map((k) => [k.kind, k]));

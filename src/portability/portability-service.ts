@@ -12,7 +12,7 @@ import {
 import { ImportedEntitySchema } from "../../gen/decisioning/v1/portability_pb.js";
 import { download } from "../audit/audit-service.js";
 import type { AuditLog } from "../audit/audit-log.js";
-import { importedKey, importedName, rewire } from "../core/index.js";
+import { importedKey, importedName, referencedFirst, rewire } from "../core/index.js";
 import type { TenantContext } from "../platform/context.js";
 import { isUnstorableValue, pgErrorCode, type Transaction } from "../platform/db.js";
 import { AppError, conflict, invalidField, invalidFields, notFound } from "../platform/errors.js";
@@ -44,7 +44,11 @@ export class PortabilityService {
 
   async exportFull(ctx: TenantContext): Promise<HttpBody> {
     const entities: Record<string, Row[]> = {};
-    for (const kind of EXPORTABLE_KINDS) entities[kind.kind] = (await this.deps.store.rows(kind, ctx.tenantId)).map(fileRow);
+    for (const kind of EXPORTABLE_KINDS) {
+      const rows = await this.deps.store.rows(kind, ctx.tenantId);
+      const selfReferences = Object.entries(kind.references ?? {}).filter(([, ref]) => ref.table === kind.table).map(([column]) => column);
+      entities[kind.kind] = (selfReferences.length && kind.idColumn ? referencedFirst(rows, kind.idColumn, selfReferences) : rows).map(fileRow);
+    }
     return this.file("full", entities, `export-${ctx.tenantId}`);
   }
 

@@ -33,7 +33,21 @@ before(async () => {
   source.channel = await created(a, "/api/v1/channels", { name: "Web", type: "web" });
   source.placement = await created(a, "/api/v1/placements", { name: "Hero", channelId: source.channel.id });
   source.offer = await created(a, "/api/v1/offers", { name: "Gold card", status: "active", categoryId: source.category.id, subCategoryId: source.subCategory.id, priority: 70 });
-  source.creative = await created(a, "/api/v1/creatives", { offerId: source.offer.id, name: "banner", channelId: source.channel.id, placementId: source.placement.id });
+  // Content reviewed and published in A; an older translation is later linked to the newer item, so
+  // the export must put the named item first.
+  const reviewer = await svc.createUser(a.tenantId, "editor");
+  source.translation = await created(a, "/api/v1/content", { title: "Bannière or", body: "v1 (fr)" });
+  source.template = await created(a, "/api/v1/content", { title: "Template", body: "<p>{{name}}</p>", contentType: "html" });
+  source.content = await created(a, "/api/v1/content", { title: "Gold banner", body: "v1", parentTemplateId: source.template.id });
+  assert.equal((await call(a, "PUT", `/api/v1/content/${source.content.id}`, { body: "v2" })).status, 200);
+  for (const [who, move] of [[a, "submit"], [reviewer, "approve"], [a, "publish"]] as const) {
+    const res = await call(who, "POST", `/api/v1/content/${source.content.id}/${move}`);
+    assert.equal(res.status, 200, `${move}: ${JSON.stringify(res.body)}`);
+  }
+  assert.equal((await call(a, "PUT", `/api/v1/content/${source.translation.id}`, { sourceId: source.content.id })).status, 200);
+  source.creative = await created(a, "/api/v1/creatives", {
+    offerId: source.offer.id, name: "banner", channelId: source.channel.id, placementId: source.placement.id, contentId: source.content.id,
+  });
   source.profile = await created(a, "/api/v1/ranking-profiles", { name: "Value first", config: { weights: { propensity: 0.5, businessValue: 0.5 } } }).catch(() => null);
   source.champion = await created(a, "/api/v1/algorithm-models", { name: "Champ", key: "champ", type: "logistic_regression", config: { intercept: 0, coefficients: { "offer.priority": 0.01 } } });
   source.challenger = await created(a, "/api/v1/algorithm-models", { name: "Chal", key: "chal", type: "adaptive" });
@@ -85,13 +99,16 @@ describe("export and import", () => {
       assert.equal(report.imported[kind] ?? 0, rows.length, kind);
     }
     const imported = (await exportOf(b)).body as any;
-    const ignored = new Set(["id", "name", "key", "status", "enabled", "registryStatus", "publishedVersion", "startedAt", "publishedBy", "publishedAt"]);
+    const ignored = new Set([
+      "id", "name", "key", "status", "enabled", "registryStatus", "publishedVersion", "startedAt", "publishedBy", "publishedAt",
+      "submittedBy", "approvedBy", "approvedVersion", "createdBy",
+    ]);
     for (const [kind, rows] of Object.entries(file.entities as Record<string, any[]>)) {
       for (const row of rows) {
         const copy = row.id
           ? imported.entities[kind].find((r: any) => r.id === newId.get(row.id))
-          : imported.entities[kind].find((r: any) => r.flowId === newId.get(row.flowId) && r.version === row.version);
-        assert.ok(copy, `${kind} ${row.id ?? row.flowId} was imported`);
+          : imported.entities[kind].find((r: any) => (row.flowId ? r.flowId === newId.get(row.flowId) : r.contentId === newId.get(row.contentId)) && r.version === row.version);
+        assert.ok(copy, `${kind} ${row.id ?? row.flowId ?? row.contentId} was imported`);
         if (row.name) assert.equal(copy.name, `${row.name} (imported)`);
         if (row.key) assert.match(copy.key, new RegExp(`^${row.key}-imported-[0-9a-f]{6}$`));
         // Every other field is A's, with A's ids and keys replaced by the imported ones.
@@ -126,6 +143,20 @@ describe("export and import", () => {
     assert.equal(trigger.status, "inactive");
     assert.equal(trigger.action.journeyId, newId.get(source.journey.id), "the rule enrols into the imported journey");
     assert.equal(imported.entities.journeys.find((j: any) => j.id === newId.get(source.journey.id)).status, "inactive");
+    // Content: every version, the item in draft with nothing published, the creative naming the copy.
+    const content = imported.entities.contentItems.find((c: any) => c.id === newId.get(source.content.id));
+    assert.deepEqual([content.status, content.version, content.body, content.publishedVersion, content.approvedBy], ["draft", 2, "v2", null, null]);
+    assert.equal(content.parentTemplateId, newId.get(source.template.id));
+    assert.deepEqual(imported.entities.contentVersions.filter((v: any) => v.contentId === content.id).map((v: any) => [v.version, v.body, v.publishedAt]), [[1, "v1", null], [2, "v2", null]]);
+    assert.equal(imported.entities.contentItems.findIndex((c: any) => c.id === content.id) < imported.entities.contentItems.findIndex((c: any) => c.sourceId === content.id), true, "the named item is exported first");
+    const creative = imported.entities.creatives.find((c: any) => c.id === newId.get(source.creative.id));
+    assert.equal(creative.contentId, content.id, "the imported creative names the imported content");
+    const read = await call(b, "GET", `/api/v1/content/${content.id}`);
+    assert.equal(read.status, 200);
+    assert.equal((read.body as any).versions.length, 2);
+    // The next edit continues the imported history.
+    const edited = await call(b, "PUT", `/api/v1/content/${content.id}`, { body: "v3" });
+    assert.deepEqual([edited.status, (edited.body as any).version], [200, 3]);
     const alert = imported.entities.alertRules.find((r: any) => r.id === newId.get(source.alert.id));
     assert.equal(alert.enabled, false);
     assert.equal(alert.threshold, 0.01);
@@ -137,6 +168,16 @@ describe("export and import", () => {
     assert.equal((await call(a, "GET", `/api/v1/offers/${newId.get(source.offer.id)}`)).status, 404);
     const audit = await svc.sql("SELECT count(*)::int AS n FROM audit_log WHERE tenant_id = $1 AND action = 'create' AND changes->>'imported' = 'true'", [b.tenantId]);
     assert.equal(audit[0].n, report.entities.length);
+  });
+
+  test("a creative naming content that is neither in the file nor in the tenant is a 400 naming contentId; nothing is written", async () => {
+    const file = (await exportOf(a)).body as any;
+    const c = await svc.createTenant("c");
+    const entities = { offers: file.entities.offers.map((o: any) => ({ ...o, categoryId: null, subCategoryId: null })), creatives: [{ ...file.entities.creatives[0], channelId: null, placementId: null }] };
+    const res = await call(c, "POST", "/api/v1/import", { ...file, entities });
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.match(JSON.stringify(res.body), /entities\.creatives\[0\]\.contentId: names .*, which is no content item in the file or in this tenant/);
+    assert.deepEqual(await svc.sql("SELECT id FROM offers WHERE tenant_id = $1", [c.tenantId]), []);
   });
 
   test("single flow and model exports; cross-tenant ids are 404", async () => {
