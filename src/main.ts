@@ -214,7 +214,15 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     // Approvals are built over the catalog's writes; a publish asks them only later.
     (t, ctx, flowId) => approvals.publishGate(t, ctx, flowId),
   );
-  const approvals = createApprovals({ db: f.db, audit: auditLog, catalog, maxAgeHours: f.config.approvalMaxAgeHours, logger: f.logger });
+  const approvals = createApprovals({
+    db: f.db,
+    audit: auditLog,
+    catalog,
+    // The registry is built after the decisions it invalidates; an approval applies a move only later.
+    registryMove: (ctx, req, t) => models.moveInTransaction(ctx, req, t),
+    maxAgeHours: f.config.approvalMaxAgeHours,
+    logger: f.logger,
+  });
   const experiments = createExperiments({
     db: f.db,
     audit: auditLog,
