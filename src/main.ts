@@ -285,7 +285,23 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     healthAlerts: observability.healthAlerts,
     providers: { existing: notifications.existingProviderIds },
   });
-  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...(options.extraJobs?.(f) ?? [])];
+  const events = createEvents({
+    db: f.db,
+    redis: f.redis,
+    streamMaxLen: f.config.eventStreamMaxLen,
+    retentionDays: f.config.eventRetentionDays,
+    audit: auditLog,
+    dispatcher: notifications.dispatcher,
+    decider: {
+      decide: async (ctx, customerId, step) => {
+        const res = await decisions.recommend(ctx, create(RecommendRequestSchema, { customerId, flow: step.flow ?? "", limit: step.count }));
+        return { recommendationId: res.recommendationId, offerIds: res.offers.map((o) => o.offerId) };
+      },
+    },
+    providerExists: async (tenantId, id) => (await notifications.existingProviderIds(tenantId, [id])).has(id),
+    logger: f.logger,
+  });
+  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...events.jobs, ...(options.extraJobs?.(f) ?? [])];
   const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
     ...options.scheduler,
@@ -308,21 +324,6 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     counters: counters.customerWipe,
     positiveOutcomes: decisions.positiveOutcomes,
     configChanged: decisions.configChanged,
-  });
-  const events = createEvents({
-    db: f.db,
-    redis: f.redis,
-    streamMaxLen: f.config.eventStreamMaxLen,
-    audit: auditLog,
-    dispatcher: notifications.dispatcher,
-    decider: {
-      decide: async (ctx, customerId, step) => {
-        const res = await decisions.recommend(ctx, create(RecommendRequestSchema, { customerId, flow: step.flow ?? "", limit: step.count }));
-        return { recommendationId: res.recommendationId, offerIds: res.offers.map((o) => o.offerId) };
-      },
-    },
-    providerExists: async (tenantId, id) => (await notifications.existingProviderIds(tenantId, [id])).has(id),
-    logger: f.logger,
   });
   const customers = createCustomers({
     db: f.db,

@@ -6,6 +6,8 @@ import { startChildService } from "../support/child-service.js";
 import { startHttpReceiver } from "../support/outbound-receivers.js";
 import { EventService } from "../../gen/decisioning/v1/events_pb.js";
 import { eventStreamKey } from "../../src/events/event-stream.js";
+import { EventStore } from "../../src/events/event-store.js";
+import { eventRetentionJob } from "../../src/events/event-retention.js";
 
 /** Small enough to see trimming with a few hundred events (Redis trims whole stream nodes of ~100 entries). */
 const STREAM_MAX = 50;
@@ -338,6 +340,51 @@ describe("trigger rules", () => {
     assert.equal((await call("GET", `/api/v1/triggers/${rule.id}`, t.apiKey)).status, 404);
     const audit = await svc.sql("SELECT action FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 ORDER BY seq", [t.tenantId, rule.id]);
     assert.deepEqual(audit.map((a) => a.action), ["create", "update", "soft_delete"]);
+  });
+});
+
+describe("retention (EVENT_RETENTION_DAYS)", () => {
+  test("the daily job deletes every tenant's events older than the retention in bounded batches, and keeps the rest", async () => {
+    const [a, b] = [await svc.createTenant(), await svc.createTenant()];
+    const DAY = 86_400_000;
+    const slot = new Date();
+    // 7 old and 2 recent events in A, 4 old and 1 recent in B; times as clients may send them.
+    for (const [t, old, recent] of [[a, 7, 2], [b, 4, 1]] as const) {
+      const events = [
+        ...Array.from({ length: old }, (_, i) => ({ eventType: "view", customerId: `c${i}`, timestamp: new Date(slot.getTime() - (400 + i) * DAY).toISOString() })),
+        ...Array.from({ length: recent }, (_, i) => ({ eventType: "view", customerId: `c${i}`, timestamp: new Date(slot.getTime() - (300 - i) * DAY).toISOString() })),
+      ];
+      assert.equal((await send(t, events)).status, 202);
+    }
+    const job = svc.running.services.jobs.find((j) => j.name === "events-retention");
+    assert.ok(job, "registered with the scheduler");
+    assert.equal(svc.config.eventRetentionDays, 365, "the documented default");
+    assert.deepEqual(job.schedule, { cron: "41 3 * * *", timezone: "UTC" });
+
+    // The same job over the real store with batches of 3, counting the statements it runs.
+    const store = new EventStore(svc.running.foundation.db);
+    const calls: Array<{ tenantId: string; deleted: number }> = [];
+    const counted = {
+      nextTenantWithEvents: (after: string | null) => store.nextTenantWithEvents(after),
+      deleteOlderThan: async (tenantId: string, cutoff: Date, limit: number) => {
+        const deleted = await store.deleteOlderThan(tenantId, cutoff, limit);
+        calls.push({ tenantId, deleted });
+        return deleted;
+      },
+    };
+    await eventRetentionJob(counted, 365, svc.running.foundation.logger, 3).run(slot);
+    const left = async (t: Tenant) =>
+      (await svc.sql("SELECT count(*) FILTER (WHERE occurred_at < $2)::int AS old, count(*)::int AS total FROM customer_events WHERE tenant_id = $1", [t.tenantId, new Date(slot.getTime() - 365 * DAY)]))[0];
+    assert.deepEqual(await left(a), { old: 0, total: 2 });
+    assert.deepEqual(await left(b), { old: 0, total: 1 });
+    assert.ok(calls.every((c) => c.deleted <= 3), "no statement deletes more than a batch");
+    assert.deepEqual(calls.filter((c) => c.tenantId === a.tenantId).map((c) => c.deleted), [3, 3, 1]);
+    assert.deepEqual(calls.filter((c) => c.tenantId === b.tenantId).map((c) => c.deleted), [3, 1]);
+    // A second run of the slot (a retry) finds nothing more to delete.
+    calls.length = 0;
+    await eventRetentionJob(counted, 365, svc.running.foundation.logger, 3).run(slot);
+    assert.equal(calls.reduce((sum, c) => sum + c.deleted, 0), 0);
+    assert.deepEqual(await left(a), { old: 0, total: 2 });
   });
 });
 
