@@ -23,11 +23,21 @@ import type { Transaction } from "../platform/db.js";
 import { AppError, forbidden, invalidField, invalidFields, notFound, type FieldViolation } from "../platform/errors.js";
 import { isUuid, newId } from "../platform/ids.js";
 import { cursorPage, cursorPageRequest } from "../platform/pagination.js";
+import type { FieldRule } from "../catalog/write-fields.js";
 import { contentSnapshot, toContentItem, toContentReference, toContentVersion } from "./content-mapper.js";
 import type { ContentChange, ContentRow, ContentStore } from "./content-store.js";
 
 const MAX_TITLE = 255;
 const MAX_CONTENT_TYPE = 100;
+/** The body's bound, as the proto's `(field).max_chars` declares it to the request screen. */
+const MAX_BODY = 1_000_000;
+
+/** What `fields` checks, as column rules: an imported item's row is held to the same (docs/portability.md). */
+export const CONTENT_ITEM_RULES: readonly FieldRule[] = [
+  { name: "title", kind: "string", required: true, min: 1, max: MAX_TITLE },
+  { name: "body", kind: "string", required: true, min: 1, max: MAX_BODY },
+  { name: "content_type", kind: "string", required: true, min: 1, max: MAX_CONTENT_TYPE },
+];
 const MAX_REASON = 2000;
 const MAX_TEXT_FILTER = 255;
 /** Spec 8: the read shows 20 versions, the versions list up to 100. */

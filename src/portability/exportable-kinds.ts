@@ -4,9 +4,18 @@
  * import inserts kind by kind and checks references against what is already in the tenant.
  * Rows travel as their table's columns, camelCased; import fills the same columns back.
  */
-import { ENTRY_KINDS } from "../catalog/catalog-rules.js";
+import { BUDGET_RULES, CREATIVE_RULES, ENTRY_KINDS, FLOW_RULES, MODEL_RULES, OFFER_RULES } from "../catalog/catalog-rules.js";
 import type { EntryKind } from "../catalog/catalog-store.js";
+import { configViolations } from "../catalog/catalog-support.js";
+import { budgetShapeViolations, modelViolations } from "../catalog/decision-config.js";
+import { offerShapeProblems } from "../catalog/offer-service.js";
+import type { FieldRule } from "../catalog/write-fields.js";
+import { parseChannels } from "../alerts/alert-channels.js";
+import { CONTENT_ITEM_RULES } from "../content/content-service.js";
 import { CONFIG_VALIDATORS } from "../core/config-validation.js";
+import { DEFAULT_MODEL } from "../core/scoring/models.js";
+import { recordViolations, type ExperimentFields } from "../experiments/experiment-rules.js";
+import type { FieldViolation } from "../platform/errors.js";
 
 export interface ExportableKind {
   /** Its name in the file's `entities`: camelCase plural. */
@@ -28,8 +37,12 @@ export interface ExportableKind {
   omit?: readonly string[];
   /** Columns naming rows of other kinds (uuid or uuid[]), and where those must exist. */
   references?: Record<string, Reference>;
-  /** Field messages (`<column>: <problem>`) for a row import is about to insert. */
-  validate?: (row: Record<string, unknown>) => string[];
+  /** The direct write routes' field rules (write-fields.ts), checked on the row's columns. */
+  rules?: readonly FieldRule[];
+  /** The direct write routes' rules across fields and against the core's shapes; fields named as in the file. */
+  validate?: (row: Record<string, unknown>) => FieldViolation[];
+  /** References held inside JSON configs or chosen by another column, each to be found like a reference column. */
+  innerReferences?: (row: Record<string, unknown>) => InnerReference[];
   /** Single-entity exports: the rows that belong to the entity `id`. */
   belongsTo?: string;
   /** The edit counter travels: the entity's numbered version rows come along and continue it. */
@@ -42,12 +55,43 @@ export interface Reference {
   entryKind?: EntryKind;
   /** What "live" means in that table (SQL over its columns); `deleted_at IS NULL` by default. */
   live?: string;
+  /** The column the value names: `id` (a UUID) by default, or `key`. */
+  column?: "id" | "key";
 }
+
+const entry = (entryKind: EntryKind): Reference => ({ table: "catalog_entries", entryKind });
+
+/** One id or key a row names outside its reference columns, and where it sits in the row. */
+export interface InnerReference {
+  field: string;
+  ref: Reference;
+  value: unknown;
+}
+
+const nodesOf = (config: unknown): Array<Record<string, unknown>> => {
+  const nodes = (config as { nodes?: unknown } | null)?.nodes;
+  return Array.isArray(nodes) ? nodes.filter((n): n is Record<string, unknown> => typeof n === "object" && n !== null) : [];
+};
+
+/** A flow's score and rank nodes: model keys (the built-in default needs no row) and ranking profiles. */
+function flowReferences(row: Record<string, unknown>): InnerReference[] {
+  const refs: InnerReference[] = [];
+  nodesOf(row.config).forEach((node, i) => {
+    const keys = [node.modelKey, ...(Array.isArray(node.shadowModelKeys) ? node.shadowModelKeys : [])];
+    for (const key of keys) {
+      if (key !== undefined && key !== DEFAULT_MODEL.key) refs.push({ field: `config.nodes[${i}].modelKey`, ref: { table: "algorithm_models", column: "key" }, value: key });
+    }
+    if (node.profileId !== undefined) refs.push({ field: `config.nodes[${i}].profileId`, ref: entry("ranking_profile"), value: node.profileId });
+  });
+  return refs;
+}
+
+const BUDGET_SCOPE_TABLES: Record<string, Reference> = { offer: { table: "offers" }, category: entry("category"), channel: entry("channel") };
+const notificationProvider: Reference = { table: "notification_providers", live: "true" };
 
 /** A content item a creative or another item may name: any but an archived one (docs/content.md). */
 const contentItem: Reference = { table: "content_items", live: "status <> 'archived'" };
 
-const entry = (entryKind: EntryKind): Reference => ({ table: "catalog_entries", entryKind });
 
 /** Catalog kinds in reference order: sub-categories name categories, placements channels. */
 const CATALOG_ORDER: EntryKind[] = [
@@ -75,7 +119,8 @@ const catalogKinds: ExportableKind[] = CATALOG_ORDER.map((kind) => {
     // Decision rules are switched off until someone looks at them; the others have no state.
     onImport: { kind, ...(isRule && { status: "inactive" }) },
     references: Object.fromEntries(spec.references.map((r) => [r.field, entry(r.kind)])),
-    validate: spec.validateConfig ? (row) => spec.validateConfig!(row.config) : undefined,
+    rules: spec.rules,
+    validate: spec.validateConfig ? (row) => configViolations(spec.validateConfig!(row.config)) : undefined,
   };
 });
 
@@ -97,6 +142,7 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
       published_at: null, rejection_reason: null, created_by: null,
     },
     references: { parent_template_id: contentItem, source_id: contentItem },
+    rules: CONTENT_ITEM_RULES,
   },
   {
     kind: "contentVersions",
@@ -108,6 +154,7 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     keyColumn: null,
     onImport: { published_at: null, created_by: null },
     references: { content_id: contentItem },
+    rules: [...CONTENT_ITEM_RULES, { name: "version", kind: "int", required: true, min: 1 }],
     belongsTo: "content_id",
   },
   {
@@ -121,6 +168,8 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     // A mandatory flag is an admin's approval in the source tenant: it does not travel.
     onImport: { status: "draft", mandatory: false, mandatory_reason: null, mandatory_expires_at: null, mandatory_approved_by: null },
     references: { category_id: entry("category"), sub_category_id: entry("sub_category") },
+    rules: OFFER_RULES,
+    validate: (row) => configViolations(offerShapeProblems(row)),
   },
   {
     kind: "creatives",
@@ -132,6 +181,7 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     keyColumn: null,
     onImport: { status: "inactive" },
     references: { offer_id: { table: "offers" }, channel_id: entry("channel"), placement_id: entry("placement"), content_id: contentItem },
+    rules: CREATIVE_RULES,
   },
   {
     kind: "budgets",
@@ -142,6 +192,12 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     nameColumn: "name",
     keyColumn: null,
     onImport: { status: "paused" },
+    rules: BUDGET_RULES,
+    validate: budgetShapeViolations,
+    innerReferences: (row) => {
+      const ref = BUDGET_SCOPE_TABLES[row.scope as string];
+      return ref && row.scope_id ? [{ field: "scopeId", ref, value: row.scope_id }] : [];
+    },
   },
   {
     kind: "algorithmModels",
@@ -152,6 +208,8 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     nameColumn: "name",
     keyColumn: "key",
     onImport: { registry_status: "draft" },
+    rules: MODEL_RULES,
+    validate: modelViolations,
   },
   {
     kind: "decisionFlows",
@@ -164,7 +222,9 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     // A draft is not published; its version history comes along (decisionFlowVersions).
     onImport: { status: "draft", published_version: null },
     references: { offer_ids: { table: "offers" } },
-    validate: (row) => CONFIG_VALIDATORS.decisionFlow(row.config),
+    rules: FLOW_RULES,
+    validate: (row) => configViolations(CONFIG_VALIDATORS.decisionFlow(row.config)),
+    innerReferences: flowReferences,
   },
   {
     kind: "decisionFlowVersions",
@@ -178,6 +238,8 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     onImport: { published_by: null },
     references: { flow_id: { table: "decision_flows" } },
     belongsTo: "flow_id",
+    validate: (row) => configViolations(CONFIG_VALIDATORS.decisionFlow(row.config)),
+    innerReferences: flowReferences,
   },
   {
     kind: "experiments",
@@ -189,6 +251,15 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     keyColumn: "key",
     onImport: { status: "draft", started_at: null, promoted_model_id: null, promoted_at: null },
     references: { flow_id: { table: "decision_flows" }, champion_model_id: { table: "algorithm_models" } },
+    validate: (row) => {
+      const challengers = row.challengers;
+      if (!Array.isArray(challengers) || challengers.some((c) => typeof c !== "object" || c === null || Array.isArray(c))) {
+        return [{ field: "challengers", message: "must be a list of {modelId, key, trafficPct}" }];
+      }
+      return recordViolations(row as Partial<ExperimentFields>, true);
+    },
+    innerReferences: (row) =>
+      (row.challengers as Array<{ modelId?: unknown }>).map((c, i) => ({ field: `challengers[${i}].modelId`, ref: { table: "algorithm_models" }, value: c.modelId })),
   },
   {
     kind: "notificationProviders",
@@ -223,6 +294,13 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     nameColumn: "name",
     keyColumn: null,
     onImport: { status: "inactive" },
+    innerReferences: (row) => {
+      const action = (row.action ?? {}) as { journeyId?: unknown; providerId?: unknown };
+      return [
+        ...(action.journeyId !== undefined ? [{ field: "action.journeyId", ref: { table: "journeys" }, value: action.journeyId }] : []),
+        ...(action.providerId !== undefined ? [{ field: "action.providerId", ref: notificationProvider, value: action.providerId }] : []),
+      ];
+    },
   },
   {
     kind: "alertRules",
@@ -234,6 +312,9 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     keyColumn: null,
     // Evaluation state belongs to the source tenant's data.
     onImport: { enabled: false, status: "ok", last_fired_at: null, last_evaluated_at: null },
+    validate: (row) => (Array.isArray(row.channels) ? parseChannels(row.channels as never).violations : [{ field: "channels", message: "must be a list" }]),
+    innerReferences: (row) =>
+      parseChannels(row.channels as never).destinations.flatMap((d, i) => ("providerId" in d ? [{ field: `channels[${i}]`, ref: notificationProvider, value: d.providerId }] : [])),
   },
 ];
 

@@ -180,6 +180,43 @@ describe("export and import", () => {
     assert.deepEqual(await svc.sql("SELECT id FROM offers WHERE tenant_id = $1", [c.tenantId]), []);
   });
 
+  test("import holds every row to the write routes' rules and checks ids named inside JSON configs: 400 naming kind, index and field, nothing written", async () => {
+    const file = (await exportOf(a)).body as any;
+    const e = file.entities;
+    const dangling = "7f2c1a4e-0000-4000-8000-00000000abcd";
+    const bare = (o: any) => ({ ...o, categoryId: null, subCategoryId: null });
+    const flow = e.decisionFlows[0];
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ offers: [{ ...bare(e.offers[0]), priority: 500 }] }, /entities\.offers\[0\]\.priority: must be between 0 and 100/],
+      [{ offers: [{ ...bare(e.offers[0]), eligibility: { attribute: "age", operator: "bogus", value: 1 } }] }, /entities\.offers\[0\]\.eligibility/],
+      [{ budgets: [{ id: dangling, name: "No limit", scope: "global", scopeId: null, period: "lifetime", status: "active" }] }, /entities\.budgets\[0\]\.maxImpressions: at least one/],
+      [{ budgets: [{ id: dangling, name: "Offer cap", scope: "offer", scopeId: e.offers[0].id, maxImpressions: 10, period: "day" }] }, /entities\.budgets\[0\]\.scopeId: names .*, which is no offer/],
+      [{ algorithmModels: [{ ...e.algorithmModels[0], type: "bogus" }] }, /entities\.algorithmModels\[0\]\.type: must be one of/],
+      [{ offers: [bare(e.offers[0])], algorithmModels: e.algorithmModels, decisionFlows: [{ ...flow, config: { nodes: [flow.config.nodes[0], { type: "score", modelKey: "nowhere" }] } }] }, /entities\.decisionFlows\[0\]\.config\.nodes\[1\]\.modelKey: names nowhere, which is no algorithm model/],
+      [{ offers: [bare(e.offers[0])], decisionFlows: [{ ...flow, config: { nodes: [flow.config.nodes[0], { type: "rank", count: 2, profileId: dangling }] } }] }, /entities\.decisionFlows\[0\]\.config\.nodes\[1\]\.profileId: names 7f2c1a4e-.*, which is no ranking profile/],
+      [{ journeys: e.journeys, triggerRules: [{ ...e.triggerRules[0], action: { type: "journey", journeyId: dangling } }] }, /entities\.triggerRules\[0\]\.action\.journeyId: names 7f2c1a4e/],
+      [{ algorithmModels: e.algorithmModels, experiments: [{ ...e.experiments[0], flowId: null, challengers: [{ ...e.experiments[0].challengers[0], modelId: dangling }] }] }, /entities\.experiments\[0\]\.challengers\[0\]\.modelId: names 7f2c1a4e/],
+      [{ alertRules: [{ ...e.alertRules[0], channels: [dangling] }] }, /entities\.alertRules\[0\]\.channels\[0\]: names 7f2c1a4e-.*, which is no notification provider/],
+      [{ alertRules: [{ ...e.alertRules[0], channels: [{ type: "webhook", target: "ftp://x" }] }] }, /entities\.alertRules\[0\]\.channels\[0\]\.target: must be an http or https URL/],
+      [{ contentItems: [{ ...e.contentItems[0], title: " ", parentTemplateId: null, sourceId: null }] }, /entities\.contentItems\[0\]\.title: must not be empty/],
+    ];
+    // Import is limited to 10 per minute per tenant: a fresh tenant for every few cases.
+    let target = await svc.createTenant("strict");
+    for (const [i, [entities, message]] of cases.entries()) {
+      if (i % 6 === 5) target = await svc.createTenant("strict");
+      const res = await call(target, "POST", "/api/v1/import", { ...file, entities });
+      assert.equal(res.status, 400, `case ${i}: ${JSON.stringify(res.body).slice(0, 400)}`);
+      assert.match(JSON.stringify(res.body), message, `case ${i}`);
+      const written = await svc.sql(
+        `SELECT (SELECT count(*) FROM offers WHERE tenant_id = $1) + (SELECT count(*) FROM algorithm_models WHERE tenant_id = $1)
+           + (SELECT count(*) FROM journeys WHERE tenant_id = $1) + (SELECT count(*) FROM budgets WHERE tenant_id = $1)
+           + (SELECT count(*) FROM content_items WHERE tenant_id = $1) AS n`,
+        [target.tenantId],
+      );
+      assert.equal(Number(written[0].n), 0, `case ${i}: nothing written`);
+    }
+  });
+
   test("single flow and model exports; cross-tenant ids are 404", async () => {
     const flow = await call(a, "GET", `/api/v1/export/decision-flows/${source.flow.id}`);
     assert.equal(flow.status, 200);
