@@ -11,7 +11,7 @@ import { DefinitionStore } from "./definition-store.js";
 import { EnrollmentStore } from "./enrollment-store.js";
 import { EventService } from "./event-service.js";
 import { EventStore } from "./event-store.js";
-import { eventRetentionJob } from "./event-retention.js";
+import { eventRetentionJob, journeyCompletionJob } from "./event-jobs.js";
 import type { ScheduledJob } from "../scheduling/scheduled-job.js";
 import { createRedisEventStream, NO_EVENT_STREAM } from "./event-stream.js";
 import { journeySnapshot, triggerSnapshot, type JourneyRow, type TriggerRow } from "./events-mapper.js";
@@ -42,7 +42,7 @@ export interface Events {
   journeys: CustomerJourneyHistory;
   /** Resolves when trigger webhooks handed to the dispatcher have settled. */
   settled(): Promise<void>;
-  /** events-retention: daily, deletes events older than EVENT_RETENTION_DAYS. */
+  /** events-retention (daily, events older than EVENT_RETENTION_DAYS) and journeys-complete (every 5 minutes). */
   jobs: ScheduledJob[];
 }
 
@@ -89,6 +89,6 @@ export function createEvents(o: EventsOptions): Events {
     history: eventStore,
     journeys: { enrollments: (tenantId, customerId, limit) => enrollments.forCustomer(tenantId, customerId, limit) },
     settled: () => evaluator.settled(),
-    jobs: [eventRetentionJob(eventStore, o.retentionDays, o.logger)],
+    jobs: [eventRetentionJob(eventStore, o.retentionDays, o.logger), journeyCompletionJob(enrollments, o.logger)],
   };
 }

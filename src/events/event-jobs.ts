@@ -1,5 +1,6 @@
 import type { Logger } from "../platform/logger.js";
 import type { ScheduledJob } from "../scheduling/scheduled-job.js";
+import type { EnrollmentStore } from "./enrollment-store.js";
 import type { EventStore } from "./event-store.js";
 
 /** Rows one statement deletes: short transactions, so ingestion never waits long behind the job. */
@@ -31,6 +32,30 @@ export function eventRetentionJob(store: Pick<EventStore, "nextTenantWithEvents"
         total += deleted;
       }
       logger.info({ deleted: total, retentionDays, cutoff: cutoff.toISOString() }, "events retention finished");
+    },
+  };
+}
+
+/** Enrollments one statement completes. */
+const COMPLETION_BATCH = 5_000;
+
+/**
+ * journeys-complete: every 5 minutes, active enrollments whose journey duration has passed become
+ * `completed` (ended_at = when they were due). Enrolment completes a due one itself before
+ * admitting the customer again, so this job keeps statuses true for reads, not re-entry correct.
+ */
+export function journeyCompletionJob(store: Pick<EnrollmentStore, "completeDue">, logger: Logger): ScheduledJob {
+  return {
+    name: "journeys-complete",
+    schedule: { everyMs: 300_000 },
+    async run(slot) {
+      let completed = 0;
+      let n: number;
+      do {
+        n = await store.completeDue(slot, COMPLETION_BATCH);
+        completed += n;
+      } while (n === COMPLETION_BATCH);
+      if (completed) logger.info({ completed }, "journey enrollments completed");
     },
   };
 }
