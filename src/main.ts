@@ -333,6 +333,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     deliveries: webhooks.deliveryEvents,
     events: events.history,
     journeys: events.journeys,
+    segments: (tenantId) => catalog.segmentDefinitions(tenantId),
   });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },

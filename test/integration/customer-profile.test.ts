@@ -313,6 +313,42 @@ describe("the unified profile (spec 2.11, 4.15)", () => {
     assert.equal(Object.hasOwn(body, "demographics"), false, "the structured sections are not in the legacy form");
   });
 
+  test("segments: the catalog's active segments the attributes match, beside the CLV segment, memberSince the later of the two writes", async () => {
+    const t = await svc.createTenant();
+    const segment = async (name: string, condition: unknown, status = "active") => create("segments", { name, status, config: { condition } }, t);
+    const dutch = await segment("Dutch", { attribute: "country", op: "eq", value: "NL" });
+    const adults = await segment("Over 40", { all: [{ attribute: "age", op: "gte", value: 40 }, { attribute: "customer.country", op: "in", value: ["NL", "BE"] }] });
+    await segment("French", { attribute: "country", op: "eq", value: "FR" });
+    await segment("Switched off", { attribute: "country", op: "eq", value: "NL" }, "inactive");
+    await segment("Needs income", { attribute: "income", op: "gt", value: 0 });
+    const other = await svc.createTenant();
+    await create("segments", { name: "Everyone NL", config: { condition: { attribute: "country", op: "eq", value: "NL" } } }, other);
+
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal((await call("PUT", "/api/v1/customers/sam", t.apiKey, { attributes: { age: 41, country: "NL" } })).status, 200);
+    assert.equal((await call("POST", "/api/v1/customers/sam/clv", t.apiKey, {})).status, 200);
+    const read = async () => (await call("GET", "/api/v1/customers/sam/unified-profile?sections=segments", t.apiKey)).body.sections[0].data;
+    const [stored] = await svc.sql("SELECT updated_at FROM customers WHERE tenant_id = $1 AND customer_id = 'sam'", [t.tenantId]);
+    let rows = await read();
+    assert.deepEqual(rows.map((r: any) => r.segmentId), ["clv:low", dutch.id, adults.id], "CLV first, then matching segments in creation order");
+    assert.deepEqual(rows.slice(1).map((r: any) => r.segmentName), ["Dutch", "Over 40"]);
+    assert.equal(Date.parse(rows[1].memberSince), stored.updated_at.getTime(), "attributes written after the segment: since the attributes");
+
+    // Editing a segment restarts its membership; a segment the customer leaves is gone.
+    await new Promise((r) => setTimeout(r, 20));
+    const edited = await call("PUT", "/api/v1/segments", t.apiKey, { id: adults.id, config: { condition: { attribute: "age", op: "gte", value: 41 } } });
+    assert.equal(edited.status, 200, JSON.stringify(edited.body));
+    rows = await read();
+    assert.equal(Date.parse(rows[2].memberSince), Date.parse(edited.body.updatedAt), "segment changed after the attributes: since the segment");
+    assert.ok(Date.parse(rows[2].memberSince) > stored.updated_at.getTime());
+    assert.equal((await call("PUT", "/api/v1/customers/sam", t.apiKey, { attributes: { age: 30, country: "NL" } })).status, 200);
+    rows = await read();
+    assert.deepEqual(rows.map((r: any) => r.segmentName), ["CLV low", "Dutch"]);
+    // A customer known without stored attributes is in no catalog segment.
+    await seedInteractions(t.tenantId, "ghost", [{ outcome: "impression", daysAgo: 1 }]);
+    assert.deepEqual((await call("GET", "/api/v1/customers/ghost/unified-profile?sections=segments", t.apiKey)).body.sections[0].data, []);
+  });
+
   test("sections=a,b filters; an unknown section is 400 naming sections", async () => {
     const t = await svc.createTenant();
     await richCustomer(t, "quinn");
