@@ -46,12 +46,12 @@ export class JourneyService {
   }
 
   async createJourney(ctx: TenantContext, req: JourneyWrite): Promise<Journey> {
-    return toJourney(await this.crud.create(ctx, values(req)));
+    return toJourney(await this.crud.create(ctx, journeyValues(req)));
   }
 
   async updateJourney(ctx: TenantContext, req: JourneyWrite): Promise<Journey> {
     await this.crud.get(ctx, req.id);
-    return toJourney(await this.crud.replace(ctx, req.id, values(req)));
+    return toJourney(await this.crud.replace(ctx, req.id, journeyValues(req)));
   }
 
   async deleteJourney(ctx: TenantContext, req: JourneyIdRequest): Promise<DeleteResponse> {
@@ -67,8 +67,8 @@ export class JourneyService {
   }
 }
 
-/** Every field of a journey, each problem named (400). */
-function values(req: JourneyWrite) {
+/** Every field of a journey, each problem named (400); also what an imported journey is held to. */
+export function journeyValues(req: JourneyWrite) {
   const violations: FieldViolation[] = [];
   const name = req.name.trim();
   if (!name) violations.push({ field: "name", message: "is required" });

@@ -15,7 +15,12 @@ import { CONTENT_ITEM_RULES } from "../content/content-service.js";
 import { CONFIG_VALIDATORS } from "../core/config-validation.js";
 import { DEFAULT_MODEL } from "../core/scoring/models.js";
 import { recordViolations, type ExperimentFields } from "../experiments/experiment-rules.js";
-import type { FieldViolation } from "../platform/errors.js";
+import { isAppError, type FieldViolation } from "../platform/errors.js";
+import type { DescMessage, JsonObject, MessageShape } from "@bufbuild/protobuf";
+import { JourneyWriteSchema, TriggerWriteSchema } from "../../gen/decisioning/v1/events_pb.js";
+import { journeyValues } from "../events/journey-service.js";
+import { triggerValues } from "../events/trigger-service.js";
+import { readJson } from "../transport/message-codec.js";
 
 export interface ExportableKind {
   /** Its name in the file's `entities`: camelCase plural. */
@@ -40,7 +45,7 @@ export interface ExportableKind {
   /** The direct write routes' field rules (write-fields.ts), checked on the row's columns. */
   rules?: readonly FieldRule[];
   /** The direct write routes' rules across fields and against the core's shapes; fields named as in the file. */
-  validate?: (row: Record<string, unknown>) => FieldViolation[];
+  validate?: (row: Record<string, unknown>) => FieldViolation[] | Promise<FieldViolation[]>;
   /** References held inside JSON configs or chosen by another column, each to be found like a reference column. */
   innerReferences?: (row: Record<string, unknown>) => InnerReference[];
   /** Single-entity exports: the rows that belong to the entity `id`. */
@@ -85,6 +90,24 @@ function flowReferences(row: Record<string, unknown>): InnerReference[] {
   });
   return refs;
 }
+
+/**
+ * A row through its write route's own validation, for kinds whose routes check a request message
+ * rather than columns: decoded as that message (as REST decodes a body), then checked; the route's
+ * field violations, or none.
+ */
+async function asWrite<S extends DescMessage>(schema: S, json: JsonObject, check: (message: MessageShape<S>) => unknown): Promise<FieldViolation[]> {
+  try {
+    await check(readJson(schema, json));
+    return [];
+  } catch (err) {
+    if (isAppError(err) && err.reason === "VALIDATION_FAILED") return (err.details.fields as FieldViolation[] | undefined) ?? [{ field: "row", message: err.message }];
+    throw err;
+  }
+}
+
+/** The import checks references itself, inside its transaction (portability-service.ts). */
+const REFERENCES_CHECKED_BY_IMPORT = { journeyExists: async () => true, providerExists: async () => true };
 
 const BUDGET_SCOPE_TABLES: Record<string, Reference> = { offer: { table: "offers" }, category: entry("category"), channel: entry("channel") };
 const notificationProvider: Reference = { table: "notification_providers", live: "true" };
@@ -284,6 +307,12 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     nameColumn: "name",
     keyColumn: null,
     onImport: { status: "inactive" },
+    validate: (row) =>
+      asWrite(
+        JourneyWriteSchema,
+        { name: row.name, steps: row.steps, status: row.status, exitEventTypes: row.exit_event_types, durationHours: row.duration_hours } as JsonObject,
+        journeyValues,
+      ),
   },
   {
     kind: "triggerRules",
@@ -294,6 +323,12 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     nameColumn: "name",
     keyColumn: null,
     onImport: { status: "inactive" },
+    validate: (row) =>
+      asWrite(
+        TriggerWriteSchema,
+        { name: row.name, eventType: row.event_type, conditions: row.conditions, action: row.action, status: row.status } as JsonObject,
+        (message) => triggerValues("", message, REFERENCES_CHECKED_BY_IMPORT),
+      ),
     innerReferences: (row) => {
       const action = (row.action ?? {}) as { journeyId?: unknown; providerId?: unknown };
       return [

@@ -109,7 +109,7 @@ export class PortabilityService {
         }
         // The direct write routes' rules, then (only on a well-formed row) the shapes and references.
         let problems = columnViolations(row, kind.rules ?? []);
-        if (!problems.length) problems = kind.validate?.(row) ?? [];
+        if (!problems.length) problems = (await kind.validate?.(row)) ?? [];
         if (problems.length) throw invalidFields(problems.map((p) => ({ field: `entities.${kind.kind}[${item.index}].${p.field}`, message: p.message })));
         await this.checkReferences(t, ctx.tenantId, item, row);
         await this.deps.store.insert(t, kind, ctx.tenantId, row).catch((err) => {

@@ -199,6 +199,8 @@ describe("export and import", () => {
       [{ alertRules: [{ ...e.alertRules[0], channels: [dangling] }] }, /entities\.alertRules\[0\]\.channels\[0\]: names 7f2c1a4e-.*, which is no notification provider/],
       [{ alertRules: [{ ...e.alertRules[0], channels: [{ type: "webhook", target: "ftp://x" }] }] }, /entities\.alertRules\[0\]\.channels\[0\]\.target: must be an http or https URL/],
       [{ contentItems: [{ ...e.contentItems[0], title: " ", parentTemplateId: null, sourceId: null }] }, /entities\.contentItems\[0\]\.title: must not be empty/],
+      [{ journeys: [{ ...e.journeys[0], steps: [{ type: "wait" }] }] }, /entities\.journeys\[0\]\.steps\[0\]\.type: must be one of decision/],
+      [{ journeys: e.journeys, triggerRules: [{ ...e.triggerRules[0], conditions: { attribute: "x", op: "bogus", value: 1 } }] }, /entities\.triggerRules\[0\]\.conditions/],
     ];
     // Import is limited to 10 per minute per tenant: a fresh tenant for every few cases.
     let target = await svc.createTenant("strict");
