@@ -18,6 +18,8 @@ export function eventRetentionJob(store: Pick<EventStore, "nextTenantWithEvents"
   return {
     name: "events-retention",
     schedule: { cron: "41 3 * * *", timezone: "UTC" },
+    // With SCHEDULER=off the tick route still runs it: once per daily slot, like every job.
+    route: "tick",
     async run(slot) {
       const cutoff = new Date(slot.getTime() - retentionDays * DAY_MS);
       let total = 0;
@@ -48,6 +50,7 @@ export function journeyCompletionJob(store: Pick<EnrollmentStore, "completeDue">
   return {
     name: "journeys-complete",
     schedule: { everyMs: 300_000 },
+    route: "tick",
     async run(slot) {
       let completed = 0;
       let n: number;

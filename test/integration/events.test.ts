@@ -274,7 +274,7 @@ describe("trigger rules", () => {
     assert.deepEqual(rows.map((r) => [r.status, r.endedAt]), [["active", null]]);
     await svc.sql("UPDATE journey_enrollments SET completes_at = now() - interval '1 minute' WHERE tenant_id = $1 AND journey_id = $2", [t.tenantId, hourly.id]);
     const job = svc.running.services.jobs.find((j) => j.name === "journeys-complete")!;
-    assert.deepEqual(job.schedule, { everyMs: 300_000 });
+    assert.deepEqual([job.schedule, job.route], [{ everyMs: 300_000 }, "tick"]);
     await job.run(new Date());
     rows = await enrollments(t, hourly.id);
     assert.deepEqual(rows.map((r) => r.status), ["completed"]);
@@ -425,7 +425,7 @@ describe("retention (EVENT_RETENTION_DAYS)", () => {
     const job = svc.running.services.jobs.find((j) => j.name === "events-retention");
     assert.ok(job, "registered with the scheduler");
     assert.equal(svc.config.eventRetentionDays, 365, "the documented default");
-    assert.deepEqual(job.schedule, { cron: "41 3 * * *", timezone: "UTC" });
+    assert.deepEqual([job.schedule, job.route], [{ cron: "41 3 * * *", timezone: "UTC" }, "tick"]);
 
     // The same job over the real store with batches of 3, counting the statements it runs.
     const store = new EventStore(svc.running.foundation.db);
