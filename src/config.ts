@@ -59,6 +59,8 @@ export interface Config {
   llm: LlmConfig | null;
   /** Approximate cap of each tenant's event stream (XADD MAXLEN ~), docs/events.md. */
   eventStreamMaxLen: number;
+  /** Inbound events older than this many days are deleted by the daily events-retention job. */
+  eventRetentionDays: number;
   /** Port of GET /metrics (Prometheus); null keeps it off (docs/observability.md). */
   metricsPort: number | null;
   /** Bearer token the metrics port requires; null: open to whoever reaches the port. */
@@ -275,5 +277,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: optional(env, "METRICS_PORT") === null ? null : port(env, "METRICS_PORT", 0),
     metricsToken: optional(env, "METRICS_TOKEN"),
     eventStreamMaxLen: positiveInt(env, "EVENT_STREAM_MAXLEN", 10_000),
+    eventRetentionDays: positiveInt(env, "EVENT_RETENTION_DAYS", 365),
   };
 }

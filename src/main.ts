@@ -225,7 +225,15 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     // Approvals are built over the catalog's writes; a publish asks them only later.
     (t, ctx, flowId) => approvals.publishGate(t, ctx, flowId),
   );
-  const approvals = createApprovals({ db: f.db, audit: auditLog, catalog, maxAgeHours: f.config.approvalMaxAgeHours, logger: f.logger });
+  const approvals = createApprovals({
+    db: f.db,
+    audit: auditLog,
+    catalog,
+    // The registry is built after the decisions it invalidates; an approval applies a move only later.
+    registryMove: (ctx, req, t) => models.moveInTransaction(ctx, req, t),
+    maxAgeHours: f.config.approvalMaxAgeHours,
+    logger: f.logger,
+  });
   const experiments = createExperiments({
     db: f.db,
     audit: auditLog,
@@ -288,7 +296,23 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     healthAlerts: observability.healthAlerts,
     providers: { existing: notifications.existingProviderIds },
   });
-  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...(options.extraJobs?.(f) ?? [])];
+  const events = createEvents({
+    db: f.db,
+    redis: f.redis,
+    streamMaxLen: f.config.eventStreamMaxLen,
+    retentionDays: f.config.eventRetentionDays,
+    audit: auditLog,
+    dispatcher: notifications.dispatcher,
+    decider: {
+      decide: async (ctx, customerId, step) => {
+        const res = await decisions.recommend(ctx, create(RecommendRequestSchema, { customerId, flow: step.flow ?? "", limit: step.count }));
+        return { recommendationId: res.recommendationId, offerIds: res.offers.map((o) => o.offerId) };
+      },
+    },
+    providerExists: async (tenantId, id) => (await notifications.existingProviderIds(tenantId, [id])).has(id),
+    logger: f.logger,
+  });
+  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...events.jobs, ...(options.extraJobs?.(f) ?? [])];
   const redisAt = redisTarget(f.config);
   const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
@@ -313,21 +337,6 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     positiveOutcomes: decisions.positiveOutcomes,
     configChanged: decisions.configChanged,
   });
-  const events = createEvents({
-    db: f.db,
-    redis: f.redis,
-    streamMaxLen: f.config.eventStreamMaxLen,
-    audit: auditLog,
-    dispatcher: notifications.dispatcher,
-    decider: {
-      decide: async (ctx, customerId, step) => {
-        const res = await decisions.recommend(ctx, create(RecommendRequestSchema, { customerId, flow: step.flow ?? "", limit: step.count }));
-        return { recommendationId: res.recommendationId, offerIds: res.offers.map((o) => o.offerId) };
-      },
-    },
-    providerExists: async (tenantId, id) => (await notifications.existingProviderIds(tenantId, [id])).has(id),
-    logger: f.logger,
-  });
   const customers = createCustomers({
     db: f.db,
     logger: f.logger,
@@ -336,6 +345,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     deliveries: webhooks.deliveryEvents,
     events: events.history,
     journeys: events.journeys,
+    segments: (tenantId) => catalog.segmentDefinitions(tenantId),
   });
   const scim = createScim({ db: f.db, audit: auditLog, bus: f.bus, authenticator, rateLimits, logger: f.logger, bodyLimitBytes: f.config.defaultBodyLimitBytes });
   const registrations: ServiceRegistration[] = [

@@ -132,7 +132,7 @@ export class ApprovalService {
     if (!approval) {
       throw conflict409(
         "PUBLISH_APPROVAL_REQUIRED",
-        `publishing decision flow ${flowId} needs an approved publish approval (tenant setting requirePublishApproval); none is unused`,
+        `publishing or rolling back decision flow ${flowId} needs an approved publish approval (tenant setting requirePublishApproval); none is unused`,
       );
     }
     await this.o.store.update(t, ctx.tenantId, approval.id, { consumed_at: new Date() });
@@ -197,7 +197,9 @@ function parseCreate(req: CreateApprovalRequest): { change: Change; roles: Stage
     violations.push({ field: "entityType", message: `must be one of ${APPROVAL_ENTITY_TYPES.join(", ")}` });
   }
   if (!APPROVAL_ACTIONS.includes(action)) violations.push({ field: "action", message: `must be one of ${APPROVAL_ACTIONS.join(", ")}` });
-  else if (action === "publish" && entityType !== "decisionFlow") violations.push({ field: "action", message: "publish applies to decisionFlow only" });
+  else if (action === "publish" && entityType !== "decisionFlow" && entityType !== "algorithmModel") {
+    violations.push({ field: "action", message: "publish applies to decisionFlow (a publish or rollback) and algorithmModel (a registry move) only" });
+  }
   else if (entityType === "ai_recommendation" && action !== "update") {
     violations.push({ field: "action", message: "must be update for an ai_recommendation (its patch is applied)" });
   }

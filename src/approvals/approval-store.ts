@@ -82,7 +82,7 @@ export class ApprovalStore {
     const [row] = await selectRows<ApprovalRow>(
       this.db,
       `SELECT * FROM approval_requests
-       WHERE tenant_id = $1 AND entity_id = $2 AND action = 'publish' AND status = 'approved' AND consumed_at IS NULL
+       WHERE tenant_id = $1 AND entity_type = 'decisionFlow' AND entity_id = $2 AND action = 'publish' AND status = 'approved' AND consumed_at IS NULL
        ORDER BY resolved_at LIMIT 1 FOR UPDATE`,
       [tenantId, flowId],
       t,

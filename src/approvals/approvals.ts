@@ -7,6 +7,7 @@ import type { Catalog } from "../catalog/catalog.js";
 import type { PublishGate } from "../catalog/decision-flows.js";
 import { requiresPublishApproval } from "../decisions/publish-approval-setting.js";
 import type { ScheduledJob } from "../scheduling/scheduled-job.js";
+import type { RegistryMoveInTransaction } from "../models/model-promotion.js";
 import { ApprovalService } from "./approval-service.js";
 import { ApprovalStore } from "./approval-store.js";
 import { ChangeExecutor } from "./change-executor.js";
@@ -17,6 +18,8 @@ export interface ApprovalsOptions {
   db: Sequelize;
   audit: AuditLog;
   catalog: Pick<Catalog, "writeTargets" | "liveIds">;
+  /** The registry's promote in a caller's transaction, for `algorithmModel` publish requests. */
+  registryMove: RegistryMoveInTransaction;
   /** APPROVAL_MAX_AGE_HOURS. */
   maxAgeHours: number;
   logger: Logger;
@@ -34,7 +37,7 @@ export interface Approvals {
 export function createApprovals(o: ApprovalsOptions): Approvals {
   const recommendationStore = new RecommendationStore(o.db);
   const executor = new ChangeExecutor(o.db, o.catalog.writeTargets, recommendationStore, async (tenantId, ids) =>
-    o.catalog.liveIds(tenantId, "decision_flows", ids),
+    o.catalog.liveIds(tenantId, "decision_flows", ids), o.registryMove,
   );
   const approvals = new ApprovalService({
     db: o.db,

@@ -8,6 +8,8 @@ import { isUuid } from "../platform/ids.js";
 import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import { readJson } from "../transport/message-codec.js";
 import { CATALOG_WRITE_TYPES, type CatalogWriteType, type WriteTarget } from "../catalog/write-targets.js";
+import { PromoteAlgorithmModelRequestSchema } from "../../gen/decisioning/v1/models_pb.js";
+import type { RegistryMoveInTransaction } from "../models/model-promotion.js";
 import type { RecommendationStore } from "./recommendation-store.js";
 
 /** Every entity type an approval can apply (spec 2.18). */
@@ -43,13 +45,22 @@ export class ChangeExecutor {
     private readonly recommendations: RecommendationStore,
     /** Which of `ids` name live decision flows of the tenant (the publish target). */
     private readonly liveFlows: (tenantId: string, ids: string[]) => Promise<Set<string>>,
+    /** The model registry's promote, inside the approval's transaction: an `algorithmModel` publish. */
+    private readonly registryMove: RegistryMoveInTransaction,
   ) {}
 
   /** Returns the id of the entity changed (the new one for a create). */
   async apply(ctx: TenantContext, t: Transaction, change: Change): Promise<string | null> {
     if (change.entityType === "ai_recommendation") return this.applyRecommendation(ctx, t, change.entityId!);
+    if (change.action === "publish" && change.entityType === "algorithmModel") {
+      // A registry move: the promote route's body, applied by the route's own code.
+      const req = readJson(PromoteAlgorithmModelRequestSchema, change.payload as JsonObject);
+      req.id = change.entityId!;
+      await this.registryMove(ctx, req, t);
+      return change.entityId;
+    }
     if (change.action === "publish") {
-      // A publish approval authorizes one later publish and changes nothing itself (spec 3.5).
+      // A flow's publish approval authorizes one later publish or rollback and changes nothing itself (spec 3.5).
       const live = await this.liveFlows(ctx.tenantId, [change.entityId!]);
       if (!live.has(change.entityId!)) throw notFound("decision flow", change.entityId!);
       return change.entityId;

@@ -163,6 +163,15 @@ export class CatalogStore {
     );
   }
 
+  /** The tenant's live, active entries of one kind, oldest first. */
+  activeEntries(tenantId: string, kind: EntryKind): Promise<CatalogRow[]> {
+    return selectRows<CatalogRow>(
+      this.db,
+      "SELECT * FROM catalog_entries WHERE tenant_id = $1 AND kind = $2 AND status = 'active' AND deleted_at IS NULL ORDER BY created_at, id",
+      [tenantId, kind],
+    );
+  }
+
   entriesByIds(tenantId: string, ids: string[]): Promise<CatalogRow[]> {
     if (!ids.length) return Promise.resolve([]);
     return selectRows<CatalogRow>(this.db, "SELECT * FROM catalog_entries WHERE tenant_id = $1 AND id = ANY($2::uuid[])", [tenantId, ids]);

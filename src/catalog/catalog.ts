@@ -16,6 +16,7 @@ import {
   type ListCreativesRequest,
 } from "../../gen/decisioning/v1/catalog_pb.js";
 import type { TenantContext } from "../platform/context.js";
+import type { Condition, SegmentDefinition } from "../core/index.js";
 import type { Transaction } from "../platform/db.js";
 import { invalidField, notFound } from "../platform/errors.js";
 import { isUuid } from "../platform/ids.js";
@@ -45,6 +46,8 @@ export interface Catalog {
   liveIds(tenantId: string, table: "algorithm_models" | "decision_flows", ids: readonly string[]): Promise<Set<string>>;
   /** The writes an approval applies, by approval entity type (write-targets.ts). */
   writeTargets: Record<CatalogWriteType, WriteTarget>;
+  /** The active segments with their conditions: what the unified profile evaluates as membership. */
+  segmentDefinitions(tenantId: string): Promise<SegmentDefinition[]>;
 }
 
 /** The content domain's read model: which of `ids` a creative may name (docs/content.md). */
@@ -162,6 +165,15 @@ export function createCatalog(
     async liveIds(tenantId, table, ids) {
       const found = await Promise.all(ids.map(async (id) => (isUuid(id) && (await store.find(table, tenantId, { id })) ? id : null)));
       return new Set(found.filter((id): id is string => id !== null));
+    },
+    async segmentDefinitions(tenantId) {
+      const rows = await store.activeEntries(tenantId, "segment");
+      return rows.map((r) => ({
+        id: r.id as string,
+        name: r.name as string,
+        condition: (r.config as { condition: Condition }).condition,
+        definedAt: (r.updated_at as Date).getTime(),
+      }));
     },
     async seedTenant(t, ctx) {
       const outcomeTypes = entry(ENTRY_KINDS.outcome_type.collection);

@@ -33,7 +33,7 @@ import { collectionTarget } from "./catalog-collection.js";
 
 
 /** Model parameters by type, checked by compiling them as the scorer will; paths name `config`. */
-function modelViolations(after: ColumnValues): FieldViolation[] {
+export function modelViolations(after: ColumnValues): FieldViolation[] {
   const { id: _id, key: _key, type: _type, registryStatus: _status, ...params } = (after.config ?? {}) as Record<string, unknown>;
   const model = { ...params, id: String(after.key), key: String(after.key), type: after.type } as ModelConfig;
   return configViolations(validateModel(model).map((p) => p.replace(/^model(?=[.:[])/, "config")));
@@ -52,6 +52,16 @@ function familyViolations(after: ColumnValues, before: CatalogRow | null): Field
 
 /** Spec 2.19: at least one limit; a scope other than global names a live entity of that kind. */
 async function budgetViolations(store: CatalogStore, ctx: TenantContext, after: ColumnValues): Promise<FieldViolation[]> {
+  const violations = budgetShapeViolations(after);
+  const scope = (after.scope as string | undefined) ?? "global";
+  if (scope !== "global" && after.scope_id) {
+    violations.push(...(await referenceViolations(store, ctx.tenantId, [{ field: "scopeId", kind: scope as "offer" | "category" | "channel", id: after.scope_id }])));
+  }
+  return violations;
+}
+
+/** The budget's rules that need no lookup: a limit, and a scope id exactly when the scope is not global. */
+export function budgetShapeViolations(after: ColumnValues): FieldViolation[] {
   const violations: FieldViolation[] = [];
   if (after.max_impressions == null && after.max_spend == null && after.max_conversions == null) {
     violations.push({ field: "maxImpressions", message: "at least one of maxImpressions, maxSpend and maxConversions is required" });
@@ -61,8 +71,6 @@ async function budgetViolations(store: CatalogStore, ctx: TenantContext, after: 
     if (after.scope_id) violations.push({ field: "scopeId", message: "must be null for a global budget" });
   } else if (!after.scope_id) {
     violations.push({ field: "scopeId", message: `is required for scope ${scope}` });
-  } else {
-    violations.push(...(await referenceViolations(store, ctx.tenantId, [{ field: "scopeId", kind: scope as "offer" | "category" | "channel", id: after.scope_id }])));
   }
   return violations;
 }

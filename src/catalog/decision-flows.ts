@@ -60,6 +60,8 @@ export class DecisionFlowLifecycle {
   async rollback(ctx: TenantContext, req: RollbackDecisionFlowRequest): Promise<DecisionFlow> {
     if (req.notes.length > MAX_NOTES) throw invalidField("notes", `must be at most ${MAX_NOTES} characters`);
     return this.transition(ctx, req.id, async (t, before) => {
+      // A rollback changes what customers are offered as much as a publish: the same gate (docs/approvals.md).
+      await this.publishGate(t, ctx, before.id);
       const target = req.toVersion > 0 ? await this.flows.flowVersion(t, ctx.tenantId, before.id, req.toVersion) : null;
       if (!target) throw invalidField("toVersion", `flow has no published version ${req.toVersion}`);
       if (target.version === before.published_version) throw invalidField("toVersion", `version ${target.version} is already the published version`);

@@ -37,7 +37,7 @@ const CONDITION_KEYS = ["all", "any", "not", "attribute", "op", "value"];
  * one in no language the engine knows is stored, and Recommend then leaves the offer out rather
  * than guess (docs/decisioning.md).
  */
-function offerShapeProblems(values: ColumnValues): string[] {
+export function offerShapeProblems(values: ColumnValues): string[] {
   const given = (v: unknown) => v !== undefined && Object.keys(v as object).length > 0;
   const isCondition = (v: unknown) => Object.keys(v as object).some((k) => CONDITION_KEYS.includes(k));
   return [

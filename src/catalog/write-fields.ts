@@ -108,3 +108,49 @@ export function columnsFromWrite(
   }
   return { values, violations };
 }
+
+const camel = (column: string) => column.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+
+function hasKind(rule: FieldRule, value: unknown): boolean {
+  switch (rule.kind) {
+    case "string":
+      return typeof value === "string";
+    case "int":
+      return Number.isInteger(value);
+    case "number":
+      return typeof value === "number";
+    case "bool":
+      return typeof value === "boolean";
+    case "strings":
+      return Array.isArray(value) && value.every((v) => typeof v === "string");
+    case "timestamp":
+      return typeof value === "string" && !Number.isNaN(Date.parse(value));
+    case "json":
+      return typeof value === "object";
+  }
+}
+
+/**
+ * The same rules checked on a row of column values (an imported row, docs/portability.md) instead
+ * of a write message: presence, null, type, then the rule's range, length and choices. Fields are
+ * named camelCase, as the file names them.
+ */
+export function columnViolations(row: ColumnValues, rules: readonly FieldRule[]): FieldViolation[] {
+  const violations: FieldViolation[] = [];
+  for (const rule of rules) {
+    const value = row[rule.name];
+    const field = camel(rule.name);
+    if (value === undefined || value === null) {
+      if (rule.required) violations.push({ field, message: "is required" });
+      else if (value === null && !rule.nullable && rule.kind !== "json") violations.push({ field, message: "must not be null" });
+      continue;
+    }
+    if (!hasKind(rule, value)) {
+      violations.push({ field, message: `must be a ${rule.kind === "strings" ? "list of strings" : rule.kind === "json" ? "JSON object" : rule.kind}` });
+      continue;
+    }
+    const problem = check(rule, value);
+    if (problem) violations.push({ field, message: problem });
+  }
+  return violations;
+}

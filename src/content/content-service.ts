@@ -15,7 +15,7 @@ import {
   type RejectContentRequest,
   type RevertContentRequest,
 } from "../../gen/decisioning/v1/content_pb.js";
-import { CONTENT_MOVES, CONTENT_STATES, contentMoveRefusal, isContentStatus, type ContentMove } from "../core/index.js";
+import { CONTENT_MOVES, CONTENT_STATES, contentMoveRefusal, editedSinceReview, isContentStatus, type ContentMove } from "../core/index.js";
 import type { AuditAction } from "../audit/audit-entry.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import type { TenantContext } from "../platform/context.js";
@@ -23,11 +23,21 @@ import type { Transaction } from "../platform/db.js";
 import { AppError, forbidden, invalidField, invalidFields, notFound, type FieldViolation } from "../platform/errors.js";
 import { isUuid, newId } from "../platform/ids.js";
 import { cursorPage, cursorPageRequest } from "../platform/pagination.js";
+import type { FieldRule } from "../catalog/write-fields.js";
 import { contentSnapshot, toContentItem, toContentReference, toContentVersion } from "./content-mapper.js";
 import type { ContentChange, ContentRow, ContentStore } from "./content-store.js";
 
 const MAX_TITLE = 255;
 const MAX_CONTENT_TYPE = 100;
+/** The body's bound, as the proto's `(field).max_chars` declares it to the request screen. */
+const MAX_BODY = 1_000_000;
+
+/** What `fields` checks, as column rules: an imported item's row is held to the same (docs/portability.md). */
+export const CONTENT_ITEM_RULES: readonly FieldRule[] = [
+  { name: "title", kind: "string", required: true, min: 1, max: MAX_TITLE },
+  { name: "body", kind: "string", required: true, min: 1, max: MAX_BODY },
+  { name: "content_type", kind: "string", required: true, min: 1, max: MAX_CONTENT_TYPE },
+];
 const MAX_REASON = 2000;
 const MAX_TEXT_FILTER = 255;
 /** Spec 8: the read shows 20 versions, the versions list up to 100. */
@@ -105,7 +115,7 @@ export class ContentService {
     return toContentItem(item);
   }
 
-  /** Any state; the state stays (spec 3.2), so edits to a published item wait for their own review. */
+  /** Any state; the state stays (spec 3.2), so edits to a published item wait for their own review (a submit). */
   async updateContent(ctx: TenantContext, req: ContentWrite): Promise<ContentItem> {
     const fields = this.fields(req, "update");
     return this.write(ctx, req.id, async (t, before) => {
@@ -116,6 +126,7 @@ export class ContentService {
     });
   }
 
+  /** From draft, or from approved/published with edits since the review; a published version keeps serving. */
   async submitContent(ctx: TenantContext, req: ContentIdRequest): Promise<ContentItem> {
     return this.move(ctx, req.id, "submit", () => ({ submitted_by: ctx.userId, approved_by: null, approved_version: null, rejection_reason: null }));
   }
@@ -188,7 +199,13 @@ export class ContentService {
     extra: Record<string, unknown> = {},
   ): Promise<ContentItem> {
     return this.write(ctx, id, async (t, before) => {
-      const refusal = contentMoveRefusal(move, before.status);
+      const edited = editedSinceReview({
+        status: before.status,
+        version: before.version,
+        approvedVersion: before.approved_version,
+        publishedVersion: before.published_version,
+      });
+      const refusal = contentMoveRefusal(move, before.status, edited);
       if (refusal) throw new AppError({ code: "INVALID_ARGUMENT", reason: "ILLEGAL_TRANSITION", message: `status: ${refusal}` });
       const change = await columns(before, t);
       const after = await this.deps.store.update(t, ctx.tenantId, before.id, { ...change, status: CONTENT_MOVES[move].to }, false);

@@ -30,3 +30,29 @@ export function importedName(name: string, maxLength = 255): string {
   const tail = " (imported)";
   return `${name.slice(0, maxLength - tail.length)}${tail}`;
 }
+
+/**
+ * Rows of one kind reordered so that a row another row names in `columns` comes before it (stable
+ * otherwise): import inserts in file order and checks each reference against what is already in,
+ * and an item may name a newer one (a template set after both were created). A cycle keeps the
+ * remaining rows in their order; import then refuses the dangling reference with a 400.
+ */
+export function referencedFirst<R extends Record<string, unknown>>(rows: readonly R[], idColumn: string, columns: readonly string[]): R[] {
+  const byId = new Map(rows.map((r) => [r[idColumn], r]));
+  const placed = new Set<R>();
+  const visiting = new Set<R>();
+  const out: R[] = [];
+  const visit = (row: R) => {
+    if (placed.has(row) || visiting.has(row)) return;
+    visiting.add(row);
+    for (const c of columns) {
+      const named = byId.get(row[c]);
+      if (named && named !== row) visit(named);
+    }
+    visiting.delete(row);
+    placed.add(row);
+    out.push(row);
+  };
+  rows.forEach(visit);
+  return out;
+}

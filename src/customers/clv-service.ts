@@ -23,7 +23,7 @@ export interface ClvServiceDeps {
   /** After records changed: Recommend's customer cache drops those customers in every process. */
   changed: (tenantId: string, customerIds: readonly string[]) => Promise<void>;
   /** The events domain's activity: events count for recency and tenure (docs/clv.md). */
-  events?: Pick<CustomerEventHistory, "activitySpans">;
+  events?: Pick<CustomerEventHistory, "activitySpans" | "customerIdsAfter">;
   now?: () => Date;
 }
 
@@ -61,18 +61,22 @@ export class ClvService {
     let errors = 0;
     let pages = 0;
     for (;;) {
-      const ids = await this.deps.history.customerIdsAfter(ctx.tenantId, after, pageSize);
+      const ids = await this.pageAfter(ctx.tenantId, after, pageSize);
       if (!ids.length) break;
       after = ids[ids.length - 1];
       const batches = Array.from({ length: Math.ceil(ids.length / CLV_BATCH) }, (_, i) => ids.slice(i * CLV_BATCH, (i + 1) * CLV_BATCH));
       const outcomes = await Promise.allSettled(batches.map((batch) => this.computeBatch(ctx.tenantId, batch, segment)));
+      const saved: string[] = [];
       outcomes.forEach((outcome, i) => {
-        if (outcome.status === "fulfilled") computed += outcome.value;
+        if (outcome.status === "fulfilled") saved.push(...outcome.value);
         else {
           errors += batches[i].length;
           log.error({ err: outcome.reason, first: batches[i][0] }, "clv batch failed");
         }
       });
+      computed += saved.length;
+      // One cache invalidation for the page's saved customers, not one message per customer.
+      await this.deps.changed(ctx.tenantId, saved);
       if (++pages % 10 === 0) log.info({ computed, errors, after }, "clv compute progress");
       if (ids.length < pageSize) break;
     }
@@ -80,20 +84,36 @@ export class ClvService {
     return create(ComputeClvResponseSchema, { success: errors === 0, computed, errors, segment: segment ?? "all" });
   }
 
+  /**
+   * The next page of customer ids after `after`: those with a stored record or interactions (the
+   * decisions domain) merged with those known only by events. Each source gives its own first
+   * `limit`; the first `limit` of their union is then complete, since any id a source left out
+   * sorts after that source's `limit` ids, which are all in the union.
+   */
+  private async pageAfter(tenantId: string, after: string, limit: number): Promise<string[]> {
+    const [decided, evented] = await Promise.all([
+      this.deps.history.customerIdsAfter(tenantId, after, limit),
+      this.deps.events ? this.deps.events.customerIdsAfter(tenantId, after, limit) : [],
+    ]);
+    if (!evented.length) return decided;
+    return this.deps.store.firstIds([...decided, ...evented], limit);
+  }
+
   private async computeOne(ctx: TenantContext, customerId: string, source: ClvSource): Promise<ClvRecord> {
     const [row] = await this.computeAndSave(ctx.tenantId, [customerId]);
     if (!row) throw notFound("customer", customerId);
+    await this.deps.changed(ctx.tenantId, [customerId]);
     return toClvRecord(row, source);
   }
 
-  /** One batch: customers outside `segment` (when given) that already have a record are left alone. */
-  private async computeBatch(tenantId: string, ids: string[], segment: ClvSegment | null): Promise<number> {
+  /** One batch: customers outside `segment` (when given) that already have a record are left alone. Returns the saved ids. */
+  private async computeBatch(tenantId: string, ids: string[], segment: ClvSegment | null): Promise<string[]> {
     let chosen = ids;
     if (segment) {
       const current = await this.deps.store.segments(tenantId, ids);
       chosen = ids.filter((id) => !current.has(id) || current.get(id) === segment);
     }
-    return (await this.computeAndSave(tenantId, chosen)).length;
+    return (await this.computeAndSave(tenantId, chosen)).map((r) => r.customer_id);
   }
 
   private async computeAndSave(tenantId: string, ids: string[]): Promise<ClvRow[]> {
@@ -107,8 +127,6 @@ export class ClvService {
       const facts = withEventActivity(decided.get(customerId), events.get(customerId));
       return facts ? [{ customerId, result: computeClv(facts, now.getTime()) }] : [];
     });
-    const rows = await this.deps.store.save(tenantId, results, now);
-    await this.deps.changed(tenantId, rows.map((r) => r.customer_id));
-    return rows;
+    return this.deps.store.save(tenantId, results, now);
   }
 }

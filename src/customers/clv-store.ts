@@ -30,6 +30,16 @@ export class ClvStore {
     return row?.clv_score ?? null;
   }
 
+  /**
+   * The first `limit` distinct ids of `ids` in the database's text order: merging the keyset pages of
+   * several sources must compare as their `customer_id > $after` did, and the collation is the
+   * database's, not JavaScript's.
+   */
+  async firstIds(ids: readonly string[], limit: number): Promise<string[]> {
+    const rows = await selectRows<{ id: string }>(this.db, "SELECT DISTINCT id FROM unnest($1::text[]) AS id ORDER BY id LIMIT $2", [ids, limit]);
+    return rows.map((r) => r.id);
+  }
+
   /** The current segment of each customer that has a record. */
   async segments(tenantId: string, customerIds: readonly string[]): Promise<Map<string, ClvSegment>> {
     const rows = await selectRows<{ customer_id: string; segment: ClvSegment }>(

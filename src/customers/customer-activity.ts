@@ -19,6 +19,8 @@ export interface CustomerEventHistory {
   recent(tenantId: string, customerId: string, limit: number): Promise<CustomerEventView[]>;
   /** First and last event of each customer that has any (epoch ms), for CLV's recency and tenure. */
   activitySpans(tenantId: string, customerIds: readonly string[]): Promise<Map<string, { firstAt: number; lastAt: number }>>;
+  /** The next `limit` distinct ids of customers with events after `after`, in the database's id order: CLV's bulk run. */
+  customerIdsAfter(tenantId: string, after: string, limit: number): Promise<string[]>;
 }
 
 export type DeliveryStatus = "delivered" | "bounced" | "opened" | "clicked" | "failed";

@@ -1,6 +1,7 @@
 import type { Sequelize } from "sequelize";
 import { CustomerProfileService, CustomerValueService } from "../../gen/decisioning/v1/customers_pb.js";
 import type { Logger } from "../platform/logger.js";
+import type { SegmentDefinition } from "../core/index.js";
 import type { ServiceRegistration } from "../platform/service-registration.js";
 import { ClvService } from "./clv-service.js";
 import { ClvStore } from "./clv-store.js";
@@ -20,6 +21,8 @@ export interface CustomersOptions {
   events?: CustomerEventHistory;
   deliveries?: DeliveryEventHistory;
   journeys?: CustomerJourneyHistory;
+  /** The catalog's active segments, evaluated as profile membership. */
+  segments?: (tenantId: string) => Promise<SegmentDefinition[]>;
 }
 
 /** CLV (spec 4.14) and the unified profile with identity links (spec 4.15): built once at start-up. */
@@ -33,6 +36,7 @@ export function createCustomers(o: CustomersOptions) {
     events: o.events,
     deliveries: o.deliveries,
     journeys: o.journeys,
+    segments: o.segments,
   });
   const services: ServiceRegistration[] = [
     {

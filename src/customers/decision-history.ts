@@ -5,7 +5,7 @@ import type { RfmFacts } from "../core/index.js";
  * interaction history and its RFM aggregate, customer ids in pages, and experiment variants.
  */
 export interface DecisionHistory {
-  customer(tenantId: string, customerId: string): Promise<{ attributes: Record<string, unknown>; created_at: Date } | null>;
+  customer(tenantId: string, customerId: string): Promise<{ attributes: Record<string, unknown>; created_at: Date; updated_at: Date } | null>;
   rfmFacts(tenantId: string, customerIds: readonly string[]): Promise<Map<string, RfmFacts>>;
   customerIdsAfter(tenantId: string, after: string, limit: number): Promise<string[]>;
   recentInteractions(tenantId: string, customerId: string, limit: number): Promise<

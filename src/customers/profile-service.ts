@@ -15,7 +15,7 @@ import {
   type ListCustomerIdentitiesResponse,
   type UnifiedProfile,
 } from "../../gen/decisioning/v1/customers_pb.js";
-import type { RfmFacts } from "../core/index.js";
+import { segmentMemberships, type RfmFacts, type SegmentDefinition, type SegmentMembership } from "../core/index.js";
 import type { TenantContext } from "../platform/context.js";
 import { conflict, invalidField, invalidFields, notFound, type FieldViolation } from "../platform/errors.js";
 import { isUuid, newId } from "../platform/ids.js";
@@ -44,6 +44,8 @@ export interface ProfileServiceDeps {
   events?: CustomerEventHistory;
   deliveries?: DeliveryEventHistory;
   journeys?: CustomerJourneyHistory;
+  /** The catalog's active segments (conditions over the customer's attributes): membership beside the CLV segment. */
+  segments?: (tenantId: string) => Promise<SegmentDefinition[]>;
 }
 
 /** One interaction row of the profile: an impression or outcome, an inbound event, or a delivery report. */
@@ -58,7 +60,7 @@ interface HistoryEntry {
 
 /** Everything the profile is built from, read in parallel. */
 interface CustomerData {
-  customer: { attributes: Record<string, unknown>; created_at: Date } | null;
+  customer: { attributes: Record<string, unknown>; created_at: Date; updated_at: Date } | null;
   identities: IdentityLinkRow[];
   history: HistoryEntry[];
   clv: ClvRow | null;
@@ -66,6 +68,8 @@ interface CustomerData {
   journeys: JourneyEnrollmentView[];
   /** Lifetime totals over the decisions' interactions; null without any interaction or stored record. */
   facts: RfmFacts | null;
+  /** The catalog segments the stored attributes match. */
+  memberships: SegmentMembership[];
 }
 
 function parseSections(raw: string): SectionName[] {
@@ -122,8 +126,11 @@ export class ProfileService {
       case "interactions":
         return d.history.map(historyJson);
       case "segments":
-        // Segment membership is the customer's CLV segment (docs/unified-profile.md).
-        return d.clv ? [{ segmentId: `clv:${d.clv.segment}`, segmentName: `CLV ${d.clv.segment}`, memberSince: d.clv.segment_since.toISOString() }] : [];
+        // The CLV segment, then the catalog segments the attributes match (docs/unified-profile.md).
+        return [
+          ...(d.clv ? [{ segmentId: `clv:${d.clv.segment}`, segmentName: `CLV ${d.clv.segment}`, memberSince: d.clv.segment_since.toISOString() }] : []),
+          ...d.memberships.map((m) => ({ segmentId: m.segmentId, segmentName: m.segmentName, memberSince: new Date(m.memberSince).toISOString() })),
+        ];
       case "journeys":
         return d.journeys.map((j) => ({ journeyId: j.journeyId, status: j.status, enrolledAt: j.enrolledAt.toISOString() }));
       case "experiments":
@@ -154,7 +161,7 @@ export class ProfileService {
   /** The customer's data from every source at once; the history merged newest first and cut to 20. */
   private async read(tenantId: string, customerId: string): Promise<CustomerData> {
     const { decisions, events, deliveries, journeys } = this.deps;
-    const [customer, identities, interactions, recentEvents, recentDeliveries, clv, experiments, facts, enrollments] = await Promise.all([
+    const [customer, identities, interactions, recentEvents, recentDeliveries, clv, experiments, facts, enrollments, segments] = await Promise.all([
       decisions.customer(tenantId, customerId),
       this.deps.identities.list(tenantId, customerId),
       decisions.recentInteractions(tenantId, customerId, PROFILE_INTERACTIONS),
@@ -164,7 +171,9 @@ export class ProfileService {
       decisions.customerExperiments(tenantId, customerId),
       decisions.rfmFacts(tenantId, [customerId]),
       journeys ? journeys.enrollments(tenantId, customerId, PROFILE_JOURNEYS) : [],
+      this.deps.segments ? this.deps.segments(tenantId) : [],
     ]);
+    const memberships = customer ? segmentMemberships(segments, customer.attributes, customer.updated_at.getTime(), Date.now()) : [];
     const history: HistoryEntry[] = [
       ...interactions.map((i) => ({ id: i.id, offerId: i.offer_id, channelId: i.channel_id, interactionType: i.outcome, timestamp: i.at, source: "decision" as const })),
       ...recentEvents.map((e) => ({ id: e.id, offerId: null, channelId: null, interactionType: e.eventType, timestamp: e.occurredAt, source: "event" as const })),
@@ -178,7 +187,16 @@ export class ProfileService {
       })),
     ];
     history.sort((a, b) => b.timestamp.getTime() - a.timestamp.getTime());
-    return { customer, identities, history: history.slice(0, PROFILE_INTERACTIONS), clv, experiments, journeys: enrollments, facts: facts.get(customerId) ?? null };
+    return {
+      customer,
+      identities,
+      history: history.slice(0, PROFILE_INTERACTIONS),
+      clv,
+      experiments,
+      journeys: enrollments,
+      facts: facts.get(customerId) ?? null,
+      memberships,
+    };
   }
 
   async listCustomerIdentities(ctx: TenantContext, req: ListCustomerIdentitiesRequest): Promise<ListCustomerIdentitiesResponse> {

@@ -49,6 +49,11 @@ export class CustomerCache {
     return this.cache.invalidate(`${tenantId}|${customerId}`);
   }
 
+  /** After a bulk write (a CLV run's page): drops those customers everywhere with one message. */
+  invalidateMany(tenantId: string, customerIds: readonly string[]): Promise<void> {
+    return this.cache.invalidateMany(customerIds.map((id) => `${tenantId}|${id}`));
+  }
+
   /** Drops every customer of the tenant from this process (a workspace reset, announced by its own message). */
   forgetTenant(tenantId: string): void {
     const prefix = `${tenantId}|`;

@@ -165,9 +165,7 @@ export function createDecisions(o: DecisionsOptions) {
       customerHistory: history,
     },
     /** After another domain changed what Recommend knows of customers (their CLV): drops them in every process. */
-    customersChanged: async (tenantId: string, customerIds: readonly string[]) => {
-      await Promise.all(customerIds.map((id) => customers.invalidate(tenantId, id)));
-    },
+    customersChanged: (tenantId: string, customerIds: readonly string[]) => customers.invalidateMany(tenantId, customerIds),
     /** Recommend as a call, for journeys' decision steps: counted against the decision quota like every Recommend. */
     recommend: (ctx: TenantContext, req: RecommendRequest) => recommend.recommend(ctx, req),
     /** A dry-run Recommend: the same decision, nothing reserved, counted or stored (decision-preview.ts). */

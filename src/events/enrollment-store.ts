@@ -21,6 +21,9 @@ export interface EnrollmentRow {
   event_id: string | null;
   steps: StepResult[];
   enrolled_at: Date;
+  completes_at: Date | null;
+  ended_at: Date | null;
+  exit_event_id: string | null;
 }
 
 /** journey_enrollments of a tenant; tenant first, always. */
@@ -30,21 +33,74 @@ export class EnrollmentStore {
   /**
    * Enrols the customer unless an active enrollment in the journey exists: the partial unique index
    * decides, so concurrent triggers in any number of processes enrol once. Null when already enrolled.
+   * An active enrollment whose completion time has passed is completed first (the job may not have
+   * reached it yet), so time alone decides when the customer may enter again.
    */
-  async enrol(tenantId: string, row: Pick<EnrollmentRow, "id" | "journey_id" | "customer_id" | "trigger_id" | "event_id">): Promise<EnrollmentRow | null> {
+  async enrol(
+    tenantId: string,
+    row: Pick<EnrollmentRow, "id" | "journey_id" | "customer_id" | "trigger_id" | "event_id">,
+    durationHours: number | null,
+  ): Promise<EnrollmentRow | null> {
+    await this.db.query(
+      `UPDATE journey_enrollments SET status = 'completed', ended_at = completes_at
+       WHERE tenant_id = $1 AND journey_id = $2 AND customer_id = $3 AND status = 'active' AND completes_at <= now()`,
+      { bind: [tenantId, row.journey_id, row.customer_id] },
+    );
     const [created] = await execReturning<EnrollmentRow>(
       this.db,
-      `INSERT INTO journey_enrollments (tenant_id, id, journey_id, customer_id, trigger_id, event_id)
-       VALUES ($1, $2, $3, $4, $5, $6)
+      `INSERT INTO journey_enrollments (tenant_id, id, journey_id, customer_id, trigger_id, event_id, completes_at)
+       VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(hours => $7::int))
        ON CONFLICT (tenant_id, journey_id, customer_id) WHERE status = 'active' DO NOTHING
        RETURNING *`,
-      [tenantId, row.id, row.journey_id, row.customer_id, row.trigger_id, row.event_id],
+      [tenantId, row.id, row.journey_id, row.customer_id, row.trigger_id, row.event_id, durationHours],
     );
     return created ?? null;
   }
 
-  async recordSteps(tenantId: string, id: string, steps: StepResult[]): Promise<void> {
-    await this.db.query("UPDATE journey_enrollments SET steps = $3::jsonb WHERE tenant_id = $1 AND id = $2", { bind: [tenantId, id, JSON.stringify(steps)] });
+  /** Records the steps run; completes the enrollment now when its completion time has come (a duration of 0). */
+  async finishSteps(tenantId: string, id: string, steps: StepResult[]): Promise<EnrollmentRow> {
+    const [row] = await execReturning<EnrollmentRow>(
+      this.db,
+      `UPDATE journey_enrollments SET steps = $3::jsonb,
+         status = CASE WHEN status = 'active' AND completes_at <= now() THEN 'completed' ELSE status END,
+         ended_at = CASE WHEN status = 'active' AND completes_at <= now() THEN now() ELSE ended_at END
+       WHERE tenant_id = $1 AND id = $2 RETURNING *`,
+      [tenantId, id, JSON.stringify(steps)],
+    );
+    return row;
+  }
+
+  /**
+   * An accepted event exits the customer's active enrollments in every journey that lists its type
+   * among its exit events; returns how many.
+   */
+  async exitOn(tenantId: string, customerId: string, eventType: string, eventId: string): Promise<number> {
+    const rows = await execReturning<{ id: string }>(
+      this.db,
+      `UPDATE journey_enrollments e SET status = 'exited', ended_at = now(), exit_event_id = $4
+       FROM journeys j
+       WHERE e.tenant_id = $1 AND e.customer_id = $2 AND e.status = 'active'
+         AND j.tenant_id = e.tenant_id AND j.id = e.journey_id AND $3 = ANY(j.exit_event_types)
+       RETURNING e.id`,
+      [tenantId, customerId, eventType, eventId],
+    );
+    return rows.length;
+  }
+
+  /** The completion job: up to `limit` active enrollments, of any tenant, whose completion time has passed. */
+  async completeDue(now: Date, limit: number): Promise<number> {
+    const [row] = await selectRows<{ n: number }>(
+      this.db,
+      `WITH done AS (
+         UPDATE journey_enrollments SET status = 'completed', ended_at = completes_at
+         WHERE (tenant_id, id) IN (
+           SELECT tenant_id, id FROM journey_enrollments WHERE status = 'active' AND completes_at <= $1 ORDER BY completes_at LIMIT $2
+         ) AND status = 'active'
+         RETURNING 1
+       ) SELECT count(*)::int AS n FROM done`,
+      [now, limit],
+    );
+    return row.n;
   }
 
   /** The customer's enrollments in every journey, newest first (the unified profile's `journeys`). */

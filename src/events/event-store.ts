@@ -59,4 +59,42 @@ export class EventStore implements CustomerEventHistory {
     );
     return new Map(rows.map((r) => [r.customer_id, { firstAt: r.first_at.getTime(), lastAt: r.last_at.getTime() }]));
   }
+
+  /** Walks the (tenant_id, customer_id, occurred_at) index and stops at `limit`: page k costs what page 1 costs. */
+  async customerIdsAfter(tenantId: string, after: string, limit: number): Promise<string[]> {
+    const rows = await selectRows<{ customer_id: string }>(
+      this.db,
+      `SELECT DISTINCT customer_id FROM customer_events
+       WHERE tenant_id = $1 AND customer_id IS NOT NULL AND customer_id > $2 ORDER BY customer_id LIMIT $3`,
+      [tenantId, after, limit],
+    );
+    return rows.map((r) => r.customer_id);
+  }
+
+  /** The first tenant id after `after` that has events (a skip over the primary key), or null. */
+  async nextTenantWithEvents(after: string | null): Promise<string | null> {
+    const [row] = await selectRows<{ tenant_id: string }>(
+      this.db,
+      // uuid has no min(): ORDER BY … LIMIT 1 on the primary key is the same index skip.
+      after === null
+        ? "SELECT tenant_id FROM customer_events ORDER BY tenant_id LIMIT 1"
+        : "SELECT tenant_id FROM customer_events WHERE tenant_id > $1 ORDER BY tenant_id LIMIT 1",
+      after === null ? [] : [after],
+    );
+    return row?.tenant_id ?? null;
+  }
+
+  /** Deletes at most `limit` of the tenant's events that happened before `cutoff`, oldest first; returns how many. */
+  async deleteOlderThan(tenantId: string, cutoff: Date, limit: number): Promise<number> {
+    const [row] = await selectRows<{ n: number }>(
+      this.db,
+      `WITH gone AS (
+         DELETE FROM customer_events WHERE tenant_id = $1 AND id IN (
+           SELECT id FROM customer_events WHERE tenant_id = $1 AND occurred_at < $2 ORDER BY occurred_at LIMIT $3
+         ) RETURNING 1
+       ) SELECT count(*)::int AS n FROM gone`,
+      [tenantId, cutoff, limit],
+    );
+    return row.n;
+  }
 }

@@ -33,6 +33,8 @@ export interface JourneyStepValue {
 
 export interface JourneyRow extends DefinitionRow {
   steps: JourneyStepValue[];
+  exit_event_types: string[];
+  duration_hours: number | null;
 }
 
 export function toTrigger(row: TriggerRow): Trigger {
@@ -59,6 +61,8 @@ export function toJourney(row: JourneyRow): Journey {
     version: row.version,
     createdAt: timestampFromDate(row.created_at),
     updatedAt: timestampFromDate(row.updated_at),
+    exitEventTypes: row.exit_event_types,
+    durationHours: row.duration_hours ?? undefined,
   });
 }
 
@@ -72,6 +76,8 @@ export function toEnrollment(row: EnrollmentRow): JourneyEnrollment {
     eventId: row.event_id ?? undefined,
     steps: row.steps,
     enrolledAt: timestampFromDate(row.enrolled_at),
+    endedAt: row.ended_at ? timestampFromDate(row.ended_at) : undefined,
+    exitEventId: row.exit_event_id ?? undefined,
   });
 }
 
@@ -81,5 +87,5 @@ export function triggerSnapshot(row: TriggerRow): Record<string, unknown> {
 }
 
 export function journeySnapshot(row: JourneyRow): Record<string, unknown> {
-  return { name: row.name, steps: row.steps, status: row.status };
+  return { name: row.name, steps: row.steps, status: row.status, exitEventTypes: row.exit_event_types, durationHours: row.duration_hours };
 }

@@ -11,6 +11,8 @@ import { DefinitionStore } from "./definition-store.js";
 import { EnrollmentStore } from "./enrollment-store.js";
 import { EventService } from "./event-service.js";
 import { EventStore } from "./event-store.js";
+import { eventRetentionJob, journeyCompletionJob } from "./event-jobs.js";
+import type { ScheduledJob } from "../scheduling/scheduled-job.js";
 import { createRedisEventStream, NO_EVENT_STREAM } from "./event-stream.js";
 import { journeySnapshot, triggerSnapshot, type JourneyRow, type TriggerRow } from "./events-mapper.js";
 import { JourneyRunner, type JourneyDecider } from "./journey-runner.js";
@@ -23,6 +25,8 @@ export interface EventsOptions {
   /** Null: no stream, every streamId is null (docs/events.md). */
   redis: RedisClient | null;
   streamMaxLen: number;
+  /** EVENT_RETENTION_DAYS: the events-retention job deletes older events. */
+  retentionDays: number;
   audit: AuditLog;
   dispatcher: Dispatcher;
   decider: JourneyDecider;
@@ -38,6 +42,8 @@ export interface Events {
   journeys: CustomerJourneyHistory;
   /** Resolves when trigger webhooks handed to the dispatcher have settled. */
   settled(): Promise<void>;
+  /** events-retention (daily, events older than EVENT_RETENTION_DAYS) and journeys-complete (every 5 minutes). */
+  jobs: ScheduledJob[];
 }
 
 /** Events, trigger rules and journeys (spec 2.14, 4.17, 4.21, 6), built once at start-up. */
@@ -83,5 +89,6 @@ export function createEvents(o: EventsOptions): Events {
     history: eventStore,
     journeys: { enrollments: (tenantId, customerId, limit) => enrollments.forCustomer(tenantId, customerId, limit) },
     settled: () => evaluator.settled(),
+    jobs: [eventRetentionJob(eventStore, o.retentionDays, o.logger), journeyCompletionJob(enrollments, o.logger)],
   };
 }

@@ -22,7 +22,8 @@ export interface EnrollmentCause {
 /**
  * Enrols customers and runs the journey's steps on enrollment. Enrolment is idempotent across
  * processes: the active-enrollment unique index admits one, and only the enrolment that inserted
- * the row runs the steps, so a customer is never decided for twice by concurrent triggers.
+ * the row runs the steps, so a customer is never decided for twice by concurrent triggers. An
+ * enrollment ends by its journey's duration (completed) or an exit event (exited); docs/events.md.
  */
 export class JourneyRunner {
   constructor(
@@ -36,18 +37,20 @@ export class JourneyRunner {
   async enrol(ctx: TenantContext, journeyId: string, customerId: string, cause: EnrollmentCause): Promise<EnrollmentRow | null> {
     const journey = await this.journeys.find(ctx.tenantId, journeyId);
     if (!journey || journey.status !== "active") return null;
-    const row = await this.enrollments.enrol(ctx.tenantId, {
-      id: newId(),
-      journey_id: journeyId,
-      customer_id: customerId,
-      trigger_id: cause.triggerId,
-      event_id: cause.eventId,
-    });
+    const row = await this.enrollments.enrol(
+      ctx.tenantId,
+      { id: newId(), journey_id: journeyId, customer_id: customerId, trigger_id: cause.triggerId, event_id: cause.eventId },
+      journey.duration_hours,
+    );
     if (!row) return null;
     const steps: StepResult[] = [];
     for (const step of journey.steps) steps.push(await this.run(ctx, customerId, step));
-    await this.enrollments.recordSteps(ctx.tenantId, row.id, steps);
-    return { ...row, steps };
+    return this.enrollments.finishSteps(ctx.tenantId, row.id, steps);
+  }
+
+  /** The event's type exits the customer from every journey that lists it (before any trigger enrols again). */
+  async exitOn(ctx: TenantContext, customerId: string, eventType: string, eventId: string): Promise<number> {
+    return this.enrollments.exitOn(ctx.tenantId, customerId, eventType, eventId);
   }
 
   /** A failed step (the quota is spent, no flow) is recorded on the enrollment, not thrown: the event stays accepted. */

@@ -24,6 +24,10 @@ const STEP_TYPES = ["decision"];
 const MAX_STEP_COUNT = 50;
 /** A journey is a short sequence run on enrollment, not a program. */
 const MAX_STEPS = 20;
+const MAX_EXIT_EVENTS = 20;
+const MAX_EVENT_TYPE = 255;
+/** A year: longer, and "until an exit event" (no duration) says it better. */
+const MAX_DURATION_HOURS = 8760;
 
 /** Journeys' routes (spec 4.21 `journeys`) and their enrollments; enrolment itself is journey-runner.ts. */
 export class JourneyService {
@@ -42,12 +46,12 @@ export class JourneyService {
   }
 
   async createJourney(ctx: TenantContext, req: JourneyWrite): Promise<Journey> {
-    return toJourney(await this.crud.create(ctx, values(req)));
+    return toJourney(await this.crud.create(ctx, journeyValues(req)));
   }
 
   async updateJourney(ctx: TenantContext, req: JourneyWrite): Promise<Journey> {
     await this.crud.get(ctx, req.id);
-    return toJourney(await this.crud.replace(ctx, req.id, values(req)));
+    return toJourney(await this.crud.replace(ctx, req.id, journeyValues(req)));
   }
 
   async deleteJourney(ctx: TenantContext, req: JourneyIdRequest): Promise<DeleteResponse> {
@@ -63,8 +67,8 @@ export class JourneyService {
   }
 }
 
-/** Every field of a journey, each problem named (400). */
-function values(req: JourneyWrite) {
+/** Every field of a journey, each problem named (400); also what an imported journey is held to. */
+export function journeyValues(req: JourneyWrite) {
   const violations: FieldViolation[] = [];
   const name = req.name.trim();
   if (!name) violations.push({ field: "name", message: "is required" });
@@ -79,6 +83,15 @@ function values(req: JourneyWrite) {
     }
     return { type: "decision", ...(s.flow ? { flow: s.flow } : {}), ...(s.count !== undefined ? { count: s.count } : {}) };
   });
+  const exitEventTypes = req.exitEventTypes.map((t) => t.trim());
+  if (exitEventTypes.length > MAX_EXIT_EVENTS) violations.push({ field: "exitEventTypes", message: `has at most ${MAX_EXIT_EVENTS} event types` });
+  exitEventTypes.forEach((t, i) => {
+    if (!t || t.length > MAX_EVENT_TYPE) violations.push({ field: `exitEventTypes[${i}]`, message: `must be 1 to ${MAX_EVENT_TYPE} characters` });
+  });
+  const durationHours = req.durationHours ?? null;
+  if (durationHours !== null && !(durationHours >= 0 && durationHours <= MAX_DURATION_HOURS)) {
+    violations.push({ field: "durationHours", message: `must be between 0 and ${MAX_DURATION_HOURS} hours, or null for no completion by time` });
+  }
   if (violations.length) throw invalidFields(violations);
-  return { name, steps, status };
+  return { name, steps, status, exit_event_types: [...new Set(exitEventTypes)], duration_hours: durationHours };
 }

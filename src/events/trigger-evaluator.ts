@@ -41,6 +41,8 @@ export class TriggerEvaluator {
    * does not, so a rule never fires on data the event lacks). Throws when an action could not run.
    */
   async evaluate(ctx: TenantContext, event: EventRecord, rules: readonly TriggerRow[], now: number): Promise<number> {
+    // Exits first: an event that ends a journey and matches the rule enrolling into it starts a new enrollment.
+    if (event.customerId) await this.journeys.exitOn(ctx, event.customerId, event.eventType, event.id);
     const bag = eventBag(event);
     const matched = rules.filter((r) => r.event_type === event.eventType && matchCondition(r.conditions, bag, now).value === true);
     for (const rule of matched) await this.fire(ctx, rule, event);

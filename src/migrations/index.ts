@@ -19,6 +19,7 @@ import * as m0017 from "./0017-delivery-events.js";
 import * as m0018 from "./0018-approvals.js";
 import * as m0019 from "./0019-content.js";
 import * as m0020 from "./0020-user-accounts.js";
+import * as m0021 from "./0021-customer-data-upkeep.js";
 import * as m0026 from "./0026-directory-users.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
@@ -43,5 +44,6 @@ export const migrations: Migration[] = [
   { name: "0018-approvals", up: m0018.up },
   { name: "0019-content", up: m0019.up },
   { name: "0020-user-accounts", up: m0020.up },
+  { name: "0021-customer-data-upkeep", up: m0021.up },
   { name: "0026-directory-users", up: m0026.up },
 ];

@@ -62,14 +62,23 @@ export class ModelRegistryService implements ModelPromoter {
     await this.move(ctx, modelId, promotion);
   }
 
-  async promoteAlgorithmModel(ctx: TenantContext, req: PromoteAlgorithmModelRequest): Promise<PromoteAlgorithmModelResponse> {
-    const result = await this.move(ctx, req.id, {
-      // Checked by the move, which other domains call with whatever they hold.
-      toStatus: req.toStatus.trim() as RegistryStatus,
-      family: req.family,
-      bypassRollbackGuard: req.bypassRollbackGuard,
-      metricsSnapshot: req.metricsSnapshot,
-    });
+  /**
+   * `POST /algorithm-models/{id}/promote`; with `outer`, the same move inside a caller's
+   * transaction (an approved `algorithmModel` publish request, docs/approvals.md).
+   */
+  async promoteAlgorithmModel(ctx: TenantContext, req: PromoteAlgorithmModelRequest, outer?: Transaction): Promise<PromoteAlgorithmModelResponse> {
+    const result = await this.move(
+      ctx,
+      req.id,
+      {
+        // Checked by the move, which other domains call with whatever they hold.
+        toStatus: req.toStatus.trim() as RegistryStatus,
+        family: req.family,
+        bypassRollbackGuard: req.bypassRollbackGuard,
+        metricsSnapshot: req.metricsSnapshot,
+      },
+      outer,
+    );
     return create(PromoteAlgorithmModelResponseSchema, {
       model: toRegistryEntry(result.model),
       fromStatus: result.from,
@@ -83,7 +92,7 @@ export class ModelRegistryService implements ModelPromoter {
     return toLifecycle(await this.deps.store.lineup(ctx.tenantId, family ? family : null));
   }
 
-  private async move(ctx: TenantContext, modelId: string, promotion: ModelPromotion): Promise<MoveResult> {
+  private async move(ctx: TenantContext, modelId: string, promotion: ModelPromotion, outer?: Transaction): Promise<MoveResult> {
     const { toStatus: to } = promotion;
     if (!to) throw invalidField("toStatus", `is required: one of ${REGISTRY_STATES.join(", ")}`);
     if (!isRegistryStatus(to)) throw invalidField("toStatus", `must be one of ${REGISTRY_STATES.join(", ")}, got "${to}"`);
@@ -130,7 +139,7 @@ export class ModelRegistryService implements ModelPromoter {
           ...(trips.length && { bypassedGuards: trips.map((trip) => trip.rule) }),
         });
         return { model: moved, from, demoted, bypassed: trips };
-      })
+      }, outer)
       .catch((err) => {
         // The tenant's write lock serializes moves, so only a writer outside the registry gets here.
         if (!isAppError(err) && isUniqueViolation(err)) {
@@ -138,7 +147,8 @@ export class ModelRegistryService implements ModelPromoter {
         }
         throw err;
       });
-    this.deps.configChanged(tenantId);
+    if (outer) outer.afterCommit(() => this.deps.configChanged(tenantId));
+    else this.deps.configChanged(tenantId);
     return result;
   }
 

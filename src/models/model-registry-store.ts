@@ -1,6 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { execReturning, selectRows, type Transaction } from "../platform/db.js";
-import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
+import { lockTenantWrites, tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import type { RegistryStatus } from "../core/index.js";
 
 /** The registry's columns of an algorithm model (the catalog owns the rest of the row). */
@@ -25,9 +25,14 @@ const COLUMNS = "id, key, name, type, family, registry_status, version, updated_
 export class ModelRegistryStore {
   constructor(private readonly db: Sequelize) {}
 
-  /** The one lock order (tenant-write-lock.ts): the tenant's write lock, then row locks; retried on deadlock. */
-  transaction<T>(tenantId: string, fn: (t: Transaction) => Promise<T>): Promise<T> {
-    return tenantWriteTransaction(this.db, tenantId, fn);
+  /**
+   * The one lock order (tenant-write-lock.ts): the tenant's write lock, then row locks; retried on
+   * deadlock. Inside `outer` (an approval applying a move) it takes the lock there and runs in it.
+   */
+  async transaction<T>(tenantId: string, fn: (t: Transaction) => Promise<T>, outer?: Transaction): Promise<T> {
+    if (!outer) return tenantWriteTransaction(this.db, tenantId, fn);
+    await lockTenantWrites(this.db, outer, tenantId);
+    return fn(outer);
   }
 
   async model(t: Transaction, tenantId: string, id: string): Promise<RegistryRow | null> {

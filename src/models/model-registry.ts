@@ -4,7 +4,7 @@ import type { ServiceRegistration } from "../platform/service-registration.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import { activeFlowModelUses } from "../catalog/flow-model-usage.js";
 import { countScoredDecisions } from "../decisions/scored-decisions.js";
-import type { ModelPromoter } from "./model-promotion.js";
+import type { ModelPromoter, RegistryMoveInTransaction } from "./model-promotion.js";
 import { ModelRegistryService } from "./model-registry-service.js";
 import { ModelRegistryStore } from "./model-registry-store.js";
 
@@ -17,7 +17,7 @@ export interface ModelRegistryOptions {
 }
 
 /** The registry, built once at start-up: its routes, and the promoter experiments use. */
-export function createModelRegistry(o: ModelRegistryOptions): { services: ServiceRegistration[]; promoter: ModelPromoter } {
+export function createModelRegistry(o: ModelRegistryOptions): { services: ServiceRegistration[]; promoter: ModelPromoter; moveInTransaction: RegistryMoveInTransaction } {
   const registry = new ModelRegistryService({
     store: new ModelRegistryStore(o.db),
     audit: o.audit,
@@ -37,5 +37,6 @@ export function createModelRegistry(o: ModelRegistryOptions): { services: Servic
       },
     ],
     promoter: registry,
+    moveInTransaction: (ctx, req, t) => registry.promoteAlgorithmModel(ctx, req, t),
   };
 }

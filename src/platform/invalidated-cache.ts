@@ -20,6 +20,9 @@ export class InvalidatedCache<V> {
   /** Subscribes to invalidations; call once before serving. */
   async listen(): Promise<void> {
     await this.bus.subscribe(this.channel, (key) => this.entries.delete(key));
+    await this.bus.subscribe(`${this.channel}.many`, (keys) => {
+      for (const key of JSON.parse(keys) as string[]) this.entries.delete(key);
+    });
   }
 
   get(key: string): Promise<V> {
@@ -46,5 +49,12 @@ export class InvalidatedCache<V> {
   async invalidate(key: string): Promise<void> {
     this.entries.delete(key);
     await this.bus.publish(this.channel, key);
+  }
+
+  /** Drops many keys here and everywhere with one message: a bulk change publishes once, not per key. */
+  async invalidateMany(keys: readonly string[]): Promise<void> {
+    if (!keys.length) return;
+    for (const key of keys) this.entries.delete(key);
+    await this.bus.publish(`${this.channel}.many`, JSON.stringify(keys));
   }
 }

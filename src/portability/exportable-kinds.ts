@@ -4,9 +4,23 @@
  * import inserts kind by kind and checks references against what is already in the tenant.
  * Rows travel as their table's columns, camelCased; import fills the same columns back.
  */
-import { ENTRY_KINDS } from "../catalog/catalog-rules.js";
+import { BUDGET_RULES, CREATIVE_RULES, ENTRY_KINDS, FLOW_RULES, MODEL_RULES, OFFER_RULES } from "../catalog/catalog-rules.js";
 import type { EntryKind } from "../catalog/catalog-store.js";
+import { configViolations } from "../catalog/catalog-support.js";
+import { budgetShapeViolations, modelViolations } from "../catalog/decision-config.js";
+import { offerShapeProblems } from "../catalog/offer-service.js";
+import type { FieldRule } from "../catalog/write-fields.js";
+import { parseChannels } from "../alerts/alert-channels.js";
+import { CONTENT_ITEM_RULES } from "../content/content-service.js";
 import { CONFIG_VALIDATORS } from "../core/config-validation.js";
+import { DEFAULT_MODEL } from "../core/scoring/models.js";
+import { recordViolations, type ExperimentFields } from "../experiments/experiment-rules.js";
+import { isAppError, type FieldViolation } from "../platform/errors.js";
+import type { DescMessage, JsonObject, MessageShape } from "@bufbuild/protobuf";
+import { JourneyWriteSchema, TriggerWriteSchema } from "../../gen/decisioning/v1/events_pb.js";
+import { journeyValues } from "../events/journey-service.js";
+import { triggerValues } from "../events/trigger-service.js";
+import { readJson } from "../transport/message-codec.js";
 
 export interface ExportableKind {
   /** Its name in the file's `entities`: camelCase plural. */
@@ -28,19 +42,79 @@ export interface ExportableKind {
   omit?: readonly string[];
   /** Columns naming rows of other kinds (uuid or uuid[]), and where those must exist. */
   references?: Record<string, Reference>;
-  /** Field messages (`<column>: <problem>`) for a row import is about to insert. */
-  validate?: (row: Record<string, unknown>) => string[];
+  /** The direct write routes' field rules (write-fields.ts), checked on the row's columns. */
+  rules?: readonly FieldRule[];
+  /** The direct write routes' rules across fields and against the core's shapes; fields named as in the file. */
+  validate?: (row: Record<string, unknown>) => FieldViolation[] | Promise<FieldViolation[]>;
+  /** References held inside JSON configs or chosen by another column, each to be found like a reference column. */
+  innerReferences?: (row: Record<string, unknown>) => InnerReference[];
   /** Single-entity exports: the rows that belong to the entity `id`. */
   belongsTo?: string;
+  /** The edit counter travels: the entity's numbered version rows come along and continue it. */
+  keepsVersion?: boolean;
 }
 
 /** A table, and for catalog entries the entry kind, that a reference column must name a live row of. */
 export interface Reference {
   table: string;
   entryKind?: EntryKind;
+  /** What "live" means in that table (SQL over its columns); `deleted_at IS NULL` by default. */
+  live?: string;
+  /** The column the value names: `id` (a UUID) by default, or `key`. */
+  column?: "id" | "key";
 }
 
 const entry = (entryKind: EntryKind): Reference => ({ table: "catalog_entries", entryKind });
+
+/** One id or key a row names outside its reference columns, and where it sits in the row. */
+export interface InnerReference {
+  field: string;
+  ref: Reference;
+  value: unknown;
+}
+
+const nodesOf = (config: unknown): Array<Record<string, unknown>> => {
+  const nodes = (config as { nodes?: unknown } | null)?.nodes;
+  return Array.isArray(nodes) ? nodes.filter((n): n is Record<string, unknown> => typeof n === "object" && n !== null) : [];
+};
+
+/** A flow's score and rank nodes: model keys (the built-in default needs no row) and ranking profiles. */
+function flowReferences(row: Record<string, unknown>): InnerReference[] {
+  const refs: InnerReference[] = [];
+  nodesOf(row.config).forEach((node, i) => {
+    const keys = [node.modelKey, ...(Array.isArray(node.shadowModelKeys) ? node.shadowModelKeys : [])];
+    for (const key of keys) {
+      if (key !== undefined && key !== DEFAULT_MODEL.key) refs.push({ field: `config.nodes[${i}].modelKey`, ref: { table: "algorithm_models", column: "key" }, value: key });
+    }
+    if (node.profileId !== undefined) refs.push({ field: `config.nodes[${i}].profileId`, ref: entry("ranking_profile"), value: node.profileId });
+  });
+  return refs;
+}
+
+/**
+ * A row through its write route's own validation, for kinds whose routes check a request message
+ * rather than columns: decoded as that message (as REST decodes a body), then checked; the route's
+ * field violations, or none.
+ */
+async function asWrite<S extends DescMessage>(schema: S, json: JsonObject, check: (message: MessageShape<S>) => unknown): Promise<FieldViolation[]> {
+  try {
+    await check(readJson(schema, json));
+    return [];
+  } catch (err) {
+    if (isAppError(err) && err.reason === "VALIDATION_FAILED") return (err.details.fields as FieldViolation[] | undefined) ?? [{ field: "row", message: err.message }];
+    throw err;
+  }
+}
+
+/** The import checks references itself, inside its transaction (portability-service.ts). */
+const REFERENCES_CHECKED_BY_IMPORT = { journeyExists: async () => true, providerExists: async () => true };
+
+const BUDGET_SCOPE_TABLES: Record<string, Reference> = { offer: { table: "offers" }, category: entry("category"), channel: entry("channel") };
+const notificationProvider: Reference = { table: "notification_providers", live: "true" };
+
+/** A content item a creative or another item may name: any but an archived one (docs/content.md). */
+const contentItem: Reference = { table: "content_items", live: "status <> 'archived'" };
+
 
 /** Catalog kinds in reference order: sub-categories name categories, placements channels. */
 const CATALOG_ORDER: EntryKind[] = [
@@ -68,12 +142,44 @@ const catalogKinds: ExportableKind[] = CATALOG_ORDER.map((kind) => {
     // Decision rules are switched off until someone looks at them; the others have no state.
     onImport: { kind, ...(isRule && { status: "inactive" }) },
     references: Object.fromEntries(spec.references.map((r) => [r.field, entry(r.kind)])),
-    validate: spec.validateConfig ? (row) => spec.validateConfig!(row.config) : undefined,
+    rules: spec.rules,
+    validate: spec.validateConfig ? (row) => configViolations(spec.validateConfig!(row.config)) : undefined,
   };
 });
 
 export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
   ...catalogKinds,
+  // Content before creatives, which name it. Every item travels, archived ones too (a creative may
+  // still name one), and arrives in draft: nothing imported is served before its own review here.
+  {
+    kind: "contentItems",
+    table: "content_items",
+    entityType: "content_item",
+    softDeleted: false,
+    idColumn: "id",
+    nameColumn: null,
+    keyColumn: null,
+    keepsVersion: true,
+    onImport: {
+      status: "draft", submitted_by: null, approved_by: null, approved_version: null, published_version: null,
+      published_at: null, rejection_reason: null, created_by: null,
+    },
+    references: { parent_template_id: contentItem, source_id: contentItem },
+    rules: CONTENT_ITEM_RULES,
+  },
+  {
+    kind: "contentVersions",
+    table: "content_versions",
+    entityType: "content_version",
+    softDeleted: false,
+    idColumn: null,
+    nameColumn: null,
+    keyColumn: null,
+    onImport: { published_at: null, created_by: null },
+    references: { content_id: contentItem },
+    rules: [...CONTENT_ITEM_RULES, { name: "version", kind: "int", required: true, min: 1 }],
+    belongsTo: "content_id",
+  },
   {
     kind: "offers",
     table: "offers",
@@ -85,6 +191,8 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     // A mandatory flag is an admin's approval in the source tenant: it does not travel.
     onImport: { status: "draft", mandatory: false, mandatory_reason: null, mandatory_expires_at: null, mandatory_approved_by: null },
     references: { category_id: entry("category"), sub_category_id: entry("sub_category") },
+    rules: OFFER_RULES,
+    validate: (row) => configViolations(offerShapeProblems(row)),
   },
   {
     kind: "creatives",
@@ -94,9 +202,9 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     idColumn: "id",
     nameColumn: "name",
     keyColumn: null,
-    // Content items do not travel yet (docs/portability.md): the link is dropped, not left dangling.
-    onImport: { status: "inactive", content_id: null },
-    references: { offer_id: { table: "offers" }, channel_id: entry("channel"), placement_id: entry("placement") },
+    onImport: { status: "inactive" },
+    references: { offer_id: { table: "offers" }, channel_id: entry("channel"), placement_id: entry("placement"), content_id: contentItem },
+    rules: CREATIVE_RULES,
   },
   {
     kind: "budgets",
@@ -107,6 +215,12 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     nameColumn: "name",
     keyColumn: null,
     onImport: { status: "paused" },
+    rules: BUDGET_RULES,
+    validate: budgetShapeViolations,
+    innerReferences: (row) => {
+      const ref = BUDGET_SCOPE_TABLES[row.scope as string];
+      return ref && row.scope_id ? [{ field: "scopeId", ref, value: row.scope_id }] : [];
+    },
   },
   {
     kind: "algorithmModels",
@@ -117,6 +231,8 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     nameColumn: "name",
     keyColumn: "key",
     onImport: { registry_status: "draft" },
+    rules: MODEL_RULES,
+    validate: modelViolations,
   },
   {
     kind: "decisionFlows",
@@ -129,7 +245,9 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     // A draft is not published; its version history comes along (decisionFlowVersions).
     onImport: { status: "draft", published_version: null },
     references: { offer_ids: { table: "offers" } },
-    validate: (row) => CONFIG_VALIDATORS.decisionFlow(row.config),
+    rules: FLOW_RULES,
+    validate: (row) => configViolations(CONFIG_VALIDATORS.decisionFlow(row.config)),
+    innerReferences: flowReferences,
   },
   {
     kind: "decisionFlowVersions",
@@ -143,6 +261,8 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     onImport: { published_by: null },
     references: { flow_id: { table: "decision_flows" } },
     belongsTo: "flow_id",
+    validate: (row) => configViolations(CONFIG_VALIDATORS.decisionFlow(row.config)),
+    innerReferences: flowReferences,
   },
   {
     kind: "experiments",
@@ -154,6 +274,15 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     keyColumn: "key",
     onImport: { status: "draft", started_at: null, promoted_model_id: null, promoted_at: null },
     references: { flow_id: { table: "decision_flows" }, champion_model_id: { table: "algorithm_models" } },
+    validate: (row) => {
+      const challengers = row.challengers;
+      if (!Array.isArray(challengers) || challengers.some((c) => typeof c !== "object" || c === null || Array.isArray(c))) {
+        return [{ field: "challengers", message: "must be a list of {modelId, key, trafficPct}" }];
+      }
+      return recordViolations(row as Partial<ExperimentFields>, true);
+    },
+    innerReferences: (row) =>
+      (row.challengers as Array<{ modelId?: unknown }>).map((c, i) => ({ field: `challengers[${i}].modelId`, ref: { table: "algorithm_models" }, value: c.modelId })),
   },
   {
     kind: "notificationProviders",
@@ -178,6 +307,12 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     nameColumn: "name",
     keyColumn: null,
     onImport: { status: "inactive" },
+    validate: (row) =>
+      asWrite(
+        JourneyWriteSchema,
+        { name: row.name, steps: row.steps, status: row.status, exitEventTypes: row.exit_event_types, durationHours: row.duration_hours } as JsonObject,
+        journeyValues,
+      ),
   },
   {
     kind: "triggerRules",
@@ -188,6 +323,19 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     nameColumn: "name",
     keyColumn: null,
     onImport: { status: "inactive" },
+    validate: (row) =>
+      asWrite(
+        TriggerWriteSchema,
+        { name: row.name, eventType: row.event_type, conditions: row.conditions, action: row.action, status: row.status } as JsonObject,
+        (message) => triggerValues("", message, REFERENCES_CHECKED_BY_IMPORT),
+      ),
+    innerReferences: (row) => {
+      const action = (row.action ?? {}) as { journeyId?: unknown; providerId?: unknown };
+      return [
+        ...(action.journeyId !== undefined ? [{ field: "action.journeyId", ref: { table: "journeys" }, value: action.journeyId }] : []),
+        ...(action.providerId !== undefined ? [{ field: "action.providerId", ref: notificationProvider, value: action.providerId }] : []),
+      ];
+    },
   },
   {
     kind: "alertRules",
@@ -199,6 +347,9 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     keyColumn: null,
     // Evaluation state belongs to the source tenant's data.
     onImport: { enabled: false, status: "ok", last_fired_at: null, last_evaluated_at: null },
+    validate: (row) => (Array.isArray(row.channels) ? parseChannels(row.channels as never).violations : [{ field: "channels", message: "must be a list" }]),
+    innerReferences: (row) =>
+      parseChannels(row.channels as never).destinations.flatMap((d, i) => ("providerId" in d ? [{ field: `channels[${i}]`, ref: notificationProvider, value: d.providerId }] : [])),
   },
 ];
 
@@ -211,7 +362,7 @@ const UNPORTABLE_COLUMNS = new Set(["tenant_id", "created_at", "updated_at", "de
  */
 export function isPortable(kind: ExportableKind, column: string): boolean {
   if (UNPORTABLE_COLUMNS.has(column) || kind.omit?.includes(column)) return false;
-  return !(column === "version" && kind.idColumn !== null);
+  return !(column === "version" && kind.idColumn !== null && !kind.keepsVersion);
 }
 
 export const kindByName = new Map(EXPORTABLE_KINDS.map((k) => [k.kind, k]));

@@ -12,14 +12,15 @@ import {
 import { ImportedEntitySchema } from "../../gen/decisioning/v1/portability_pb.js";
 import { download } from "../audit/audit-service.js";
 import type { AuditLog } from "../audit/audit-log.js";
-import { importedKey, importedName, rewire } from "../core/index.js";
+import { importedKey, importedName, referencedFirst, rewire } from "../core/index.js";
 import type { TenantContext } from "../platform/context.js";
 import { isUnstorableValue, pgErrorCode, type Transaction } from "../platform/db.js";
 import { AppError, conflict, invalidField, invalidFields, notFound } from "../platform/errors.js";
 import { isUuid, newId } from "../platform/ids.js";
 import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import { columnRow, fileRow, FORMAT_VERSION, parseImport, type ExportFile, type ExportKind } from "./export-file.js";
-import { EXPORTABLE_KINDS, kindByName, type ExportableKind } from "./exportable-kinds.js";
+import { EXPORTABLE_KINDS, kindByName, type ExportableKind, type Reference } from "./exportable-kinds.js";
+import { columnViolations } from "../catalog/write-fields.js";
 import type { PortabilityStore, Row } from "./portability-store.js";
 
 export interface PortabilityDeps {
@@ -44,7 +45,11 @@ export class PortabilityService {
 
   async exportFull(ctx: TenantContext): Promise<HttpBody> {
     const entities: Record<string, Row[]> = {};
-    for (const kind of EXPORTABLE_KINDS) entities[kind.kind] = (await this.deps.store.rows(kind, ctx.tenantId)).map(fileRow);
+    for (const kind of EXPORTABLE_KINDS) {
+      const rows = await this.deps.store.rows(kind, ctx.tenantId);
+      const selfReferences = Object.entries(kind.references ?? {}).filter(([, ref]) => ref.table === kind.table).map(([column]) => column);
+      entities[kind.kind] = (selfReferences.length && kind.idColumn ? referencedFirst(rows, kind.idColumn, selfReferences) : rows).map(fileRow);
+    }
     return this.file("full", entities, `export-${ctx.tenantId}`);
   }
 
@@ -102,8 +107,10 @@ export class PortabilityService {
           if (typeof item.row[kind.keyColumn] !== "string") throw invalidField(this.path(item, "key"), "is required");
           row[kind.keyColumn] = keys.get(item.row[kind.keyColumn] as string);
         }
-        const problems = kind.validate?.(row) ?? [];
-        if (problems.length) throw invalidFields(problems.map((p) => ({ field: `entities.${kind.kind}[${item.index}].${p.split(":")[0]}`, message: p.slice(p.indexOf(":") + 1).trim() })));
+        // The direct write routes' rules, then (only on a well-formed row) the shapes and references.
+        let problems = columnViolations(row, kind.rules ?? []);
+        if (!problems.length) problems = (await kind.validate?.(row)) ?? [];
+        if (problems.length) throw invalidFields(problems.map((p) => ({ field: `entities.${kind.kind}[${item.index}].${p.field}`, message: p.message })));
         await this.checkReferences(t, ctx.tenantId, item, row);
         await this.deps.store.insert(t, kind, ctx.tenantId, row).catch((err) => {
           throw this.insertError(item, row, err);
@@ -128,16 +135,23 @@ export class PortabilityService {
     return create(ImportReportSchema, { imported, entities });
   }
 
-  /** Reference columns must name rows of the tenant: imported ones (already inserted) or its own. */
+  /**
+   * Reference columns, and the ids and keys the kind names inside its JSON configs, must name rows of
+   * the tenant: imported ones (already inserted, in this transaction) or its own. The write routes
+   * check the same references, but outside this transaction, where the imported rows are not yet seen.
+   */
   private async checkReferences(t: Transaction, tenantId: string, item: Incoming, row: Row): Promise<void> {
-    for (const [column, ref] of Object.entries(item.kind.references ?? {})) {
-      const value = row[column];
-      if (value === null || value === undefined) continue;
-      const named = Array.isArray(value) ? value : [value];
-      const field = this.path(item, column);
-      if (!named.every((id) => typeof id === "string" && isUuid(id))) throw invalidField(field, "must name ids");
-      const found = await this.deps.store.existing(t, ref, tenantId, named as string[]);
-      const missing = (named as string[]).find((id) => !found.has(id));
+    const named: Array<{ field: string; ref: Reference; values: unknown[] }> = [
+      ...Object.entries(item.kind.references ?? {})
+        .filter(([column]) => row[column] !== null && row[column] !== undefined)
+        .map(([column, ref]) => ({ field: this.path(item, column), ref, values: Array.isArray(row[column]) ? (row[column] as unknown[]) : [row[column]] })),
+      ...(item.kind.innerReferences?.(row) ?? []).map((r) => ({ field: `entities.${item.kind.kind}[${item.index}].${r.field}`, ref: r.ref, values: [r.value] })),
+    ];
+    for (const { field, ref, values } of named) {
+      const byKey = ref.column === "key";
+      if (!values.every((v) => typeof v === "string" && (byKey || isUuid(v)))) throw invalidField(field, byKey ? "must name keys" : "must name ids");
+      const found = await this.deps.store.existing(t, ref, tenantId, values as string[]);
+      const missing = (values as string[]).find((v) => !found.has(v));
       const what = ref.entryKind?.replace("_", " ") ?? ref.table.replace(/_/g, " ").replace(/s$/, "");
       if (missing) throw invalidField(field, `names ${missing}, which is no ${what} in the file or in this tenant`);
     }

@@ -54,7 +54,7 @@ export class PortabilityStore {
     });
   }
 
-  /** Which of `ids` name live rows of the reference's table (and entry kind) in the tenant. */
+  /** Which of `ids` (keys, for a key reference) name live rows of the reference's table (and entry kind) in the tenant. */
   async existing(t: Transaction, ref: Reference, tenantId: string, ids: readonly string[]): Promise<Set<string>> {
     const bind: unknown[] = [tenantId, ids];
     let filter = "";
@@ -62,8 +62,14 @@ export class PortabilityStore {
       bind.push(ref.entryKind);
       filter = " AND kind = $3";
     }
-    const rows = await selectRows<{ id: string }>(this.db, `SELECT id FROM ${ref.table} WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND deleted_at IS NULL${filter}`, bind, t);
-    return new Set(rows.map((r) => r.id));
+    const column = ref.column === "key" ? "key" : "id";
+    const rows = await selectRows<{ named: string }>(
+      this.db,
+      `SELECT ${column} AS named FROM ${ref.table} WHERE tenant_id = $1 AND ${column} = ANY($2::${column === "id" ? "uuid" : "text"}[]) AND ${ref.live ?? "deleted_at IS NULL"}${filter}`,
+      bind,
+      t,
+    );
+    return new Set(rows.map((r) => r.named));
   }
 
   /** Every version of one entity the audit trail recorded, oldest first: a model's history. */

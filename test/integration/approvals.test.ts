@@ -254,6 +254,73 @@ describe("publish approval", () => {
     }
     assert.equal((await call("POST", `/api/v1/decision-flows/${flow.body.id}/publish`, { notes: "v3" })).status, 200);
   });
+
+  test("with requirePublishApproval a rollback needs and uses up one publish approval too", async () => {
+    const flow = await call("POST", "/api/v1/decision-flows", { name: unique("flow"), key: unique("flow"), status: "active" });
+    for (const notes of ["v1", "v2"]) assert.equal((await call("POST", `/api/v1/decision-flows/${flow.body.id}/publish`, { notes })).status, 200);
+    assert.equal((await call("PUT", "/api/v1/tenant-settings", { requirePublishApproval: true })).status, 200);
+    try {
+      const refused = await call("POST", `/api/v1/decision-flows/${flow.body.id}/rollback`, { toVersion: 1, notes: "back" });
+      assert.equal(refused.status, 409, JSON.stringify(refused.body));
+      assert.match(JSON.stringify(refused.body), /PUBLISH_APPROVAL_REQUIRED/);
+      assert.match(JSON.stringify(refused.body), /rolling back/);
+      const req = await propose({ entityType: "decisionFlow", action: "publish", entityId: flow.body.id }, editor.apiKey);
+      assert.equal((await resolve(req.id, "approve", admin.apiKey)).status, 200);
+      // A refused rollback (no such version) leaves the approval unused.
+      assert.equal((await call("POST", `/api/v1/decision-flows/${flow.body.id}/rollback`, { toVersion: 9, notes: "x" })).status, 400);
+      assert.equal((await call("GET", `/api/v1/approvals/${req.id}`)).body.consumedAt, null);
+      const rolled = await call("POST", `/api/v1/decision-flows/${flow.body.id}/rollback`, { toVersion: 1, notes: "back" });
+      assert.equal(rolled.status, 200, JSON.stringify(rolled.body));
+      assert.equal(rolled.body.publishedVersion, 3);
+      assert.ok((await call("GET", `/api/v1/approvals/${req.id}`)).body.consumedAt);
+      assert.equal((await call("POST", `/api/v1/decision-flows/${flow.body.id}/rollback`, { toVersion: 2, notes: "again" })).status, 409, "one approval, one rollback");
+    } finally {
+      await call("PUT", "/api/v1/tenant-settings", { requirePublishApproval: false });
+    }
+  });
+});
+
+describe("registry moves through approvals", () => {
+  test("an algorithmModel publish request carries the promote body and, once approved, moves the model as the promote route does", async () => {
+    const model = await call("POST", "/api/v1/algorithm-models", { name: unique("model"), key: unique("model"), type: "adaptive" });
+    assert.equal(model.status, 201, JSON.stringify(model.body));
+    const id = model.body.id;
+    // The move is checked at create by the registry's own rules, fields named under payload.
+    const illegal = await call("POST", "/api/v1/approvals", { entityType: "algorithmModel", action: "publish", entityId: id, payload: { toStatus: "champion", family: "f" } }, editor.apiKey);
+    assert.equal(illegal.status, 400, JSON.stringify(illegal.body));
+    assert.match(JSON.stringify(illegal.body), /payload\.toStatus.*cannot move a draft model to champion/);
+    const noStatus = await call("POST", "/api/v1/approvals", { entityType: "algorithmModel", action: "publish", entityId: id, payload: {} }, editor.apiKey);
+    assert.equal(noStatus.status, 400);
+    assert.match(JSON.stringify(noStatus.body), /payload\.toStatus/);
+    const foreign = await call("POST", "/api/v1/approvals", { entityType: "algorithmModel", action: "publish", entityId: id, payload: { toStatus: "shadow", family: "f" } }, other.apiKey);
+    assert.equal(foreign.status, 400, "another tenant's model is a foreign reference");
+    assert.match(JSON.stringify(foreign.body), /entityId/);
+    assert.equal((await call("POST", "/api/v1/approvals", { entityType: "offer", action: "publish", entityId: id, payload: {} })).status, 400, "publish is for flows and models");
+
+    const req = await propose({ entityType: "algorithmModel", action: "publish", entityId: id, payload: { toStatus: "challenger", family: "fam-approved" } }, editor.apiKey);
+    assert.equal((await call("GET", `/api/v1/algorithm-models/${id}`)).body.registryStatus, "draft", "nothing moves before approval");
+    const approved = await resolve(req.id, "approve", admin.apiKey);
+    assert.equal(approved.status, 200, JSON.stringify(approved.body));
+    assert.equal(approved.body.status, "approved");
+    const moved = (await call("GET", `/api/v1/algorithm-models/${id}`)).body;
+    assert.deepEqual([moved.registryStatus, moved.family], ["challenger", "fam-approved"]);
+    // Audited as the promote route audits a move, by the final approver.
+    const [entry] = await sql(
+      `SELECT user_id, changes FROM audit_log WHERE tenant_id = $1 AND entity_type = 'algorithm_model' AND entity_id = $2 AND changes ? 'registryMove'`,
+      [admin.tenantId, id],
+    );
+    assert.deepEqual(entry.changes.registryMove, { from: "draft", to: "challenger" });
+    assert.equal(entry.user_id, admin.userId);
+
+    // A move that no longer applies at approval (the model was archived meanwhile) rolls back, 409.
+    const later = await propose({ entityType: "algorithmModel", action: "publish", entityId: id, payload: { toStatus: "shadow" } }, editor.apiKey);
+    assert.equal((await call("POST", `/api/v1/algorithm-models/${id}/promote`, { toStatus: "archived" })).status, 200);
+    const stale = await resolve(later.id, "approve", admin.apiKey);
+    assert.equal(stale.status, 409, JSON.stringify(stale.body));
+    assert.match(JSON.stringify(stale.body), /APPROVAL_NOT_APPLICABLE/);
+    assert.equal((await call("GET", `/api/v1/approvals/${later.id}`)).body.status, "pending");
+    assert.equal((await call("GET", `/api/v1/algorithm-models/${id}`)).body.registryStatus, "archived");
+  });
 });
 
 describe("ai recommendations", () => {

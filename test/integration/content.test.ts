@@ -368,6 +368,52 @@ describe("Recommend serves published content", () => {
   });
 });
 
+describe("editing reviewed content (docs/content.md)", () => {
+  test("an edited published item is submitted again from published; its published version serves until the edit is published", async () => {
+    const it = await item({ title: "Hero", body: "Live text" });
+    const offer = (await call("POST", "/api/v1/offers", { name: unique("edited"), status: "active", priority: 100 })).body;
+    const creative = (await call("POST", "/api/v1/creatives", { offerId: offer.id, name: unique("hero"), contentId: it.id })).body;
+    const served = async () => {
+      const res = await rest(svc.baseUrl, "POST", "/api/v1/recommend", { key: admin.apiKey, body: { customerId: unique("c"), limit: 50 } });
+      const o = res.body.offers.find((x: any) => x.offerId === offer.id && x.creativeId === creative.id);
+      assert.ok(o, JSON.stringify(res.body));
+      return o.content?.body ?? null;
+    };
+    await publish(it.id);
+    // Without an edit there is nothing to review: submit stays refused.
+    const unedited = await move(it.id, "submit");
+    assert.equal(unedited.status, 400);
+    assert.match(unedited.body.detail, /^status: cannot submit a published content item without changes since its review/);
+
+    const edited = await call("PUT", `/api/v1/content/${it.id}`, { body: "Edited text" }, editor.apiKey);
+    assert.deepEqual([edited.body.status, edited.body.version, edited.body.publishedVersion], ["published", 2, 1], "update keeps the state (spec 3.2)");
+    const submitted = await move(it.id, "submit");
+    assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
+    assert.deepEqual([submitted.body.status, submitted.body.publishedVersion], ["in_review", 1]);
+    assert.equal(await served(), "Live text", "the published version keeps serving during the review");
+    const entry = await lastAudit();
+    assert.deepEqual(entry.changes.workflow, { move: "submit", from: "published", to: "in_review" });
+
+    // Rejected: back to draft, still serving the published version.
+    assert.equal((await move(it.id, "reject", editor2.apiKey, { reason: "tone" })).body.status, "draft");
+    assert.equal(await served(), "Live text");
+    await publish(it.id);
+    assert.equal(await served(), "Edited text");
+
+    // The same from approved: an edit after the approval is submitted again, and approval covers it.
+    await call("PUT", `/api/v1/content/${it.id}`, { body: "Third text" }, editor.apiKey);
+    await move(it.id, "submit");
+    await move(it.id, "approve", editor2.apiKey);
+    await call("PUT", `/api/v1/content/${it.id}`, { body: "Fourth text" }, editor.apiKey);
+    const again = await move(it.id, "submit");
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.equal(again.body.approvedBy, null, "the earlier approval no longer stands");
+    await move(it.id, "approve", editor2.apiKey);
+    assert.equal((await move(it.id, "publish")).body.publishedVersion, 4);
+    assert.equal(await served(), "Fourth text");
+  });
+});
+
 describe("Recommend in another process", () => {
   test("a publish here changes what a second process serves, without a restart", async () => {
     const child = await startChildService(svc);

@@ -50,6 +50,12 @@ async function seedInteractions(tenantId: string, customerId: string, rows: Arra
   }
 }
 
+async function waitFor(ok: () => boolean, ms = 5_000) {
+  const until = Date.now() + ms;
+  while (!ok() && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  assert.ok(ok(), "condition within time");
+}
+
 before(async () => {
   const sink = new Writable({ write: (chunk, _enc, done) => (logLines.push(String(chunk)), done()) });
   svc = await startTestService({ logLevel: "info" }, undefined, createLogger("info", sink as never));
@@ -141,6 +147,46 @@ describe("CLV records", () => {
     const after = await svc.sql("SELECT computed_at FROM clv_records WHERE tenant_id = $1 AND customer_id = $2", [t.tenantId, before[0].customer_id]);
     assert.equal(after[0].computed_at.getTime(), before[0].computed_at.getTime(), "other segments are left alone");
     assert.equal(CLV_BATCH, 50);
+  });
+
+  test("POST /clv/compute also computes customers known only by events, and invalidates the cache once per page", async () => {
+    const t = await svc.createTenant();
+    // 450 customers: ids interleave so that pages mix the sources. Every third has interactions,
+    // every third only events, every third both; the events-only ones must be computed too.
+    const ids = Array.from({ length: 450 }, (_, i) => `mix-${String(i).padStart(4, "0")}`);
+    const withInteractions = ids.filter((_, i) => i % 3 !== 1);
+    const withEvents = ids.filter((_, i) => i % 3 !== 0);
+    await svc.sql(
+      `INSERT INTO interactions (tenant_id, id, customer_id, offer_id, outcome, created_at)
+       SELECT $1, gen_random_uuid(), c, gen_random_uuid(), 'impression', now() - interval '3 days' FROM unnest($2::text[]) AS c`,
+      [t.tenantId, withInteractions],
+    );
+    await svc.sql(
+      `INSERT INTO customer_events (tenant_id, id, event_type, customer_id, properties, occurred_at)
+       SELECT $1, gen_random_uuid(), 'page_view', c, '{}'::jsonb, now() - interval '1 day' FROM unnest($2::text[]) AS c`,
+      [t.tenantId, withEvents],
+    );
+    // A process gets its own message twice (delivered locally first, then through Redis): count distinct ones.
+    const messages = { single: 0, many: new Map<string, string[]>() };
+    const bus = svc.running.foundation.bus;
+    await bus.subscribe("decisioning.customer.invalidate", (key) => key.startsWith(`${t.tenantId}|`) && messages.single++);
+    await bus.subscribe("decisioning.customer.invalidate.many", (keys) => {
+      const mine = (JSON.parse(keys) as string[]).filter((k) => k.startsWith(`${t.tenantId}|`));
+      if (mine.length) messages.many.set(keys, mine);
+    });
+    const res = await call("POST", "/api/v1/clv/compute", t.apiKey, {});
+    assert.deepEqual(res.body, { success: true, computed: ids.length, errors: 0, segment: "all" });
+    const onlyEvents = await svc.sql(
+      "SELECT customer_id, rfm_frequency, rfm_recency FROM clv_records WHERE tenant_id = $1 AND customer_id = ANY($2::text[]) ORDER BY customer_id",
+      [t.tenantId, ids.filter((_, i) => i % 3 === 1)],
+    );
+    assert.equal(onlyEvents.length, 150, "every events-only customer has a record");
+    assert.ok(onlyEvents.every((r) => r.rfm_frequency === 0 && r.rfm_recency === 1), "F = 0, recency from the last event");
+    // Pages of 200: 200 + 200 + 50 ids, one message each, together naming every customer once.
+    await waitFor(() => messages.many.size >= 3);
+    assert.equal(messages.single, 0, "no per-customer messages");
+    assert.deepEqual([...messages.many.values()].map((m) => m.length), [200, 200, 50]);
+    assert.deepEqual([...messages.many.values()].flat().sort(), ids.map((id) => `${t.tenantId}|${id}`));
   });
 
   test("an unknown segment is 400 naming segment, nothing computed", async () => {
@@ -267,6 +313,42 @@ describe("the unified profile (spec 2.11, 4.15)", () => {
     assert.equal(Object.hasOwn(body, "demographics"), false, "the structured sections are not in the legacy form");
   });
 
+  test("segments: the catalog's active segments the attributes match, beside the CLV segment, memberSince the later of the two writes", async () => {
+    const t = await svc.createTenant();
+    const segment = async (name: string, condition: unknown, status = "active") => create("segments", { name, status, config: { condition } }, t);
+    const dutch = await segment("Dutch", { attribute: "country", op: "eq", value: "NL" });
+    const adults = await segment("Over 40", { all: [{ attribute: "age", op: "gte", value: 40 }, { attribute: "customer.country", op: "in", value: ["NL", "BE"] }] });
+    await segment("French", { attribute: "country", op: "eq", value: "FR" });
+    await segment("Switched off", { attribute: "country", op: "eq", value: "NL" }, "inactive");
+    await segment("Needs income", { attribute: "income", op: "gt", value: 0 });
+    const other = await svc.createTenant();
+    await create("segments", { name: "Everyone NL", config: { condition: { attribute: "country", op: "eq", value: "NL" } } }, other);
+
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal((await call("PUT", "/api/v1/customers/sam", t.apiKey, { attributes: { age: 41, country: "NL" } })).status, 200);
+    assert.equal((await call("POST", "/api/v1/customers/sam/clv", t.apiKey, {})).status, 200);
+    const read = async () => (await call("GET", "/api/v1/customers/sam/unified-profile?sections=segments", t.apiKey)).body.sections[0].data;
+    const [stored] = await svc.sql("SELECT updated_at FROM customers WHERE tenant_id = $1 AND customer_id = 'sam'", [t.tenantId]);
+    let rows = await read();
+    assert.deepEqual(rows.map((r: any) => r.segmentId), ["clv:low", dutch.id, adults.id], "CLV first, then matching segments in creation order");
+    assert.deepEqual(rows.slice(1).map((r: any) => r.segmentName), ["Dutch", "Over 40"]);
+    assert.equal(Date.parse(rows[1].memberSince), stored.updated_at.getTime(), "attributes written after the segment: since the attributes");
+
+    // Editing a segment restarts its membership; a segment the customer leaves is gone.
+    await new Promise((r) => setTimeout(r, 20));
+    const edited = await call("PUT", "/api/v1/segments", t.apiKey, { id: adults.id, config: { condition: { attribute: "age", op: "gte", value: 41 } } });
+    assert.equal(edited.status, 200, JSON.stringify(edited.body));
+    rows = await read();
+    assert.equal(Date.parse(rows[2].memberSince), Date.parse(edited.body.updatedAt), "segment changed after the attributes: since the segment");
+    assert.ok(Date.parse(rows[2].memberSince) > stored.updated_at.getTime());
+    assert.equal((await call("PUT", "/api/v1/customers/sam", t.apiKey, { attributes: { age: 30, country: "NL" } })).status, 200);
+    rows = await read();
+    assert.deepEqual(rows.map((r: any) => r.segmentName), ["CLV low", "Dutch"]);
+    // A customer known without stored attributes is in no catalog segment.
+    await seedInteractions(t.tenantId, "ghost", [{ outcome: "impression", daysAgo: 1 }]);
+    assert.deepEqual((await call("GET", "/api/v1/customers/ghost/unified-profile?sections=segments", t.apiKey)).body.sections[0].data, []);
+  });
+
   test("sections=a,b filters; an unknown section is 400 naming sections", async () => {
     const t = await svc.createTenant();
     await richCustomer(t, "quinn");
@@ -355,6 +437,7 @@ describe("the profile's optional activity ports (src/customers/customer-activity
           ? [{ id: "evt-1", eventType: "cart_abandoned", properties: {}, occurredAt: new Date(now - 1_000) }].slice(0, limit)
           : [],
       activitySpans: async () => new Map(),
+      customerIdsAfter: async () => [],
     };
     const deliveries: DeliveryEventHistory = {
       recent: async (tenantId, customerId, limit) =>

@@ -6,6 +6,8 @@ import { startChildService } from "../support/child-service.js";
 import { startHttpReceiver } from "../support/outbound-receivers.js";
 import { EventService } from "../../gen/decisioning/v1/events_pb.js";
 import { eventStreamKey } from "../../src/events/event-stream.js";
+import { EventStore } from "../../src/events/event-store.js";
+import { eventRetentionJob } from "../../src/events/event-jobs.js";
 
 /** Small enough to see trimming with a few hundred events (Redis trims whole stream nodes of ~100 entries). */
 const STREAM_MAX = 50;
@@ -247,6 +249,72 @@ describe("trigger rules", () => {
     }
   });
 
+  test("an enrollment completes when the journey's duration has passed (0: once its steps ran); then the customer may enrol again", async () => {
+    const t = await svc.createTenant();
+    await created("offers", { name: unique("offer"), status: "active" }, t);
+    const once = await journey(t);
+    const instant = await created("journeys", { name: unique("instant"), steps: [{ type: "decision" }], durationHours: 0 }, t);
+    assert.equal(instant.durationHours, 0);
+    assert.equal(once.durationHours, null, "no duration: active until an exit event");
+    const hourly = await created("journeys", { name: unique("hourly"), steps: [{ type: "decision" }], durationHours: 1 }, t);
+    for (const [eventType, j] of [["visit", instant], ["signup", hourly]] as const) {
+      await created("triggers", { name: unique("rule"), eventType, action: { type: "journey", journeyId: j.id } }, t);
+    }
+    assert.equal((await send(t, { eventType: "visit", customerId: "ann" })).status, 202);
+    let rows = await enrollments(t, instant.id);
+    assert.deepEqual(rows.map((r) => r.status), ["completed"]);
+    assert.ok(Date.parse(rows[0].endedAt) >= Date.parse(rows[0].enrolledAt));
+    assert.equal((await send(t, { eventType: "visit", customerId: "ann" })).status, 202);
+    rows = await enrollments(t, instant.id);
+    assert.deepEqual(rows.map((r) => r.status), ["completed", "completed"], "a completed customer enrols again");
+
+    // One hour: a second trigger meanwhile enrols nobody; once due, the job completes it and re-entry works.
+    await send(t, [{ eventType: "signup", customerId: "bo" }, { eventType: "signup", customerId: "bo" }]);
+    rows = await enrollments(t, hourly.id);
+    assert.deepEqual(rows.map((r) => [r.status, r.endedAt]), [["active", null]]);
+    await svc.sql("UPDATE journey_enrollments SET completes_at = now() - interval '1 minute' WHERE tenant_id = $1 AND journey_id = $2", [t.tenantId, hourly.id]);
+    const job = svc.running.services.jobs.find((j) => j.name === "journeys-complete")!;
+    assert.deepEqual([job.schedule, job.route], [{ everyMs: 300_000 }, "tick"]);
+    await job.run(new Date());
+    rows = await enrollments(t, hourly.id);
+    assert.deepEqual(rows.map((r) => r.status), ["completed"]);
+    const [due] = await svc.sql("SELECT completes_at, ended_at FROM journey_enrollments WHERE tenant_id = $1 AND journey_id = $2", [t.tenantId, hourly.id]);
+    assert.equal(due.ended_at.getTime(), due.completes_at.getTime(), "ended when it was due");
+    await send(t, { eventType: "signup", customerId: "bo" });
+    assert.deepEqual((await enrollments(t, hourly.id)).map((r) => r.status), ["active", "completed"]);
+  });
+
+  test("an exit event takes the customer out of the journey; a later trigger enrols again; bad journey fields are 400s", async () => {
+    const t = await svc.createTenant();
+    await created("offers", { name: unique("offer"), status: "active" }, t);
+    const j = await created("journeys", { name: unique("cart"), steps: [{ type: "decision" }], exitEventTypes: ["purchase", "unsubscribe"] }, t);
+    assert.deepEqual(j.exitEventTypes, ["purchase", "unsubscribe"]);
+    await created("triggers", { name: unique("rule"), eventType: "cart_abandoned", action: { type: "journey", journeyId: j.id } }, t);
+    await send(t, [{ eventType: "cart_abandoned", customerId: "cy" }, { eventType: "cart_abandoned", customerId: "dee" }]);
+    const purchase = await send(t, { eventType: "purchase", customerId: "cy" });
+    const purchaseId = purchase.body.results[0].id;
+    let rows = await enrollments(t, j.id);
+    const byCustomer = (c: string) => rows.filter((r) => r.customerId === c).map((r) => [r.status, r.exitEventId ?? null]);
+    assert.deepEqual(byCustomer("cy"), [["exited", purchaseId]]);
+    assert.deepEqual(byCustomer("dee"), [["active", null]], "only the customer the event is about");
+    await send(t, { eventType: "cart_abandoned", customerId: "cy" });
+    rows = await enrollments(t, j.id);
+    assert.deepEqual(byCustomer("cy").map(([s]) => s), ["active", "exited"], "an exited customer enrols again");
+    const profile = await call("GET", "/api/v1/customers/cy/unified-profile?sections=journeys", t.apiKey);
+    assert.deepEqual(profile.body.sections[0].data.map((e: any) => e.status), ["active", "exited"]);
+
+    for (const [body, field] of [
+      [{ exitEventTypes: [""] }, "exitEventTypes[0]"],
+      [{ exitEventTypes: Array.from({ length: 21 }, (_, i) => `e${i}`) }, "exitEventTypes"],
+      [{ durationHours: 9000 }, "durationHours"],
+      [{ durationHours: -1 }, "durationHours"],
+    ] as const) {
+      const res = await call("POST", "/api/v1/journeys", t.apiKey, { name: unique("bad"), steps: [{ type: "decision" }], ...body });
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.ok(res.body.errors.some((e: any) => e.field === field), `${field}: ${JSON.stringify(res.body)}`);
+    }
+  });
+
   test("a webhook action is delivered to the receiver with the event, once per rule and event", async () => {
     const t = await svc.createTenant();
     receiver.routes.set("/trigger-hook", { statuses: [200] });
@@ -338,6 +406,51 @@ describe("trigger rules", () => {
     assert.equal((await call("GET", `/api/v1/triggers/${rule.id}`, t.apiKey)).status, 404);
     const audit = await svc.sql("SELECT action FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 ORDER BY seq", [t.tenantId, rule.id]);
     assert.deepEqual(audit.map((a) => a.action), ["create", "update", "soft_delete"]);
+  });
+});
+
+describe("retention (EVENT_RETENTION_DAYS)", () => {
+  test("the daily job deletes every tenant's events older than the retention in bounded batches, and keeps the rest", async () => {
+    const [a, b] = [await svc.createTenant(), await svc.createTenant()];
+    const DAY = 86_400_000;
+    const slot = new Date();
+    // 7 old and 2 recent events in A, 4 old and 1 recent in B; times as clients may send them.
+    for (const [t, old, recent] of [[a, 7, 2], [b, 4, 1]] as const) {
+      const events = [
+        ...Array.from({ length: old }, (_, i) => ({ eventType: "view", customerId: `c${i}`, timestamp: new Date(slot.getTime() - (400 + i) * DAY).toISOString() })),
+        ...Array.from({ length: recent }, (_, i) => ({ eventType: "view", customerId: `c${i}`, timestamp: new Date(slot.getTime() - (300 - i) * DAY).toISOString() })),
+      ];
+      assert.equal((await send(t, events)).status, 202);
+    }
+    const job = svc.running.services.jobs.find((j) => j.name === "events-retention");
+    assert.ok(job, "registered with the scheduler");
+    assert.equal(svc.config.eventRetentionDays, 365, "the documented default");
+    assert.deepEqual([job.schedule, job.route], [{ cron: "41 3 * * *", timezone: "UTC" }, "tick"]);
+
+    // The same job over the real store with batches of 3, counting the statements it runs.
+    const store = new EventStore(svc.running.foundation.db);
+    const calls: Array<{ tenantId: string; deleted: number }> = [];
+    const counted = {
+      nextTenantWithEvents: (after: string | null) => store.nextTenantWithEvents(after),
+      deleteOlderThan: async (tenantId: string, cutoff: Date, limit: number) => {
+        const deleted = await store.deleteOlderThan(tenantId, cutoff, limit);
+        calls.push({ tenantId, deleted });
+        return deleted;
+      },
+    };
+    await eventRetentionJob(counted, 365, svc.running.foundation.logger, 3).run(slot);
+    const left = async (t: Tenant) =>
+      (await svc.sql("SELECT count(*) FILTER (WHERE occurred_at < $2)::int AS old, count(*)::int AS total FROM customer_events WHERE tenant_id = $1", [t.tenantId, new Date(slot.getTime() - 365 * DAY)]))[0];
+    assert.deepEqual(await left(a), { old: 0, total: 2 });
+    assert.deepEqual(await left(b), { old: 0, total: 1 });
+    assert.ok(calls.every((c) => c.deleted <= 3), "no statement deletes more than a batch");
+    assert.deepEqual(calls.filter((c) => c.tenantId === a.tenantId).map((c) => c.deleted), [3, 3, 1]);
+    assert.deepEqual(calls.filter((c) => c.tenantId === b.tenantId).map((c) => c.deleted), [3, 1]);
+    // A second run of the slot (a retry) finds nothing more to delete.
+    calls.length = 0;
+    await eventRetentionJob(counted, 365, svc.running.foundation.logger, 3).run(slot);
+    assert.equal(calls.reduce((sum, c) => sum + c.deleted, 0), 0);
+    assert.deepEqual(await left(a), { old: 0, total: 2 });
   });
 });
 

@@ -33,7 +33,21 @@ before(async () => {
   source.channel = await created(a, "/api/v1/channels", { name: "Web", type: "web" });
   source.placement = await created(a, "/api/v1/placements", { name: "Hero", channelId: source.channel.id });
   source.offer = await created(a, "/api/v1/offers", { name: "Gold card", status: "active", categoryId: source.category.id, subCategoryId: source.subCategory.id, priority: 70 });
-  source.creative = await created(a, "/api/v1/creatives", { offerId: source.offer.id, name: "banner", channelId: source.channel.id, placementId: source.placement.id });
+  // Content reviewed and published in A; an older translation is later linked to the newer item, so
+  // the export must put the named item first.
+  const reviewer = await svc.createUser(a.tenantId, "editor");
+  source.translation = await created(a, "/api/v1/content", { title: "Bannière or", body: "v1 (fr)" });
+  source.template = await created(a, "/api/v1/content", { title: "Template", body: "<p>{{name}}</p>", contentType: "html" });
+  source.content = await created(a, "/api/v1/content", { title: "Gold banner", body: "v1", parentTemplateId: source.template.id });
+  assert.equal((await call(a, "PUT", `/api/v1/content/${source.content.id}`, { body: "v2" })).status, 200);
+  for (const [who, move] of [[a, "submit"], [reviewer, "approve"], [a, "publish"]] as const) {
+    const res = await call(who, "POST", `/api/v1/content/${source.content.id}/${move}`);
+    assert.equal(res.status, 200, `${move}: ${JSON.stringify(res.body)}`);
+  }
+  assert.equal((await call(a, "PUT", `/api/v1/content/${source.translation.id}`, { sourceId: source.content.id })).status, 200);
+  source.creative = await created(a, "/api/v1/creatives", {
+    offerId: source.offer.id, name: "banner", channelId: source.channel.id, placementId: source.placement.id, contentId: source.content.id,
+  });
   source.profile = await created(a, "/api/v1/ranking-profiles", { name: "Value first", config: { weights: { propensity: 0.5, businessValue: 0.5 } } }).catch(() => null);
   source.champion = await created(a, "/api/v1/algorithm-models", { name: "Champ", key: "champ", type: "logistic_regression", config: { intercept: 0, coefficients: { "offer.priority": 0.01 } } });
   source.challenger = await created(a, "/api/v1/algorithm-models", { name: "Chal", key: "chal", type: "adaptive" });
@@ -85,13 +99,16 @@ describe("export and import", () => {
       assert.equal(report.imported[kind] ?? 0, rows.length, kind);
     }
     const imported = (await exportOf(b)).body as any;
-    const ignored = new Set(["id", "name", "key", "status", "enabled", "registryStatus", "publishedVersion", "startedAt", "publishedBy", "publishedAt"]);
+    const ignored = new Set([
+      "id", "name", "key", "status", "enabled", "registryStatus", "publishedVersion", "startedAt", "publishedBy", "publishedAt",
+      "submittedBy", "approvedBy", "approvedVersion", "createdBy",
+    ]);
     for (const [kind, rows] of Object.entries(file.entities as Record<string, any[]>)) {
       for (const row of rows) {
         const copy = row.id
           ? imported.entities[kind].find((r: any) => r.id === newId.get(row.id))
-          : imported.entities[kind].find((r: any) => r.flowId === newId.get(row.flowId) && r.version === row.version);
-        assert.ok(copy, `${kind} ${row.id ?? row.flowId} was imported`);
+          : imported.entities[kind].find((r: any) => (row.flowId ? r.flowId === newId.get(row.flowId) : r.contentId === newId.get(row.contentId)) && r.version === row.version);
+        assert.ok(copy, `${kind} ${row.id ?? row.flowId ?? row.contentId} was imported`);
         if (row.name) assert.equal(copy.name, `${row.name} (imported)`);
         if (row.key) assert.match(copy.key, new RegExp(`^${row.key}-imported-[0-9a-f]{6}$`));
         // Every other field is A's, with A's ids and keys replaced by the imported ones.
@@ -126,6 +143,20 @@ describe("export and import", () => {
     assert.equal(trigger.status, "inactive");
     assert.equal(trigger.action.journeyId, newId.get(source.journey.id), "the rule enrols into the imported journey");
     assert.equal(imported.entities.journeys.find((j: any) => j.id === newId.get(source.journey.id)).status, "inactive");
+    // Content: every version, the item in draft with nothing published, the creative naming the copy.
+    const content = imported.entities.contentItems.find((c: any) => c.id === newId.get(source.content.id));
+    assert.deepEqual([content.status, content.version, content.body, content.publishedVersion, content.approvedBy], ["draft", 2, "v2", null, null]);
+    assert.equal(content.parentTemplateId, newId.get(source.template.id));
+    assert.deepEqual(imported.entities.contentVersions.filter((v: any) => v.contentId === content.id).map((v: any) => [v.version, v.body, v.publishedAt]), [[1, "v1", null], [2, "v2", null]]);
+    assert.equal(imported.entities.contentItems.findIndex((c: any) => c.id === content.id) < imported.entities.contentItems.findIndex((c: any) => c.sourceId === content.id), true, "the named item is exported first");
+    const creative = imported.entities.creatives.find((c: any) => c.id === newId.get(source.creative.id));
+    assert.equal(creative.contentId, content.id, "the imported creative names the imported content");
+    const read = await call(b, "GET", `/api/v1/content/${content.id}`);
+    assert.equal(read.status, 200);
+    assert.equal((read.body as any).versions.length, 2);
+    // The next edit continues the imported history.
+    const edited = await call(b, "PUT", `/api/v1/content/${content.id}`, { body: "v3" });
+    assert.deepEqual([edited.status, (edited.body as any).version], [200, 3]);
     const alert = imported.entities.alertRules.find((r: any) => r.id === newId.get(source.alert.id));
     assert.equal(alert.enabled, false);
     assert.equal(alert.threshold, 0.01);
@@ -137,6 +168,55 @@ describe("export and import", () => {
     assert.equal((await call(a, "GET", `/api/v1/offers/${newId.get(source.offer.id)}`)).status, 404);
     const audit = await svc.sql("SELECT count(*)::int AS n FROM audit_log WHERE tenant_id = $1 AND action = 'create' AND changes->>'imported' = 'true'", [b.tenantId]);
     assert.equal(audit[0].n, report.entities.length);
+  });
+
+  test("a creative naming content that is neither in the file nor in the tenant is a 400 naming contentId; nothing is written", async () => {
+    const file = (await exportOf(a)).body as any;
+    const c = await svc.createTenant("c");
+    const entities = { offers: file.entities.offers.map((o: any) => ({ ...o, categoryId: null, subCategoryId: null })), creatives: [{ ...file.entities.creatives[0], channelId: null, placementId: null }] };
+    const res = await call(c, "POST", "/api/v1/import", { ...file, entities });
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.match(JSON.stringify(res.body), /entities\.creatives\[0\]\.contentId: names .*, which is no content item in the file or in this tenant/);
+    assert.deepEqual(await svc.sql("SELECT id FROM offers WHERE tenant_id = $1", [c.tenantId]), []);
+  });
+
+  test("import holds every row to the write routes' rules and checks ids named inside JSON configs: 400 naming kind, index and field, nothing written", async () => {
+    const file = (await exportOf(a)).body as any;
+    const e = file.entities;
+    const dangling = "7f2c1a4e-0000-4000-8000-00000000abcd";
+    const bare = (o: any) => ({ ...o, categoryId: null, subCategoryId: null });
+    const flow = e.decisionFlows[0];
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ offers: [{ ...bare(e.offers[0]), priority: 500 }] }, /entities\.offers\[0\]\.priority: must be between 0 and 100/],
+      [{ offers: [{ ...bare(e.offers[0]), eligibility: { attribute: "age", operator: "bogus", value: 1 } }] }, /entities\.offers\[0\]\.eligibility/],
+      [{ budgets: [{ id: dangling, name: "No limit", scope: "global", scopeId: null, period: "lifetime", status: "active" }] }, /entities\.budgets\[0\]\.maxImpressions: at least one/],
+      [{ budgets: [{ id: dangling, name: "Offer cap", scope: "offer", scopeId: e.offers[0].id, maxImpressions: 10, period: "day" }] }, /entities\.budgets\[0\]\.scopeId: names .*, which is no offer/],
+      [{ algorithmModels: [{ ...e.algorithmModels[0], type: "bogus" }] }, /entities\.algorithmModels\[0\]\.type: must be one of/],
+      [{ offers: [bare(e.offers[0])], algorithmModels: e.algorithmModels, decisionFlows: [{ ...flow, config: { nodes: [flow.config.nodes[0], { type: "score", modelKey: "nowhere" }] } }] }, /entities\.decisionFlows\[0\]\.config\.nodes\[1\]\.modelKey: names nowhere, which is no algorithm model/],
+      [{ offers: [bare(e.offers[0])], decisionFlows: [{ ...flow, config: { nodes: [flow.config.nodes[0], { type: "rank", count: 2, profileId: dangling }] } }] }, /entities\.decisionFlows\[0\]\.config\.nodes\[1\]\.profileId: names 7f2c1a4e-.*, which is no ranking profile/],
+      [{ journeys: e.journeys, triggerRules: [{ ...e.triggerRules[0], action: { type: "journey", journeyId: dangling } }] }, /entities\.triggerRules\[0\]\.action\.journeyId: names 7f2c1a4e/],
+      [{ algorithmModels: e.algorithmModels, experiments: [{ ...e.experiments[0], flowId: null, challengers: [{ ...e.experiments[0].challengers[0], modelId: dangling }] }] }, /entities\.experiments\[0\]\.challengers\[0\]\.modelId: names 7f2c1a4e/],
+      [{ alertRules: [{ ...e.alertRules[0], channels: [dangling] }] }, /entities\.alertRules\[0\]\.channels\[0\]: names 7f2c1a4e-.*, which is no notification provider/],
+      [{ alertRules: [{ ...e.alertRules[0], channels: [{ type: "webhook", target: "ftp://x" }] }] }, /entities\.alertRules\[0\]\.channels\[0\]\.target: must be an http or https URL/],
+      [{ contentItems: [{ ...e.contentItems[0], title: " ", parentTemplateId: null, sourceId: null }] }, /entities\.contentItems\[0\]\.title: must not be empty/],
+      [{ journeys: [{ ...e.journeys[0], steps: [{ type: "wait" }] }] }, /entities\.journeys\[0\]\.steps\[0\]\.type: must be one of decision/],
+      [{ journeys: e.journeys, triggerRules: [{ ...e.triggerRules[0], conditions: { attribute: "x", op: "bogus", value: 1 } }] }, /entities\.triggerRules\[0\]\.conditions/],
+    ];
+    // Import is limited to 10 per minute per tenant: a fresh tenant for every few cases.
+    let target = await svc.createTenant("strict");
+    for (const [i, [entities, message]] of cases.entries()) {
+      if (i % 6 === 5) target = await svc.createTenant("strict");
+      const res = await call(target, "POST", "/api/v1/import", { ...file, entities });
+      assert.equal(res.status, 400, `case ${i}: ${JSON.stringify(res.body).slice(0, 400)}`);
+      assert.match(JSON.stringify(res.body), message, `case ${i}`);
+      const written = await svc.sql(
+        `SELECT (SELECT count(*) FROM offers WHERE tenant_id = $1) + (SELECT count(*) FROM algorithm_models WHERE tenant_id = $1)
+           + (SELECT count(*) FROM journeys WHERE tenant_id = $1) + (SELECT count(*) FROM budgets WHERE tenant_id = $1)
+           + (SELECT count(*) FROM content_items WHERE tenant_id = $1) AS n`,
+        [target.tenantId],
+      );
+      assert.equal(Number(written[0].n), 0, `case ${i}: nothing written`);
+    }
   });
 
   test("single flow and model exports; cross-tenant ids are 404", async () => {
