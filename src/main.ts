@@ -47,6 +47,8 @@ import { createScoringPool } from "./platform/scoring-pool.js";
 import { createModelRegistry } from "./models/model-registry.js";
 import { createPortability } from "./portability/portability.js";
 import { createApprovals, type Approvals } from "./approvals/approvals.js";
+import { createSso, type Sso } from "./sso/sso.js";
+import { SessionIssuer } from "./sessions/session-issuer.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
@@ -172,6 +174,10 @@ export interface Services {
   events: Events;
   /** Who is calling (spec 5.1, 5.4): the gateway's, and the routes outside protobuf authenticate with it too. */
   authenticator: Authenticator;
+  /** Which limit applies and how it fails (spec 8): the gateway's, and the routes outside protobuf limit through it too. */
+  rateLimits: RateLimitPolicy;
+  /** Tenant SSO and identity-provider sign-in; `sso.passwordSignInPolicy` is the sessions' PasswordSignInPolicy. */
+  sso: Sso;
   registrations: ServiceRegistration[];
   /** Doors outside protobuf (src/transport/http-routes.ts): sign-in, SCIM, MCP, downloads. */
   httpRoutes: HttpRoute[];
@@ -266,6 +272,8 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     isPlatformOwner: async (tenantId) =>
       f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
     logger: f.logger,
+    // SSO is built below; key rotation reaches it only later.
+    sealedSecrets: [{ name: "sso", rotate: (t, keyId) => sso.rotateSecrets(t, keyId) }],
   });
   const alerts = createAlerts({
     db: f.db,
@@ -325,6 +333,28 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     events: events.history,
     journeys: events.journeys,
   });
+  const limiter = f.redis ? createRedisRateLimiter(f.redis) : createMemoryRateLimiter();
+  const rateLimits = new RateLimitPolicy(
+    limiter,
+    f.config.rateLimits,
+    async (tenantId) => (await identityStore.findTenant(tenantId))?.rate_limits ?? {},
+    f.logger,
+  );
+  const sso = createSso({
+    db: f.db,
+    redis: f.redis,
+    identityStore,
+    identity,
+    audit: auditLog,
+    cipher: f.settingsCipher,
+    // Secure unless PUBLIC_URL is plain http (docs/sso.md); the sessions' own switch replaces this when it lands.
+    sessions: new SessionIssuer(f.secrets, !f.config.publicUrl?.startsWith("http:")),
+    rateLimits,
+    outbound: f.config.outbound,
+    authOidc: f.config.authOidc,
+    publicUrl: f.config.publicUrl,
+    logger: f.logger,
+  });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
@@ -344,6 +374,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...approvals.services,
     ...events.services,
     ...alerts.services,
+    ...sso.services,
   ];
   return {
     identityStore,
@@ -360,8 +391,10 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     approvals,
     events,
     authenticator,
+    rateLimits,
+    sso,
     registrations,
-    httpRoutes: [],
+    httpRoutes: [...sso.httpRoutes],
     jobs,
     scheduler,
     listen: async () => {
@@ -395,22 +428,15 @@ const HEALTH_POLL_MS = 2_000;
 export async function startService(config: Config, logger = createLogger(config.logLevel), options: ServiceOptions = {}): Promise<RunningService> {
   const f = await openFoundation(config, logger);
   const services = createServices(f, options);
-  const { identityStore, authenticator } = services;
+  const { authenticator } = services;
   await services.listen();
   // Before listening, so that the key is on screen when the service answers.
   if (f.embeddedDatabaseCreated) await createFirstTenant(services.identity);
 
-  const limiter = f.redis ? createRedisRateLimiter(f.redis) : createMemoryRateLimiter();
-  const rateLimits = new RateLimitPolicy(
-    limiter,
-    config.rateLimits,
-    async (tenantId) => (await identityStore.findTenant(tenantId))?.rate_limits ?? {},
-    logger,
-  );
   const gateway = new Gateway(
     services.registrations,
     authenticator,
-    rateLimits,
+    services.rateLimits,
     config.defaultBodyLimitBytes,
     logger,
     services.observability.observer,
