@@ -396,4 +396,31 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
     const offsite = await fetch(`${svc.baseUrl}/api/auth/signin/oidc?returnTo=//evil.example/`, { redirect: "manual" });
     assert.equal(offsite.status, 400);
   });
+
+  // Last: afterwards the secrets are sealed under a key the main service of this file does not have.
+  test("settings key rotation re-seals stored client secrets, which keep working under the new key", async () => {
+    const next = { id: "k2", secret: "sso-settings-key-2-0123456789abcdef0123" };
+    const rotated = await startTestService(
+      { settingsKeys: [next, SETTINGS_KEY], outbound: { ...svc.config.outbound }, rateLimits: svc.config.rateLimits },
+      svc.config.databaseUrl!,
+    );
+    try {
+      const result = await rotated.running.services.notifications.rotateKey();
+      assert.ok(result.others.sso >= 1);
+      const keyIds = await rotated.sql("SELECT DISTINCT oidc_client_secret_key_id AS id FROM sso_configs WHERE oidc_client_secret IS NOT NULL");
+      assert.deepEqual(keyIds.map((r) => r.id), ["k2"]);
+      const onlyNew = await startTestService({ settingsKeys: [next], outbound: { ...svc.config.outbound } }, svc.config.databaseUrl!);
+      try {
+        idp.accounts.set("kim", { email: "kim@acme.example" });
+        const made = await rest(onlyNew.baseUrl, "POST", "/api/v1/sso", { key: tenant.apiKey, body: { action: "get_auth_url", redirectUri: APP_REDIRECT } });
+        const back = await idp.signIn(made.body.authUrl, "kim");
+        const res = await rest(onlyNew.baseUrl, "GET", `/api/v1/sso/callback?${back.searchParams}`);
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+      } finally {
+        await onlyNew.stop();
+      }
+    } finally {
+      await rotated.stop();
+    }
+  });
 });
