@@ -6,6 +6,8 @@ import { startOpenIdProvider, type TestClient, type TestOpenIdProvider } from ".
 import { SessionIssuer, sessionTokenOf } from "../../src/sessions/session-issuer.js";
 import { createSecrets } from "../../src/platform/secrets.js";
 import { newId } from "../../src/platform/ids.js";
+import { createLogger } from "../../src/platform/logger.js";
+import { loadConfig } from "../../src/config.js";
 
 const SETTINGS_KEY = { id: "k1", secret: "sso-settings-key-0123456789abcdef0123" };
 /** Where a console page would receive the provider's redirect and hand code and state to the callback. */
@@ -21,6 +23,8 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
   let idp: TestOpenIdProvider;
   let svc: TestService;
   let tenant: { tenantId: string; userId: string; apiKey: string };
+  /** Every line the service logs, at debug level. */
+  const logged: string[] = [];
 
   const configure = (key: string, config: Record<string, unknown>) => rest(svc.baseUrl, "POST", "/api/v1/sso", { key, body: { action: "configure", config } });
   const authUrl = (key: string, body: Record<string, unknown> = {}) =>
@@ -37,14 +41,18 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
 
   before(async () => {
     idp = await startOpenIdProvider([CLIENT_A, CLIENT_B, GLOBAL_CLIENT]);
-    svc = await startTestService({
-      settingsKeys: [SETTINGS_KEY],
-      outbound: { ...(await import("../../src/config.js")).loadConfig({}).outbound, allowPrivate: true },
-      publicUrl: PUBLIC_URL,
-      // This file signs in more than 30 times a minute from one address; the limit itself is tested on a service of its own below.
-      rateLimits: { sso_callback: { limit: 1000, windowSeconds: 60 } },
-      authOidc: { issuer: idp.issuer, clientId: GLOBAL_CLIENT.clientId, clientSecret: GLOBAL_CLIENT.clientSecret },
-    });
+    svc = await startTestService(
+      {
+        settingsKeys: [SETTINGS_KEY],
+        outbound: { ...loadConfig({}).outbound, allowPrivate: true },
+        publicUrl: PUBLIC_URL,
+        // This file signs in more than 30 times a minute from one address; the limit itself is tested on a service of its own below.
+        rateLimits: { sso_callback: { limit: 1000, windowSeconds: 60 } },
+        authOidc: { issuer: idp.issuer, clientId: GLOBAL_CLIENT.clientId, clientSecret: GLOBAL_CLIENT.clientSecret },
+      },
+      undefined,
+      createLogger("debug", { write: (line: string) => void logged.push(line) }),
+    );
     tenant = await svc.createTenant("acme");
     const res = await configure(tenant.apiKey, {
       provider: "oidc",
@@ -395,6 +403,22 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
 
     const offsite = await fetch(`${svc.baseUrl}/api/auth/signin/oidc?returnTo=//evil.example/`, { redirect: "manual" });
     assert.equal(offsite.status, 400);
+  });
+
+  test("two first sign-ins of the same person at once create one user", async () => {
+    idp.accounts.set("jo", { email: "jo@acme.example" });
+    const backs = await Promise.all([0, 1].map(async () => idp.signIn((await authUrl(tenant.apiKey)).body.authUrl, "jo")));
+    const results = await Promise.all(backs.map((b) => callback(b.searchParams)));
+    assert.deepEqual(results.map((r) => r.status), [200, 200], JSON.stringify(results.map((r) => r.body)));
+    assert.deepEqual(results.map((r) => r.body.created).sort(), [false, true]);
+    assert.equal(results[0].body.userId, results[1].body.userId);
+    assert.equal((await usersWithEmail(tenant.tenantId, "jo@acme.example")).length, 1);
+  });
+
+  test("no log line holds a client secret", () => {
+    const all = logged.join("");
+    assert.ok(all.length > 0, "the service logged something to check");
+    for (const secret of [CLIENT_A.clientSecret, GLOBAL_CLIENT.clientSecret]) assert.ok(!all.includes(secret));
   });
 
   // Last: afterwards the secrets are sealed under a key the main service of this file does not have.
