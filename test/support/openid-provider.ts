@@ -118,7 +118,7 @@ export async function startOpenIdProvider(clients: TestClient[]): Promise<TestOp
 async function drive(issuer: string, authUrl: string, login: string): Promise<URL> {
   const jar = new CookieJar();
   let url = authUrl;
-  let form: { action: string; body: URLSearchParams } | null = null;
+  let form: { body: URLSearchParams } | null = null;
   for (let step = 0; step < 20; step++) {
     const res: Response = await fetch(url, {
       method: form ? "POST" : "GET",
@@ -141,7 +141,7 @@ async function drive(issuer: string, authUrl: string, login: string): Promise<UR
     const prompt: string | undefined = /name="prompt" value="([a-z]+)"/.exec(html)?.[1];
     if (!action || !prompt) throw new Error(`no login or consent form in the test provider's page: ${html.slice(0, 500)}`);
     url = new URL(action, url).href;
-    form = { action: url, body: new URLSearchParams(prompt === "login" ? { prompt, login, password: "any" } : { prompt }) };
+    form = { body: new URLSearchParams(prompt === "login" ? { prompt, login, password: "any" } : { prompt }) };
   }
   throw new Error("the test provider did not redirect back within 20 steps");
 }
