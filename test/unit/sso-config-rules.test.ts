@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { applySsoPatch, DEFAULT_SSO_SETTINGS, domainAllowed, isActive, providerUrlProblem, redirectUriProblem } from "../../src/sso/sso-config-rules.js";
 import { isForbiddenAddress } from "../../src/notifications/outbound-guard.js";
-import { createMemorySignInAttempts, ATTEMPT_TTL_SECONDS } from "../../src/sso/sign-in-attempts.js";
+import { loadConfig } from "../../src/config.js";
 
 const strictUrl = (raw: string) => providerUrlProblem(raw, false, isForbiddenAddress);
 
@@ -59,14 +59,14 @@ test("allowed domains: an empty list allows every domain; otherwise the address'
   assert.equal(domainAllowed("no-at-sign", ["x.example"]), false);
 });
 
-test("in-memory sign-in attempts: stored once, taken once, gone after their lifetime", async () => {
-  let now = 0;
-  const attempts = createMemorySignInAttempts(() => now);
-  assert.equal(await attempts.put("k", { a: 1 }), true);
-  assert.equal(await attempts.put("k", { a: 2 }), false, "a pending key is not overwritten");
-  assert.deepEqual(await attempts.take("k"), { a: 1 });
-  assert.equal(await attempts.take("k"), null, "single use");
-  await attempts.put("old", { a: 3 });
-  now += ATTEMPT_TTL_SECONDS * 1000;
-  assert.equal(await attempts.take("old"), null, "expired");
+test("AUTH_OIDC_*: all three or none, https unless private addresses are allowed, and PUBLIC_URL with them", () => {
+  const oidc = { AUTH_OIDC_ISSUER: "https://login.example.com/", AUTH_OIDC_CLIENT_ID: "svc", AUTH_OIDC_CLIENT_SECRET: "s3cret" };
+  assert.equal(loadConfig({}).authOidc, null);
+  assert.deepEqual(loadConfig({ ...oidc, PUBLIC_URL: "https://app.example.com/" }).authOidc, { issuer: "https://login.example.com", clientId: "svc", clientSecret: "s3cret" });
+  assert.equal(loadConfig({ PUBLIC_URL: "https://app.example.com/" }).publicUrl, "https://app.example.com");
+  assert.throws(() => loadConfig({ AUTH_OIDC_ISSUER: oidc.AUTH_OIDC_ISSUER, PUBLIC_URL: "https://app.example.com" }), /must be set together/);
+  assert.throws(() => loadConfig(oidc), /needs PUBLIC_URL/);
+  assert.throws(() => loadConfig({ ...oidc, AUTH_OIDC_ISSUER: "http://127.0.0.1:9000", PUBLIC_URL: "https://app.example.com" }), /must be an https URL/);
+  assert.equal(loadConfig({ ...oidc, AUTH_OIDC_ISSUER: "http://127.0.0.1:9000", PUBLIC_URL: "http://localhost:8080", OUTBOUND_ALLOW_PRIVATE: "true" }).authOidc?.issuer, "http://127.0.0.1:9000");
+  assert.throws(() => loadConfig({ PUBLIC_URL: "ftp://app.example.com" }), /PUBLIC_URL must be/);
 });
