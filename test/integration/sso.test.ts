@@ -8,6 +8,7 @@ import { createSecrets } from "../../src/platform/secrets.js";
 import { newId } from "../../src/platform/ids.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { loadConfig } from "../../src/config.js";
+import { startPrivateRedis } from "../support/private-redis.js";
 
 const SETTINGS_KEY = { id: "k1", secret: "sso-settings-key-0123456789abcdef0123" };
 /** Where a console page would receive the provider's redirect and hand code and state to the callback. */
@@ -327,6 +328,24 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
       assert.ok(Number(last!.headers.get("retry-after")) > 0);
     } finally {
       await strict.stop();
+    }
+  });
+
+  test("with Redis down, sign-in fails closed: get_auth_url and the callback answer 503, nothing is let through unlimited", async () => {
+    const redis = await startPrivateRedis();
+    const down = await startTestService({ settingsKeys: [SETTINGS_KEY], redisUrl: redis.url, outbound: { ...svc.config.outbound } }, svc.config.databaseUrl!);
+    try {
+      await redis.stop();
+      const made = await rest(down.baseUrl, "POST", "/api/v1/sso", { key: tenant.apiKey, body: { action: "get_auth_url", redirectUri: APP_REDIRECT } });
+      assert.equal(made.status, 503);
+      assert.equal(made.body.reason, "SIGN_IN_STORE_UNAVAILABLE");
+      const res = await rest(down.baseUrl, "GET", `/api/v1/sso/callback?code=x&state=${tenant.tenantId}:${"z".repeat(32)}`);
+      assert.equal(res.status, 503);
+      assert.equal(res.body.reason, "RATE_LIMITER_UNAVAILABLE");
+    } finally {
+      await redis.start();
+      await down.stop();
+      await redis.stop();
     }
   });
 
