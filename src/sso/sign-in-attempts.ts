@@ -21,7 +21,10 @@ function storeDown(cause: unknown): AppError {
   return new AppError({ code: "UNAVAILABLE", reason: "SIGN_IN_STORE_UNAVAILABLE", message: "Sign-in is unavailable: its state store cannot be reached; try again shortly", cause });
 }
 
-export function createRedisSignInAttempts(redis: Redis): SignInAttempts {
+/** The two commands the attempts need: a single Redis and a Redis Cluster both have them (the keys carry hash tags). */
+export type AttemptsRedis = Pick<Redis, "set" | "getdel">;
+
+export function createRedisSignInAttempts(redis: AttemptsRedis): SignInAttempts {
   return {
     async put(key, value) {
       const ok = await redis.set(key, JSON.stringify(value), "EX", ATTEMPT_TTL_SECONDS, "NX").catch((err) => Promise.reject(storeDown(err)));

@@ -6,14 +6,13 @@ import type { IdentityService } from "../identity/identity-service.js";
 import type { IdentityStore } from "../identity/identity-store.js";
 import type { Logger } from "../platform/logger.js";
 import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
-import type { Redis } from "../platform/redis.js";
 import type { ServiceRegistration } from "../platform/service-registration.js";
 import type { SettingsCipher } from "../platform/settings-cipher.js";
 import type { Transaction } from "../platform/db.js";
 import type { SessionIssuer } from "../sessions/session-issuer.js";
 import type { HttpRoute } from "../transport/http-routes.js";
 import { OidcClient } from "./oidc-client.js";
-import { createMemorySignInAttempts, createRedisSignInAttempts } from "./sign-in-attempts.js";
+import { createMemorySignInAttempts, createRedisSignInAttempts, type AttemptsRedis } from "./sign-in-attempts.js";
 import { SsoConfigService } from "./sso-config-service.js";
 import { SsoConfigStore } from "./sso-config-store.js";
 import { createSsoRoutes } from "./sso-routes.js";
@@ -22,7 +21,7 @@ import { SsoSignIn } from "./sso-sign-in.js";
 
 export interface SsoOptions {
   db: Sequelize;
-  redis: Redis | null;
+  redis: AttemptsRedis | null;
   identityStore: IdentityStore;
   identity: IdentityService;
   audit: AuditLog;
