@@ -67,6 +67,16 @@ export interface Config {
   metricsToken: string | null;
   /** Inbound delivery webhooks (spec 4.18); each unset secret makes its route refuse every request. */
   webhooks: WebhookSecrets;
+  /** PUBLIC_URL (spec 5.5): the service's address as browsers reach it, without a trailing slash; links and redirect URIs start with it. */
+  publicUrl: string | null;
+  /** The deployment's own identity provider (AUTH_OIDC_*, docs/sso.md); null: that sign-in is off. */
+  authOidc: AuthOidcConfig | null;
+}
+
+export interface AuthOidcConfig {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
 }
 
 /** The three infrastructure secrets of spec 4.18; null when not set (that route refuses every request). */
@@ -240,6 +250,43 @@ export function redisTarget(config: Pick<Config, "redisUrl" | "redisClusterNodes
   return config.redisClusterNodes ?? config.redisUrl;
 }
 
+function publicUrl(env: NodeJS.ProcessEnv): string | null {
+  const raw = optional(env, "PUBLIC_URL");
+  if (raw === null) return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    // reported below
+  }
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash) {
+    throw new ConfigError(`PUBLIC_URL must be the http or https address browsers reach the service at, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, "");
+}
+
+/** All three AUTH_OIDC_* or none; the issuer https unless OUTBOUND_ALLOW_PRIVATE=true; PUBLIC_URL for the redirect URI. */
+function authOidc(env: NodeJS.ProcessEnv, allowPrivate: boolean, publicUrlValue: string | null): AuthOidcConfig | null {
+  const issuer = optional(env, "AUTH_OIDC_ISSUER");
+  const clientId = optional(env, "AUTH_OIDC_CLIENT_ID");
+  const clientSecret = optional(env, "AUTH_OIDC_CLIENT_SECRET");
+  if (issuer === null && clientId === null && clientSecret === null) return null;
+  if (issuer === null || clientId === null || clientSecret === null) {
+    throw new ConfigError("AUTH_OIDC_ISSUER, AUTH_OIDC_CLIENT_ID and AUTH_OIDC_CLIENT_SECRET must be set together");
+  }
+  let url: URL | null = null;
+  try {
+    url = new URL(issuer);
+  } catch {
+    // reported below
+  }
+  if (!url || !(url.protocol === "https:" || (url.protocol === "http:" && allowPrivate))) {
+    throw new ConfigError(`AUTH_OIDC_ISSUER must be an https URL (http only with OUTBOUND_ALLOW_PRIVATE=true), got "${issuer}"`);
+  }
+  if (publicUrlValue === null) throw new ConfigError("AUTH_OIDC_ISSUER needs PUBLIC_URL: the identity provider redirects to <PUBLIC_URL>/api/auth/callback/oidc");
+  return { issuer: issuer.replace(/\/+$/, ""), clientId, clientSecret };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     host: env.HOST || "0.0.0.0",
@@ -278,5 +325,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: optional(env, "METRICS_TOKEN"),
     eventStreamMaxLen: positiveInt(env, "EVENT_STREAM_MAXLEN", 10_000),
     eventRetentionDays: positiveInt(env, "EVENT_RETENTION_DAYS", 365),
+    publicUrl: publicUrl(env),
+    authOidc: authOidc(env, outbound(env).allowPrivate, publicUrl(env)),
   };
 }

@@ -49,6 +49,8 @@ import { createPortability } from "./portability/portability.js";
 import { createApprovals, type Approvals } from "./approvals/approvals.js";
 import { createScim } from "./scim/scim.js";
 import { createMcp } from "./mcp/mcp.js";
+import { createSso, type Sso } from "./sso/sso.js";
+import { SessionIssuer } from "./sessions/session-issuer.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
@@ -177,6 +179,8 @@ export interface Services {
   authenticator: Authenticator;
   /** Spec 8's limits: the gateway's, and the routes outside protobuf count in the same windows. */
   rateLimits: RateLimitPolicy;
+  /** Tenant SSO and identity-provider sign-in; `sso.passwordSignInPolicy` is the sessions' PasswordSignInPolicy. */
+  sso: Sso;
   registrations: ServiceRegistration[];
   /** Doors outside protobuf (src/transport/http-routes.ts): sign-in, SCIM, MCP, downloads. */
   httpRoutes: HttpRoute[];
@@ -285,6 +289,8 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     isPlatformOwner: async (tenantId) =>
       f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
     logger: f.logger,
+    // SSO is built below; key rotation reaches it only later.
+    sealedSecrets: [{ name: "sso", rotate: (t, keyId) => sso.rotateSecrets(t, keyId) }],
   });
   const alerts = createAlerts({
     db: f.db,
@@ -348,6 +354,21 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     segments: (tenantId) => catalog.segmentDefinitions(tenantId),
   });
   const scim = createScim({ db: f.db, audit: auditLog, bus: f.bus, authenticator, rateLimits, logger: f.logger, bodyLimitBytes: f.config.defaultBodyLimitBytes });
+  const sso = createSso({
+    db: f.db,
+    redis: f.redis,
+    identityStore,
+    identity,
+    audit: auditLog,
+    cipher: f.settingsCipher,
+    // Secure unless PUBLIC_URL is plain http (docs/sso.md); the sessions' own switch replaces this when it lands.
+    sessions: new SessionIssuer(f.secrets, !f.config.publicUrl?.startsWith("http:")),
+    rateLimits,
+    outbound: f.config.outbound,
+    authOidc: f.config.authOidc,
+    publicUrl: f.config.publicUrl,
+    logger: f.logger,
+  });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
@@ -367,6 +388,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...approvals.services,
     ...events.services,
     ...alerts.services,
+    ...sso.services,
   ];
   const mcp = createMcp({ registrations, authenticator, rateLimits, preview: decisions.preview, logger: f.logger, bodyLimitBytes: f.config.defaultBodyLimitBytes });
   return {
@@ -385,8 +407,9 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     events,
     authenticator,
     rateLimits,
+    sso,
     registrations,
-    httpRoutes: [scim.route, mcp.route],
+    httpRoutes: [scim.route, mcp.route, ...sso.httpRoutes],
     jobs,
     scheduler,
     listen: async () => {
@@ -428,7 +451,7 @@ export async function startService(config: Config, logger = createLogger(config.
   const gateway = new Gateway(
     services.registrations,
     authenticator,
-    rateLimits,
+    services.rateLimits,
     config.defaultBodyLimitBytes,
     logger,
     services.observability.observer,

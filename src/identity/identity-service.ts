@@ -24,7 +24,7 @@ import { hmacSha256Hex, randomHex, safeEqual } from "../platform/crypto.js";
 import { newId, isUuid } from "../platform/ids.js";
 import type { Secrets } from "../platform/secrets.js";
 import type { Bus } from "../platform/bus.js";
-import type { IdentityStore, UserRow } from "./identity-store.js";
+import type { AccountRow, IdentityStore, UserRow } from "./identity-store.js";
 import { isUniqueViolation, type Transaction } from "../platform/db.js";
 import { TokenSigner, TOKEN_LIFETIME_SECONDS } from "./token-signer.js";
 import { toApiKeySummary, toCreatedApiKey, toCreatedOAuthClient, toOAuthClientSummary } from "./identity-mapper.js";
@@ -212,6 +212,26 @@ export class IdentityService {
       });
     });
     return { tenantId, userId, apiKey };
+  }
+
+  /**
+   * Spec 5.3, 5.5: a personal workspace (display name `<Name>'s Workspace` unless given) whose owner
+   * is its admin, inside the caller's transaction. The owner arrives verified from an identity
+   * provider; sign-in holds no API key, so none is made.
+   */
+  async createPersonalWorkspace(t: Transaction, owner: { email: string; name: string }, tenantName?: string): Promise<AccountRow> {
+    const tenantId = newId();
+    await this.store.insertTenant(tenantId, (tenantName ?? `${owner.name}'s Workspace`).slice(0, MAX_NAME), t);
+    const user = await this.store.insertVerifiedUser(tenantId, { id: newId(), email: owner.email, name: owner.name, role: "admin" }, t);
+    await this.initializeTenant(t, {
+      tenantId,
+      userId: user.id,
+      actorName: user.name,
+      role: "admin",
+      principal: { kind: "internal" },
+      requestId: `workspace-create-${tenantId}`,
+    });
+    return user;
   }
 
   /** A user with a control-plane key acting as them (their role decides what it may do). */

@@ -23,6 +23,12 @@ export interface UserRow {
   updated_at: Date;
 }
 
+/** A user with the account columns of migration 0020 that sign-in reads. */
+export interface AccountRow extends UserRow {
+  email_verified_at: Date | null;
+  deleted_at: Date | null;
+}
+
 export interface ApiKeyRow {
   tenant_id: string;
   id: string;
@@ -206,5 +212,52 @@ export class IdentityStore {
       clientId,
     ]);
     return row ?? null;
+  }
+
+  // ---- Accounts: people who sign in (sessions, identity providers, directories) ----------------
+
+  /** A user with a verified e-mail and no password (identity provider, directory). */
+  async insertVerifiedUser(tenantId: string, user: { id: string; email: string; name: string; role: RoleName }, t?: Transaction): Promise<AccountRow> {
+    const [row] = await execReturning<AccountRow>(
+      this.db,
+      `INSERT INTO users (tenant_id, id, email, name, role, email_verified_at) VALUES ($1, $2, $3, $4, $5, now()) RETURNING *`,
+      [tenantId, user.id, user.email, user.name, user.role],
+      t,
+    );
+    return row;
+  }
+
+  /** The tenant's user with this e-mail in any letter case (the oldest, should case variants exist), removed ones included. */
+  async findAccountByEmail(tenantId: string, email: string, t?: Transaction): Promise<AccountRow | null> {
+    const [row] = await selectRows<AccountRow>(
+      this.db,
+      "SELECT * FROM users WHERE tenant_id = $1 AND lower(email) = lower($2) ORDER BY created_at, id LIMIT 1",
+      [tenantId, email],
+      t,
+    );
+    return row ?? null;
+  }
+
+  /** Every account whose e-mail is this one and verified, oldest first: sign-in without a tenant starts here. */
+  verifiedAccountsByEmailAcrossTenants(email: string, t?: Transaction): Promise<AccountRow[]> {
+    return selectRows<AccountRow>(
+      this.db,
+      "SELECT * FROM users WHERE lower(email) = lower($1) AND email_verified_at IS NOT NULL ORDER BY created_at, tenant_id, id",
+      [email],
+      t,
+    );
+  }
+
+  /** Serializes the creation of accounts for one e-mail address across processes, until `t` ends. */
+  async lockEmail(t: Transaction, email: string): Promise<void> {
+    await this.db.query("SELECT pg_advisory_xact_lock(727005, hashtext(lower($1)))", { bind: [email], transaction: t });
+  }
+
+  /** An identity provider or directory vouched for the address. */
+  async markEmailVerified(tenantId: string, userId: string, t?: Transaction): Promise<void> {
+    await this.db.query("UPDATE users SET email_verified_at = COALESCE(email_verified_at, now()) WHERE tenant_id = $1 AND id = $2", {
+      bind: [tenantId, userId],
+      transaction: t,
+    });
   }
 }

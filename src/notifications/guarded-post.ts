@@ -61,6 +61,21 @@ export async function guardedPost(url: string, body: string, headers: Record<str
 }
 
 function postOnce(url: URL, body: string, headers: Record<string, string>, options: PostOptions): Promise<PostAnswer> {
+  return guardedRequestOnce(url, { method: "POST", body, headers }, options, MAX_ANSWER_BYTES);
+}
+
+/**
+ * One request through the SSRF guard, no redirect followed: https only (http too with
+ * OUTBOUND_ALLOW_PRIVATE=true), the host checked as a literal and on every address DNS answers, a
+ * fresh connection each time. The answer body is cut at `maxAnswerBytes`. Shared by deliveries
+ * and the OpenID client (src/sso/guarded-fetch.ts).
+ */
+export function guardedRequestOnce(
+  url: URL,
+  request: { method: string; body?: string; headers: Record<string, string> },
+  options: PostOptions,
+  maxAnswerBytes: number,
+): Promise<PostAnswer> {
   if (url.protocol !== "https:" && !(url.protocol === "http:" && options.allowHttp)) {
     return Promise.reject(new PostFailure(`${url.protocol} URLs are not allowed: use https`, true));
   }
@@ -69,15 +84,16 @@ function postOnce(url: URL, body: string, headers: Record<string, string>, optio
   } catch (err) {
     return Promise.reject(new PostFailure((err as Error).message, true));
   }
-  const request = url.protocol === "https:" ? httpsRequest : httpRequest;
+  const { body } = request;
+  const send = url.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = request(
+    const req = send(
       url,
       {
-        method: "POST",
-        headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
+        method: request.method,
+        headers: body === undefined ? request.headers : { ...request.headers, "content-length": String(Buffer.byteLength(body)) },
         lookup: guardedLookup(options.forbidden),
-        // No pooled sockets: each delivery connects, and so resolves and is checked, afresh.
+        // No pooled sockets: each request connects, and so resolves and is checked, afresh.
         agent: false,
         timeout: options.timeoutMs,
       },
@@ -85,10 +101,10 @@ function postOnce(url: URL, body: string, headers: Record<string, string>, optio
         const chunks: Buffer[] = [];
         let size = 0;
         res.on("data", (c: Buffer) => {
-          if (size < MAX_ANSWER_BYTES) chunks.push(c);
+          if (size < maxAnswerBytes) chunks.push(c);
           size += c.length;
         });
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8").slice(0, MAX_ANSWER_BYTES) }));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8").slice(0, maxAnswerBytes) }));
         res.on("error", (err) => reject(new PostFailure(`answer broken off: ${err.message}`, false)));
       },
     );

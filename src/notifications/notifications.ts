@@ -9,7 +9,7 @@ import type { ServiceRegistration } from "../platform/service-registration.js";
 import type { SettingsCipher } from "../platform/settings-cipher.js";
 import { PlatformSettingsService, type PlatformOwnerCheck } from "../platform-settings/platform-settings-service.js";
 import { PlatformSettingsStore } from "../platform-settings/platform-settings-store.js";
-import { rotateSettingsKey, type RotationResult } from "../platform-settings/settings-key-rotation.js";
+import { rotateSettingsKey, type RotationResult, type SealedSecretHolder } from "../platform-settings/settings-key-rotation.js";
 import { DeliveryStore } from "./delivery-store.js";
 import { OutboundDispatcher } from "./dispatcher.js";
 import { ProviderService } from "./provider-service.js";
@@ -23,6 +23,8 @@ export interface NotificationsOptions {
   outbound: OutboundConfig;
   isPlatformOwner: PlatformOwnerCheck;
   logger: Logger;
+  /** Other domains' sealed secrets that key rotation re-seals too (SSO client secrets). */
+  sealedSecrets?: SealedSecretHolder[];
 }
 
 export interface Notifications {
@@ -68,6 +70,6 @@ export function createNotifications(o: NotificationsOptions): Notifications {
       { service: NotificationProviderService, impl: providers as never },
     ],
     listen: () => platformSettings.listen(),
-    rotateKey: () => rotateSettingsKey(o.db, o.cipher, settingsStore, providerStore),
+    rotateKey: () => rotateSettingsKey(o.db, o.cipher, settingsStore, providerStore, o.sealedSecrets),
   };
 }

@@ -9,7 +9,7 @@
 
 export const REDACTED = "[redacted]";
 
-const CREDENTIAL_KEYS = ["apiKey", "clientSecret", "client_secret", "accessToken", "access_token", "password", "secret", "token"];
+const CREDENTIAL_KEYS = ["apiKey", "clientSecret", "client_secret", "oidcClientSecret", "accessToken", "access_token", "password", "secret", "token"];
 const HEADER_KEYS = ["authorization", '["x-api-key"]', "cookie", '["set-cookie"]'];
 const QUERY_KEYS = ["sql", "parameters"];
 
