@@ -62,6 +62,8 @@ export interface Config {
   metricsToken: string | null;
   /** Inbound delivery webhooks (spec 4.18); each unset secret makes its route refuse every request. */
   webhooks: WebhookSecrets;
+  /** INGESTION_STS_ENDPOINT: the STS that iam_role connectors assume roles at; null for AWS's (docs/ingestion.md). */
+  ingestionStsEndpoint: string | null;
 }
 
 /** The three infrastructure secrets of spec 4.18; null when not set (that route refuses every request). */
@@ -182,6 +184,20 @@ function outbound(env: NodeJS.ProcessEnv): OutboundConfig {
   };
 }
 
+/** An optional http(s) URL. */
+function httpUrl(env: NodeJS.ProcessEnv, name: string): string | null {
+  const value = optional(env, name);
+  if (value === null) return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(value);
+  } catch {
+    /* reported below */
+  }
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) throw new ConfigError(`${name} must be an http or https URL, got "${value}"`);
+  return value;
+}
+
 /** LLM_BASE_URL and LLM_MODEL together, or neither; LLM_API_KEY optional (a local endpoint needs none). */
 function llmConfig(env: NodeJS.ProcessEnv): LlmConfig | null {
   const baseUrl = optional(env, "LLM_BASE_URL");
@@ -236,5 +252,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: optional(env, "METRICS_PORT") === null ? null : port(env, "METRICS_PORT", 0),
     metricsToken: optional(env, "METRICS_TOKEN"),
     eventStreamMaxLen: positiveInt(env, "EVENT_STREAM_MAXLEN", 10_000),
+    ingestionStsEndpoint: httpUrl(env, "INGESTION_STS_ENDPOINT"),
   };
 }

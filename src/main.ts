@@ -37,6 +37,7 @@ import { createWebhooks, type Webhooks } from "./webhooks/webhooks.js";
 import { createContent } from "./content/content.js";
 import { createCustomers } from "./customers/customers.js";
 import { createEvents, type Events } from "./events/events.js";
+import { createIngestion } from "./ingestion/ingestion.js";
 import { RecommendRequestSchema } from "../gen/decisioning/v1/decisions_pb.js";
 import { create } from "@bufbuild/protobuf";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
@@ -277,7 +278,19 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     healthAlerts: observability.healthAlerts,
     providers: { existing: notifications.existingProviderIds },
   });
-  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...(options.extraJobs?.(f) ?? [])];
+  const ingestion = createIngestion({
+    db: f.db,
+    audit: auditLog,
+    cipher: f.settingsCipher,
+    healthAlerts: observability.healthAlerts,
+    logger: f.logger,
+    allowPrivate: f.config.outbound.allowPrivate,
+    stsEndpoint: f.config.ingestionStsEndpoint,
+    timeoutMs: f.config.outbound.timeoutMs,
+    decider: null,
+    customersLoaded: () => {},
+  });
+  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...ingestion.jobs, ...(options.extraJobs?.(f) ?? [])];
   const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
     ...options.scheduler,
@@ -344,6 +357,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...approvals.services,
     ...events.services,
     ...alerts.services,
+    ...ingestion.services,
   ];
   return {
     identityStore,

@@ -46,3 +46,4 @@ export * from "./explain/tree-shap.js";
 export * from "./explain/decision-shap.js";
 export * from "./import-rewiring.js";
 export * from "./approval-stages.js";
+export * from "./ingestion/index.js";
