@@ -1,51 +1,30 @@
 import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
-import { startTestService, type TestService } from "../support/service.js";
-import { rest } from "../support/clients.js";
-import { startLocalS3, startLocalSts, type LocalS3, type LocalSts } from "../support/s3-server.js";
-import type { OutboundConfig } from "../../src/config.js";
+import { startIngestionHarness, type IngestionHarness } from "../support/ingestion-harness.js";
 import { forbiddenAddresses } from "../../src/notifications/outbound-guard.js";
 import { openObjectStore } from "../../src/ingestion/object-store.js";
 
-const KEY = { id: "k1", secret: "ingestion-test-key-0123456789abcdef0123" };
-const OUTBOUND: OutboundConfig = { allowPrivate: true, maxAttempts: 1, backoffMs: 20, backoffMaxMs: 100, timeoutMs: 3000 };
-// The service's own identity, which assumes roles at the local STS (the SDK's default provider reads it).
-const CALLER = { accessKeyId: "AKIASERVICECALLER01", secretAccessKey: "service-caller-secret-0123456789" };
-
-let svc: TestService;
-let s3: LocalS3;
-let sts: LocalSts;
-let admin: { tenantId: string; userId: string; apiKey: string };
-let other: { tenantId: string; userId: string; apiKey: string };
+let h: IngestionHarness;
+let svc: IngestionHarness["svc"];
+let s3: IngestionHarness["s3"];
+let sts: IngestionHarness["sts"];
+let admin: IngestionHarness["admin"];
+let other: IngestionHarness["other"];
 let viewer: { userId: string; apiKey: string };
 
-const call = (method: string, path: string, body?: unknown, key = admin.apiKey) =>
-  rest(svc.baseUrl, method, path, { key, body: body ?? (method === "GET" || method === "DELETE" ? undefined : {}), headers: method === "DELETE" ? { "x-requested-with": "test" } : {} });
-
-const s3Connector = (fields: Record<string, unknown> = {}) => ({
-  name: `feed-${Math.random().toString(36).slice(2, 8)}`,
-  type: "aws_s3",
-  config: { bucket: "feeds", region: "us-east-1", prefix: "incoming/", endpoint: s3.endpoint, forcePathStyle: true },
-  authMethod: "access_keys",
-  authConfig: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
-  ...fields,
-});
+const call = (method: string, path: string, body?: unknown, key?: string) => h.call(method, path, body, key);
+const s3Connector = (fields: Record<string, unknown> = {}) => {
+  const body = h.connectorBody(fields);
+  if (!fields.config) (body.config as Record<string, unknown>).prefix = "incoming/";
+  return body;
+};
 
 before(async () => {
-  s3 = await startLocalS3(["feeds"]);
-  process.env.AWS_ACCESS_KEY_ID = CALLER.accessKeyId;
-  process.env.AWS_SECRET_ACCESS_KEY = CALLER.secretAccessKey;
-  sts = await startLocalSts(s3, CALLER);
-  svc = await startTestService({ settingsKeys: [KEY], outbound: OUTBOUND, ingestionStsEndpoint: sts.endpoint });
-  admin = await svc.createTenant();
-  other = await svc.createTenant("other");
+  h = await startIngestionHarness();
+  ({ svc, s3, sts, admin, other } = h);
   viewer = await svc.createUser(admin.tenantId, "viewer");
 });
-after(async () => {
-  await svc.stop();
-  await sts.close();
-  await s3.close();
-});
+after(() => h.close());
 
 describe("connectors (spec 2.21, 4.20)", () => {
   test("access_keys: created active after listing the bucket; secrets are encrypted at rest and never returned", async () => {

@@ -16,7 +16,7 @@
  *   field   := identifier | "[" any text but "]" "]"
  *   call    := identifier "(" (expr ("," expr)*)? ")"
  *
- * Null: arithmetic, concatenation and comparison with a null operand give null; `and`/`or` follow
+ * Null: a missing or empty field is null; arithmetic, concatenation and comparison with a null operand give null; `and`/`or` follow
  * SQL's three-valued logic; coalesce, if and is_null handle nulls explicitly.
  */
 
@@ -312,7 +312,8 @@ export function evaluateExpression(e: Expr, row: Readonly<Record<string, unknown
       return e.v;
     case "field": {
       const v = row[e.name];
-      if (v === undefined || v === null) return null;
+      // CSV has no null but the empty field, so an empty string reads as null (as the loader stores it).
+      if (v === undefined || v === null || v === "") return null;
       return typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? v : JSON.stringify(v);
     }
     case "un": {
