@@ -38,6 +38,7 @@ import { createContent } from "./content/content.js";
 import { createCustomers } from "./customers/customers.js";
 import { createEvents, type Events } from "./events/events.js";
 import { createIngestion } from "./ingestion/ingestion.js";
+import { loadedCustomerAttributes } from "./ingestion/customer-attributes.js";
 import { RecommendRequestSchema } from "../gen/decisioning/v1/decisions_pb.js";
 import { create } from "@bufbuild/protobuf";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
@@ -246,6 +247,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     publishedContent: content.published,
     // Built below, from the decisions' read model; read only when a decision runs.
     clvScore: (tenantId, customerId) => customers.clvScore(tenantId, customerId),
+    loadedAttributes: loadedCustomerAttributes(f.db),
   });
   const webhooks = createWebhooks({ db: f.db, secrets: f.config.webhooks, logger: f.logger });
   observability.metrics.watch({ scoringPool: pool, traces: decisions.traces });
@@ -288,7 +290,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     stsEndpoint: f.config.ingestionStsEndpoint,
     timeoutMs: f.config.outbound.timeoutMs,
     decider: null,
-    customersLoaded: () => {},
+    customersLoaded: (tenantId) => decisions.customerTablesLoaded(tenantId),
   });
   const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...ingestion.jobs, ...(options.extraJobs?.(f) ?? [])];
   const onRun = options.scheduler?.onRun;

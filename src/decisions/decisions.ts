@@ -12,7 +12,7 @@ import type { DecisionConfigRows } from "../catalog/catalog-store.js";
 import type { ExperimentSplit } from "../core/index.js";
 import { AttributionLadder } from "./attribution.js";
 import type { Counters } from "./counters.js";
-import { CustomerCache, type ClvScoreReader } from "./customer-cache.js";
+import { CustomerCache, type ClvScoreReader, type LoadedAttributesReader } from "./customer-cache.js";
 import { CustomerHistory } from "./customer-history.js";
 import { CustomerService } from "./customer-service.js";
 import { DecisionStore } from "./decision-store.js";
@@ -56,6 +56,8 @@ export interface DecisionsOptions {
   publishedContent?: PublishedContentReader;
   /** The CLV domain's read model, for the CLV tilt (spec 4.14). None: no customer has a record. */
   clvScore?: ClvScoreReader;
+  /** Data ingestion's read model: attributes from loaded customer tables. None: no such tables. */
+  loadedAttributes?: LoadedAttributesReader;
 }
 
 /** Recommend, traces, customers and the workspace: built once at start-up. */
@@ -72,7 +74,7 @@ export function createDecisions(o: DecisionsOptions) {
     const published = o.publishedContent && contentIds.length ? await o.publishedContent(tenantId, contentIds) : [];
     return compileTenant(rows, settings, o.logger, experiments, published);
   });
-  const customers = new CustomerCache(o.bus, store, o.clvScore ?? null);
+  const customers = new CustomerCache(o.bus, store, o.clvScore ?? null, o.loadedAttributes ?? null);
   /**
    * The replayable outcomes of the tenant go with its snapshot (outcome-replay.ts). The evidence
    * cache needs no message: the wipe clears this process's, and what other processes keep is
@@ -166,6 +168,8 @@ export function createDecisions(o: DecisionsOptions) {
     customersChanged: async (tenantId: string, customerIds: readonly string[]) => {
       await Promise.all(customerIds.map((id) => customers.invalidate(tenantId, id)));
     },
+    /** After a pipeline loaded a customer table of the tenant: its customers are read again, in every process. */
+    customerTablesLoaded: (tenantId: string) => customers.invalidateTenant(tenantId),
     /** Recommend as a call, for journeys' decision steps: counted against the decision quota like every Recommend. */
     recommend: (ctx: TenantContext, req: RecommendRequest) => recommend.recommend(ctx, req),
     /** Subscribes the caches to cross-process invalidation. */

@@ -31,7 +31,7 @@ export interface IngestionOptions {
   /** The decisions' batch entry point, for decide nodes. */
   decider: BatchDecider | null;
   /** A pipeline loaded a customer schema: the customer cache drops the tenant's entries. */
-  customersLoaded(tenantId: string): void;
+  customersLoaded(tenantId: string): Promise<void>;
 }
 
 /** Data ingestion (docs/ingestion.md), built once at start-up: its routes and its scheduled job. */

@@ -63,7 +63,7 @@ export interface RunnerDeps {
   healthAlerts: HealthAlerts;
   decider: BatchDecider | null;
   /** Customer schemas changed: the decisions' customer cache drops the tenant's entries. */
-  customersLoaded(tenantId: string): void;
+  customersLoaded(tenantId: string): Promise<void>;
   logger: Logger;
 }
 
@@ -509,7 +509,9 @@ class Attempt {
       out.rowsLoaded = r.rowsLoaded;
       out.meta = { ...out.meta, ...r.meta };
     }
-    if (this.customerTargets) this.deps.customersLoaded(this.pipeline.tenant_id);
+    if (this.customerTargets) {
+      await this.deps.customersLoaded(this.pipeline.tenant_id).catch((err) => this.deps.logger.warn({ err, pipelineId: this.pipeline.id }, "customer cache invalidation not published"));
+    }
     return { ok: true, nodeResults: this.outcomes(), failedNodeId: null, error: null };
   }
 }

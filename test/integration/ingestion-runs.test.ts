@@ -362,3 +362,40 @@ describe("validation, quarantine and error handling", () => {
     assert.deepEqual(await h.svc.sql(`SELECT customer_id FROM "${h.dataSchema(h.other.tenantId)}".ds_shared_name`), [{ customer_id: "theirs" }]);
   });
 });
+
+describe("customer schemas and Recommend (docs/ingestion.md, Customer schemas)", () => {
+  test("a loaded customer table feeds eligibility; a load invalidates the cached customer", async () => {
+    const schemaRes = await h.call("POST", "/api/v1/schemas", {
+      name: "profile",
+      entityType: "customer",
+      fields: [
+        { name: "customer_id", dataType: "varchar", length: 64, isPrimaryKey: true },
+        { name: "age", dataType: "integer" },
+        { name: "tier", dataType: "text" },
+      ],
+    });
+    assert.equal(schemaRes.status, 201);
+    const offer = await h.call("POST", "/api/v1/offers", { name: "adults-gold", status: "active", eligibility: { all: [{ attribute: "customer.age", op: "gte", value: 18 }, { attribute: "customer.tier", op: "eq", value: "gold" }] } });
+    assert.equal(offer.status, 201, JSON.stringify(offer.body));
+    const key = (await h.call("POST", "/api/v1/api-keys", { name: "sdk" })).body.key;
+    const recommend = async () => {
+      const res = await h.call("POST", "/api/v1/recommend", { customerId: "cu-1" }, key);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body.offers.map((o: { offerId: string }) => o.offerId);
+    };
+    // Nothing known of cu-1 yet: the rules skip missing attributes (onMissing skip), and that answer is cached.
+    assert.deepEqual(await recommend(), [offer.body.id]);
+    const id = await pipeline([source("profile/", { ordering: "latest_by_mtime" }), target("profile")]);
+    await h.put("profile/1.csv", "customer_id,age,tier\ncu-1,30,silver\ncu-2,12,gold\n");
+    assert.equal((await run(id)).ok, true);
+    assert.deepEqual(await recommend(), [], "the load reached Recommend: tier silver fails the rule");
+    await new Promise((r) => setTimeout(r, 20));
+    await h.put("profile/2.csv", "customer_id,age,tier\ncu-1,30,gold\n");
+    assert.equal((await run(id)).ok, true);
+    assert.deepEqual(await recommend(), [offer.body.id]);
+    // Attributes stored through the customers API win over loaded ones.
+    const put = await h.call("PUT", "/api/v1/customers/cu-1", { attributes: { tier: "bronze" } });
+    assert.ok(put.status === 200 || put.status === 201, JSON.stringify(put.body));
+    assert.deepEqual(await recommend(), []);
+  });
+});
