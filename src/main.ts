@@ -289,7 +289,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     allowPrivate: f.config.outbound.allowPrivate,
     stsEndpoint: f.config.ingestionStsEndpoint,
     timeoutMs: f.config.outbound.timeoutMs,
-    decider: null,
+    decider: { decideBatch: decisions.decideBatch },
     customersLoaded: (tenantId) => decisions.customerTablesLoaded(tenantId),
   });
   const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...ingestion.jobs, ...(options.extraJobs?.(f) ?? [])];

@@ -14,6 +14,7 @@ import { AttributionLadder } from "./attribution.js";
 import type { Counters } from "./counters.js";
 import { CustomerCache, type ClvScoreReader, type LoadedAttributesReader } from "./customer-cache.js";
 import { CustomerHistory } from "./customer-history.js";
+import { decideBatch, type BatchCustomer } from "./batch-decisions.js";
 import { CustomerService } from "./customer-service.js";
 import { DecisionStore } from "./decision-store.js";
 import { OutcomeLearning } from "./outcome-learning.js";
@@ -172,6 +173,9 @@ export function createDecisions(o: DecisionsOptions) {
     customerTablesLoaded: (tenantId: string) => customers.invalidateTenant(tenantId),
     /** Recommend as a call, for journeys' decision steps: counted against the decision quota like every Recommend. */
     recommend: (ctx: TenantContext, req: RecommendRequest) => recommend.recommend(ctx, req),
+    /** Batch decisions for pipeline runs (batch-decisions.ts): one Recommend per customer, scored in the worker pool. */
+    decideBatch: (tenantId: string, flow: string, limit: number, customers: readonly BatchCustomer[]) =>
+      decideBatch((ctx, req, options) => recommend.recommend(ctx, req, options), tenantId, flow, limit, customers),
     /** Subscribes the caches to cross-process invalidation. */
     listen: () => Promise.all([snapshots.listen(), customers.listen(), o.bus.subscribe(WORKSPACE_RESET_CHANNEL, forgetTenant)]),
     /** The keys of the tenant's outcome types in the `positive` category: what experiments count as conversions. */

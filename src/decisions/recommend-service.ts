@@ -84,7 +84,8 @@ export class RecommendService {
     this.arms = new ExperimentArms(deps.counters.assignments);
   }
 
-  async recommend(ctx: TenantContext, req: RecommendRequest): Promise<RecommendResponse> {
+  /** `preferPool`: score in the worker pool whatever the task's size (batch decisions keep the main thread for commits). */
+  async recommend(ctx: TenantContext, req: RecommendRequest, options: { preferPool?: boolean } = {}): Promise<RecommendResponse> {
     const { snapshot, settings, ...names } = await this.deps.snapshots.get(ctx.tenantId);
     const { input, evidence, experiment } = await this.decisionInput(ctx, req, { snapshot, settings, ...names });
     const recommendationId = input.seed;
@@ -96,7 +97,7 @@ export class RecommendService {
     const prepared = prepareDecision(snapshot, input);
     const task = prepared.scoreTask;
     const scores =
-      this.deps.pool && chooseScoringPath(task, this.deps.minTreeWalksForPool) === "pool"
+      this.deps.pool && (options.preferPool || chooseScoringPath(task, this.deps.minTreeWalksForPool) === "pool")
         ? // A worker that cannot score (crashed, failed to start) costs speed, not the decision.
           await this.deps.pool.run(task).catch(() => scoreCandidates(task))
         : scoreCandidates(task);

@@ -12,6 +12,7 @@ import {
   type TargetNode,
   type ValidateNode,
 } from "../core/index.js";
+import { isAppError } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
 import { newId } from "../platform/ids.js";
 import type { HealthAlerts } from "../observability/operational-signals.js";
@@ -461,7 +462,11 @@ class Attempt {
       customers.push({ customerId: String(id), attributes });
     }
     if (!customers.length) return;
-    const decisions = await decider.decideBatch(this.pipeline.tenant_id, node.flowId, node.limit, customers);
+    const decisions = await decider.decideBatch(this.pipeline.tenant_id, node.flowId, node.limit, customers).catch((err: unknown) => {
+      // A refusal of the decision core (an exhausted quota, an unknown flow) would be refused again: not retried.
+      if (isAppError(err)) throw new RunFailure(node.id, `${err.reason}: ${err.message}`);
+      throw err;
+    });
     out.meta.decisions = ((out.meta.decisions as number) ?? 0) + decisions.length;
     for (const d of decisions) {
       for (const o of d.offers) {

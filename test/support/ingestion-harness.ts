@@ -1,5 +1,5 @@
 import { DeleteObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import type { OutboundConfig } from "../../src/config.js";
+import type { Config, OutboundConfig } from "../../src/config.js";
 import { rest, type RestResponse } from "./clients.js";
 import { startTestService, type TestService } from "./service.js";
 import { startLocalS3, startLocalSts, type LocalS3, type LocalSts } from "./s3-server.js";
@@ -31,12 +31,12 @@ export interface IngestionHarness {
 }
 
 /** The whole service with a local S3 (bucket `feeds`) and STS, and two tenants. */
-export async function startIngestionHarness(): Promise<IngestionHarness> {
+export async function startIngestionHarness(overrides: Partial<Config> = {}): Promise<IngestionHarness> {
   const s3 = await startLocalS3(["feeds"]);
   process.env.AWS_ACCESS_KEY_ID = CALLER.accessKeyId;
   process.env.AWS_SECRET_ACCESS_KEY = CALLER.secretAccessKey;
   const sts = await startLocalSts(s3, CALLER);
-  const svc = await startTestService({ settingsKeys: [KEY], outbound: OUTBOUND, ingestionStsEndpoint: sts.endpoint });
+  const svc = await startTestService({ settingsKeys: [KEY], outbound: OUTBOUND, ingestionStsEndpoint: sts.endpoint, ...overrides });
   const admin = await svc.createTenant();
   const other = await svc.createTenant("other");
   const client = new S3Client({
