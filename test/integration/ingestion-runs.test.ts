@@ -399,3 +399,32 @@ describe("customer schemas and Recommend (docs/ingestion.md, Customer schemas)",
     assert.deepEqual(await recommend(), []);
   });
 });
+
+describe("scheduled pipelines (docs/ingestion.md, Schedules)", () => {
+  test("the minute job runs each due pipeline once per slot, through its own scheduled_runs claim", async () => {
+    const s = await schema();
+    await h.put("sched/1.csv", csv(["x1,a,1,1,2025-01-01T00:00:00Z"]));
+    const make = async (schedule: string) => {
+      const res = await h.call("POST", "/api/v1/pipelines", { name: `sched${++n}`, connectorId, schedule, ir: { nodes: [source("sched/"), target(s.name)] } });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      assert.equal(res.body.schedule, schedule);
+      return res.body.id as string;
+    };
+    const due = await make("*/5 * * * *");
+    const notDue = await make("0 3 * * *");
+    const job = h.svc.running.services.jobs.find((j) => j.name === "ingestion-pipelines")!;
+    const slot = new Date("2030-01-01T10:05:00Z");
+    await Promise.all([job.run(slot), job.run(slot)]);
+    await job.run(slot);
+    const runsOf = async (id: string) => (await h.call("GET", `/api/v1/pipelines/${id}/runs`)).body.data;
+    const runs = await runsOf(due);
+    assert.equal(runs.length, 1, "once per slot, whoever fires it");
+    assert.equal(runs[0].trigger, "schedule");
+    assert.equal(runs[0].ok, true);
+    assert.deepEqual(await runsOf(notDue), []);
+    await job.run(new Date("2030-01-01T10:06:00Z"));
+    assert.equal((await runsOf(due)).length, 1, "10:06 is not a slot of */5");
+    await job.run(new Date("2030-01-01T10:10:00Z"));
+    assert.equal((await runsOf(due)).length, 2);
+  });
+});
