@@ -105,12 +105,18 @@ export function decoded(body: Readable, key: string, node: SourceNode): Readable
   return gzip ? body.pipe(createGunzip()) : body;
 }
 
+const BATCH = 512;
+
 /**
- * Records of a CSV (first line is the header) or JSON Lines file, streamed. A CSV row with the wrong
- * number of columns and a JSON line that does not parse come out with `error` set and their line
- * number, for quarantine; a CSV that cannot be tokenized at all (an unclosed quote) throws.
+ * Records of a CSV (first line is the header) or JSON Lines file, streamed in batches (one await
+ * per batch, not per row). A CSV row with the wrong number of columns and a JSON line that does not
+ * parse come out with `error` set and their line number, for quarantine; a CSV that cannot be
+ * tokenized at all (an unclosed quote) throws. Line numbers are counted here rather than with
+ * csv-parse's `info` (a third of the parse time): a record takes one line plus the line breaks
+ * inside its quoted fields, and a blank line is skipped but counted.
  */
-export async function* readRecords(stream: Readable, node: SourceNode): AsyncGenerator<SourceRecord> {
+export async function* readRecords(stream: Readable, node: SourceNode): AsyncGenerator<SourceRecord[]> {
+  let batch: SourceRecord[] = [];
   if (node.format === "jsonl") {
     let line = 0;
     for await (const text of createInterface({ input: stream, crlfDelay: Infinity })) {
@@ -118,29 +124,44 @@ export async function* readRecords(stream: Readable, node: SourceNode): AsyncGen
       if (!text.trim()) continue;
       try {
         const value = JSON.parse(text) as unknown;
-        if (typeof value !== "object" || value === null || Array.isArray(value)) yield { line, row: { raw: text.slice(0, 1000) }, error: "line is not a JSON object" };
-        else yield { line, row: value as Record<string, unknown>, error: null };
+        if (typeof value !== "object" || value === null || Array.isArray(value)) batch.push({ line, row: { raw: text.slice(0, 1000) }, error: "line is not a JSON object" });
+        else batch.push({ line, row: value as Record<string, unknown>, error: null });
       } catch {
-        yield { line, row: { raw: text.slice(0, 1000) }, error: "line is not valid JSON" };
+        batch.push({ line, row: { raw: text.slice(0, 1000) }, error: "line is not valid JSON" });
+      }
+      if (batch.length >= BATCH) {
+        yield batch;
+        batch = [];
       }
     }
+    if (batch.length) yield batch;
     return;
   }
-  const parser = stream.pipe(parse({ delimiter: node.delimiter, relax_column_count: true, skip_empty_lines: true, bom: true, info: true }));
+  const parser = stream.pipe(parse({ delimiter: node.delimiter, relax_column_count: true, bom: true }));
   let header: string[] | null = null;
-  for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+  let line = 0;
+  for await (const record of parser as AsyncIterable<string[]>) {
+    line++;
+    const at = line;
+    for (const v of record) if (v.includes("\n")) line += v.split("\n").length - 1;
+    if (record.length === 1 && record[0] === "") continue;
     if (!header) {
       header = record.map((h) => h.trim());
       continue;
     }
     if (record.length !== header.length) {
-      yield { line: info.lines, row: Object.fromEntries(record.map((v, i) => [header![i] ?? `column${i + 1}`, v])), error: `expected ${header.length} columns, got ${record.length}` };
-      continue;
+      batch.push({ line: at, row: Object.fromEntries(record.map((v, i) => [header![i] ?? `column${i + 1}`, v])), error: `expected ${header.length} columns, got ${record.length}` });
+    } else {
+      const row: Record<string, unknown> = {};
+      for (let i = 0; i < header.length; i++) row[header[i]] = record[i];
+      batch.push({ line: at, row, error: null });
     }
-    const row: Record<string, unknown> = {};
-    for (let i = 0; i < header.length; i++) row[header[i]] = record[i];
-    yield { line: info.lines, row, error: null };
+    if (batch.length >= BATCH) {
+      yield batch;
+      batch = [];
+    }
   }
+  if (batch.length) yield batch;
 }
 
 /** `{date}` (YYYY-MM-DD), `{yyyy}`, `{mm}`, `{dd}` in a folder name, in UTC. */

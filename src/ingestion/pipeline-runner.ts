@@ -316,16 +316,13 @@ class Attempt {
     const out = this.results.get(node.id)!;
     const name = file.key;
     const log = this.deps.logger;
-    for await (const rec of readRecords(decoded(await store.read(file.key), file.key, node), node)) {
-      if (++this.rowsRead % PROGRESS_EVERY === 0) log.info({ pipelineId: this.pipeline.id, runId: this.runId, file: name, rows: this.rowsRead }, "pipeline run progress");
-      if (rec.error !== null) {
-        const p = this.rowError(node.id, { line: rec.line, file: name, row: rec.row }, rec.error);
+    for await (const batch of readRecords(decoded(await store.read(file.key), file.key, node), node)) {
+      for (const rec of batch) {
+        if (++this.rowsRead % PROGRESS_EVERY === 0) log.info({ pipelineId: this.pipeline.id, runId: this.runId, file: name, rows: this.rowsRead }, "pipeline run progress");
+        const flow = { line: rec.line, file: name, row: rec.row };
+        const p = rec.error !== null ? this.rowError(node.id, flow, rec.error) : (out.rowsOut!++, this.emit(node.id, flow));
         if (p) await p;
-        continue;
       }
-      out.rowsOut!++;
-      const p = this.emit(node.id, { line: rec.line, file: name, row: rec.row });
-      if (p) await p;
     }
   }
 

@@ -38,6 +38,7 @@ export interface LoadResult {
 /** A load the runner refuses on purpose (an unknown cdc operation, ...): not worth retrying. */
 export class LoadRefused extends Error {}
 
+const CHUNK_CHARS = 64 * 1024;
 const CDC_DELETE = new Set(["delete", "d"]);
 const CDC_UPSERT = new Set(["insert", "update", "upsert", "i", "u"]);
 
@@ -63,6 +64,8 @@ export class TableLoader {
   private client: PgClient | null = null;
   private copy: Writable | null = null;
   private staged = 0;
+  /** Lines not yet written: COPY gets ~64 KB chunks, not a socket write per row. */
+  private pending = "";
 
   constructor(
     private readonly db: Sequelize,
@@ -88,7 +91,10 @@ export class TableLoader {
   /** One staged row: its field values (COPY text, already checked), its line and its cdc operation. Resolves when the stream takes more. */
   write(values: Array<string | null>, line: number, op: string | null): Promise<void> | undefined {
     this.staged++;
-    const ok = this.copy!.write(`${values.map(copyField).join("\t")}\t${line}\t${copyField(op)}\n`);
+    this.pending += `${values.map(copyField).join("\t")}\t${line}\t${copyField(op)}\n`;
+    if (this.pending.length < CHUNK_CHARS) return undefined;
+    const ok = this.copy!.write(this.pending);
+    this.pending = "";
     return ok ? undefined : (once(this.copy!, "drain") as Promise<unknown> as Promise<void>);
   }
 
@@ -100,10 +106,12 @@ export class TableLoader {
   async endCopy(): Promise<void> {
     const copy = this.copy!;
     this.copy = null;
+    const rest = this.pending;
+    this.pending = "";
     await new Promise<void>((resolve, reject) => {
       copy.once("finish", resolve);
       copy.once("error", reject);
-      copy.end();
+      copy.end(rest || undefined);
     });
   }
 
@@ -111,6 +119,7 @@ export class TableLoader {
   async apply(): Promise<LoadResult> {
     const c = this.client!;
     const t = this.target;
+    const started = performance.now();
     const table = qualifiedTable(t.tenantId, t.table);
     const cols = t.fields.map((f) => quoteIdent(f.name));
     const list = cols.join(", ");
@@ -186,7 +195,7 @@ export class TableLoader {
     }
     await c.query("COMMIT");
     await this.release();
-    return { rowsLoaded, meta: { ...meta, staged: this.staged } };
+    return { rowsLoaded, meta: { ...meta, staged: this.staged, applyMs: Math.round(performance.now() - started) } };
   }
 
   /** Updates rows whose keys exist and inserts the rest, from `source` (one row per key), in one statement. */
@@ -211,6 +220,7 @@ export class TableLoader {
   /** Rolls back whatever was staged or applied, and gives the connection back. */
   async abort(): Promise<void> {
     if (!this.client) return;
+    this.pending = "";
     const copy = this.copy;
     this.copy = null;
     if (copy) {

@@ -112,6 +112,10 @@ export function normalizeFields(raw: readonly RawField[], violations: FieldViola
   return out.sort((a, b) => a.ordinal - b.ordinal);
 }
 
+function refused(f: SchemaField, s: string, what: string): { ok: false; message: string } {
+  return { ok: false, message: `${f.name}: "${s.slice(0, 40)}" is not ${what}` };
+}
+
 const INTEGER = /^[+-]?\d+$/;
 const NUMERIC = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -137,7 +141,6 @@ export function columnValue(f: SchemaField, raw: unknown): { ok: true; value: st
     }
   }
   const s = typeof raw === "string" ? raw.trim() : typeof raw === "object" ? JSON.stringify(raw) : String(raw);
-  const bad = (what: string) => ({ ok: false as const, message: `${f.name}: "${s.slice(0, 40)}" is not ${what}` });
   switch (f.dataType) {
     case "varchar": {
       const text = typeof raw === "string" ? raw : s;
@@ -147,31 +150,31 @@ export function columnValue(f: SchemaField, raw: unknown): { ok: true; value: st
       return { ok: true, value: typeof raw === "string" ? raw : s };
     case "integer":
     case "bigint": {
-      if (!INTEGER.test(s)) return bad("an integer");
+      if (!INTEGER.test(s)) return refused(f, s, "an integer");
       const n = BigInt(s);
       const limit = f.dataType === "integer" ? 2n ** 31n : 2n ** 63n;
-      return n < -limit || n >= limit ? bad(`a ${f.dataType} in range`) : { ok: true, value: n.toString() };
+      return n < -limit || n >= limit ? refused(f, s, `a ${f.dataType} in range`) : { ok: true, value: n.toString() };
     }
     case "numeric": {
-      if (!NUMERIC.test(s)) return bad("a number");
+      if (!NUMERIC.test(s)) return refused(f, s, "a number");
       if (f.precision !== null) {
         const whole = s.replace(/^[+-]/, "").split(/[.eE]/)[0].replace(/^0+/, "");
-        if (!/[eE]/.test(s) && whole.length > f.precision - (f.scale ?? 0)) return bad(`numeric(${f.precision}, ${f.scale ?? 0})`);
+        if (!/[eE]/.test(s) && whole.length > f.precision - (f.scale ?? 0)) return refused(f, s, `numeric(${f.precision}, ${f.scale ?? 0})`);
       }
       return { ok: true, value: s };
     }
     case "boolean": {
       const l = s.toLowerCase();
-      return TRUE.has(l) ? { ok: true, value: "true" } : FALSE.has(l) ? { ok: true, value: "false" } : bad("a boolean");
+      return TRUE.has(l) ? { ok: true, value: "true" } : FALSE.has(l) ? { ok: true, value: "false" } : refused(f, s, "a boolean");
     }
     case "date": {
       const m = DATE.exec(s);
-      if (!m) return bad("a date (YYYY-MM-DD)");
+      if (!m) return refused(f, s, "a date (YYYY-MM-DD)");
       const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
-      return d.getUTCMonth() !== Number(m[2]) - 1 || d.getUTCDate() !== Number(m[3]) ? bad("a date") : { ok: true, value: s };
+      return d.getUTCMonth() !== Number(m[2]) - 1 || d.getUTCDate() !== Number(m[3]) ? refused(f, s, "a date") : { ok: true, value: s };
     }
     default: {
-      if (!TIMESTAMP.test(s) || Number.isNaN(Date.parse(s.replace(" ", "T")))) return bad("a timestamp (ISO 8601)");
+      if (!TIMESTAMP.test(s) || Number.isNaN(Date.parse(s.replace(" ", "T")))) return refused(f, s, "a timestamp (ISO 8601)");
       return { ok: true, value: s };
     }
   }
