@@ -167,6 +167,19 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     omit: ["secrets", "secrets_key_id"],
     onImport: { secret_fields: [] },
   },
+  {
+    kind: "connectors",
+    table: "ingestion_connectors",
+    entityType: "connector",
+    softDeleted: false,
+    idColumn: "id",
+    nameColumn: "name",
+    keyColumn: null,
+    // Spec 2.21: authConfig's credentials are excluded from exports and cleared on import; the imported
+    // connector is in error until its authConfig is entered again (docs/ingestion.md).
+    omit: ["secrets", "secrets_key_id", "auth_config", "status", "last_error", "last_tested_at"],
+    onImport: { status: "error", last_error: "imported without credentials: PUT the connector with its authConfig" },
+  },
   // Rule actions and alert channels name journeys and providers inside JSON: import rewires them
   // like every other string that was an imported id.
   {

@@ -274,3 +274,26 @@ describe("pipelines and IR versions (spec 2.21, 4.20, 9)", () => {
     assert.ok(cron.status === 400 || cron.status === 422, String(cron.status));
   });
 });
+
+describe("export and import of connectors (spec 2.21, 4.13)", () => {
+  test("export excludes authConfig and its secrets; import clears credentials and leaves the connector in error", async () => {
+    await call("POST", "/api/v1/connectors", s3Connector({ name: "exported", authMethod: "iam_role", authConfig: { roleArn: sts.roleArn, externalId: sts.externalId } }));
+    const file = await call("GET", "/api/v1/export/full");
+    assert.equal(file.status, 200);
+    const exported = file.body.entities.connectors.find((c: { name: string }) => c.name === "exported");
+    assert.ok(exported);
+    for (const column of ["secrets", "secretsKeyId", "authConfig"]) assert.equal(column in exported, false, column);
+    const text = JSON.stringify(file.body);
+    assert.ok(!text.includes(sts.externalId) && !text.includes(s3.secretAccessKey));
+    const imported = await call("POST", "/api/v1/import", file.body, other.apiKey);
+    assert.equal(imported.status, 201, JSON.stringify(imported.body));
+    const id = imported.body.entities.find((e: { kind: string; sourceId: string }) => e.kind === "connectors" && e.sourceId === exported.id).id;
+    const read = await call("GET", `/api/v1/connectors/${id}`, undefined, other.apiKey);
+    assert.equal(read.status, 200);
+    assert.equal(read.body.status, "error");
+    assert.match(read.body.lastError, /imported without credentials/);
+    assert.deepEqual(read.body.authConfig, {});
+    assert.deepEqual(read.body.secretsSet, []);
+    assert.equal(read.body.config.bucket, "feeds");
+  });
+});
