@@ -191,8 +191,10 @@ function describe(err: unknown): string {
   if (err instanceof ExpressionError) return err.message;
   const pg = err as { code?: string; message?: string; $metadata?: unknown; name?: string };
   if (pg?.$metadata || pg?.name === "OutboundBlockedError") return describeStorageError(err);
-  // PostgreSQL's own messages name the value or constraint, never credentials; keep them short.
-  if (typeof pg?.code === "string" && /^[0-9A-Z]{5}$/.test(pg.code)) return `database refused the load (${pg.code}): ${String(pg.message).slice(0, 300)}`;
+  // Data errors (classes 22 and 23) name the tenant's own values and constraints: worth showing. Others are internals.
+  if (typeof pg?.code === "string" && /^[0-9A-Z]{5}$/.test(pg.code)) {
+    return /^2[23]/.test(pg.code) ? `database refused the load (${pg.code}): ${String(pg.message).slice(0, 300)}` : `database error (${pg.code})`;
+  }
   return (err as Error)?.message?.slice(0, 300) ?? "run failed";
 }
 

@@ -39,6 +39,7 @@ export interface LoadResult {
 export class LoadRefused extends Error {}
 
 const CHUNK_CHARS = 64 * 1024;
+const SORT_MEMORY = "64MB";
 const CDC_DELETE = new Set(["delete", "d"]);
 const CDC_UPSERT = new Set(["insert", "update", "upsert", "i", "u"]);
 
@@ -79,6 +80,8 @@ export class TableLoader {
   async begin(): Promise<void> {
     this.client = await this.pool.getConnection({ type: "write" });
     await this.client.query("BEGIN");
+    // Deduplication sorts the whole staging table: in memory rather than in temporary files.
+    await this.client.query(`SET LOCAL work_mem = '${SORT_MEMORY}'`);
     const cols = this.target.fields.map((f) => `${quoteIdent(f.name)} ${columnType(f)}`);
     await this.client.query(`CREATE TEMP TABLE ingest_stage (${[...cols, "__line bigint NOT NULL", "__op text"].join(", ")}) ON COMMIT DROP`);
     const list = [...this.target.fields.map((f) => quoteIdent(f.name)), "__line", "__op"].join(", ");

@@ -279,6 +279,8 @@ function parseNode(n: Obj & { id: string; kind: NodeKind }, at: (f: string) => s
         if (!isObj(q)) bad(at("quarantine"), "must be an object");
         else if (q.enabled === true) {
           if (!isIdentifier(q.table)) bad(at("quarantine.table"), "must be 1 to 40 letters, digits or underscores, starting with a letter");
+          // ds_ names belong to schemas' tables: a quarantine there would write into data.
+          else if (q.table.toLowerCase().startsWith("ds_")) bad(at("quarantine.table"), "must not start with ds_ (the prefix of schema tables)");
           quarantine = { enabled: true, table: String(q.table) };
         }
       }
