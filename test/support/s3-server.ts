@@ -57,6 +57,20 @@ export function verifySigV4(req: IncomingMessage, keys: KeyRing, body = ""): str
   return got.length === expected.length && timingSafeEqual(got, expected) ? null : "SignatureDoesNotMatch";
 }
 
+/** Listens on a free loopback port; `close` also ends kept-alive connections. */
+async function listenLocally(server: Server): Promise<{ endpoint: string; close(): Promise<void> }> {
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
 function errorXml(code: string, message: string): string {
   return `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message><RequestId>local</RequestId></Error>`;
 }
@@ -93,17 +107,14 @@ export async function startLocalS3(buckets: string[]): Promise<LocalS3> {
     }
     handler(req, res);
   });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as AddressInfo;
+  const { endpoint, close } = await listenLocally(server);
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint,
     accessKeyId,
     secretAccessKey,
     keys,
     close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
+      await close();
       rmSync(directory, { recursive: true, force: true });
     },
   };
@@ -155,17 +166,5 @@ export async function startLocalSts(s3: LocalS3, caller: { accessKeyId: string; 
       );
     });
   });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as AddressInfo;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    roleArn,
-    externalId,
-    calls,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
+  return { ...(await listenLocally(server)), roleArn, externalId, calls };
 }
