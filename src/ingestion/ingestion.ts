@@ -8,7 +8,9 @@ import type { ServiceRegistration } from "../platform/service-registration.js";
 import type { SettingsCipher } from "../platform/settings-cipher.js";
 import type { ScheduledJob } from "../scheduling/scheduled-job.js";
 import { ScheduledRunStore } from "../scheduling/scheduled-run-store.js";
+import type { Transaction } from "../platform/db.js";
 import { ConnectorService } from "./connector-service.js";
+import { wipeIngestion } from "./ingestion-wipe.js";
 import { ConnectorStore } from "./connector-store.js";
 import { pipelineScheduleJob } from "./pipeline-schedule-job.js";
 import { PipelineRunner, type BatchDecider } from "./pipeline-runner.js";
@@ -35,7 +37,12 @@ export interface IngestionOptions {
 }
 
 /** Data ingestion (docs/ingestion.md), built once at start-up: its routes and its scheduled job. */
-export function createIngestion(o: IngestionOptions): { services: ServiceRegistration[]; jobs: ScheduledJob[] } {
+export function createIngestion(o: IngestionOptions): {
+  services: ServiceRegistration[];
+  jobs: ScheduledJob[];
+  /** A workspace reset's share: every ingestion row of the tenant and its data tables. */
+  wipeTenant(t: Transaction, tenantId: string): Promise<void>;
+} {
   const objectStore = { forbidden: forbiddenAddresses(o.allowPrivate), stsEndpoint: o.stsEndpoint, timeoutMs: o.timeoutMs };
   const connectorStore = new ConnectorStore(o.db);
   const schemaStore = new SchemaStore(o.db);
@@ -83,6 +90,7 @@ export function createIngestion(o: IngestionOptions): { services: ServiceRegistr
         },
       },
     ],
+    wipeTenant: (t, tenantId) => wipeIngestion(o.db, t, tenantId),
     jobs: [
       pipelineScheduleJob({
         scheduled: () => pipelineStore.scheduledAcrossTenants(),

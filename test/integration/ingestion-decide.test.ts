@@ -78,3 +78,19 @@ describe("the decide node: batch decisions (spec 1; docs/ingestion.md, decide)",
     assert.equal((await h.svc.sql(`SELECT 1 FROM ${table} WHERE "customerId" LIKE 'c%'`)).length, 0);
   });
 });
+
+describe("workspace reset (spec 1)", () => {
+  test("deletes connectors, schemas with their tables, pipelines and runs of the tenant only", async () => {
+    const theirs = await h.call("POST", "/api/v1/schemas", { name: "kept", fields: [{ name: "a", dataType: "text" }] }, h.other.apiKey);
+    assert.equal(theirs.status, 201);
+    assert.ok((await h.svc.sql("SELECT 1 FROM ingestion_runs WHERE tenant_id = $1", [h.admin.tenantId])).length > 0);
+    const res = await h.call("POST", "/api/v1/workspace/reset", { confirm: h.admin.tenantId });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    for (const path of ["/api/v1/connectors", "/api/v1/schemas", "/api/v1/pipelines"]) assert.deepEqual((await h.call("GET", path)).body.data, [], path);
+    for (const table of ["ingestion_runs", "ingestion_pipeline_ir", "ingestion_connectors"]) {
+      assert.equal((await h.svc.sql(`SELECT 1 FROM ${table} WHERE tenant_id = $1`, [h.admin.tenantId])).length, 0, table);
+    }
+    assert.equal((await h.svc.sql("SELECT 1 FROM information_schema.schemata WHERE schema_name = $1", [h.dataSchema(h.admin.tenantId)])).length, 0);
+    assert.equal((await h.svc.sql("SELECT 1 FROM information_schema.tables WHERE table_schema = $1", [h.dataSchema(h.other.tenantId)])).length, 1, "the other tenant keeps its table");
+  });
+});
