@@ -13,10 +13,19 @@ const SIDECAR = /\.(sha256|md5)$/i;
 const MAX_SIDECAR_BYTES = 64 * 1024;
 const MAX_MANIFEST_BYTES = 8 * 1024 * 1024;
 
+/** A folder under the connector's prefix (which may or may not end in `/`). */
+export function underPrefix(prefix: string, folder: string): string {
+  return `${prefix && !prefix.endsWith("/") ? `${prefix}/` : prefix}${folder}`;
+}
+
 /** The folder a source reads: the connector's prefix, then the node's path (or its staging folder). */
 export function sourceFolder(prefix: string, node: SourceNode): string {
-  const base = prefix && !prefix.endsWith("/") ? `${prefix}/` : prefix;
-  return `${base}${node.path}`;
+  return underPrefix(prefix, node.path);
+}
+
+/** Where a file of the source's folder goes when atomicity moves it to `folder` (its date token filled in). */
+export function movedKey(prefix: string, node: SourceNode, key: string, folder: string, at: Date): string {
+  return underPrefix(prefix, withDateToken(folder, at)) + key.slice(sourceFolder(prefix, node).length);
 }
 
 /**
