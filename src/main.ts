@@ -315,6 +315,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     counters: counters.customerWipe,
     positiveOutcomes: decisions.positiveOutcomes,
     configChanged: decisions.configChanged,
+    afterImport: { schemas: ingestion.importedSchema },
   });
   const events = createEvents({
     db: f.db,

@@ -1,6 +1,7 @@
 import type { Sequelize } from "sequelize";
 import { IngestionService as IngestionServiceDesc } from "../../gen/decisioning/v1/ingestion_pb.js";
 import type { AuditLog } from "../audit/audit-log.js";
+import { normalizeFields } from "../core/index.js";
 import { forbiddenAddresses } from "../notifications/outbound-guard.js";
 import type { HealthAlerts } from "../observability/operational-signals.js";
 import type { Logger } from "../platform/logger.js";
@@ -42,6 +43,8 @@ export function createIngestion(o: IngestionOptions): {
   jobs: ScheduledJob[];
   /** A workspace reset's share: every ingestion row of the tenant and its data tables. */
   wipeTenant(t: Transaction, tenantId: string): Promise<void>;
+  /** Import's hook for an imported schema row (already validated by the export registry): its table. */
+  importedSchema(t: Transaction, tenantId: string, row: Record<string, unknown>): Promise<void>;
 } {
   const objectStore = { forbidden: forbiddenAddresses(o.allowPrivate), stsEndpoint: o.stsEndpoint, timeoutMs: o.timeoutMs };
   const connectorStore = new ConnectorStore(o.db);
@@ -91,6 +94,7 @@ export function createIngestion(o: IngestionOptions): {
       },
     ],
     wipeTenant: (t, tenantId) => wipeIngestion(o.db, t, tenantId),
+    importedSchema: (t, tenantId, row) => schemaStore.createTable(t, tenantId, row.table_name as string, normalizeFields(row.fields as Array<Record<string, unknown>>, [])),
     jobs: [
       pipelineScheduleJob({
         scheduled: () => pipelineStore.scheduledAcrossTenants(),

@@ -60,9 +60,14 @@ export class SchemaStore {
       [tenantId, row.id, row.name, row.display_name, row.entity_type, row.table_name, JSON.stringify(row.fields)],
       t,
     );
-    await this.db.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(tenantDataSchema(tenantId))}`, { transaction: t });
-    await this.db.query(createTableSql(qualifiedTable(tenantId, row.table_name), row.fields), { transaction: t });
+    await this.createTable(t, tenantId, row.table_name, row.fields);
     return inserted;
+  }
+
+  /** A schema's table, in the tenant's data schema (made on first use). */
+  async createTable(t: Transaction, tenantId: string, table: string, fields: readonly SchemaField[]): Promise<void> {
+    await this.db.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(tenantDataSchema(tenantId))}`, { transaction: t });
+    await this.db.query(createTableSql(qualifiedTable(tenantId, table), fields), { transaction: t });
   }
 
   async remove(t: Transaction, tenantId: string, row: SchemaRow): Promise<void> {

@@ -7,6 +7,7 @@
 import { ENTRY_KINDS } from "../catalog/catalog-rules.js";
 import type { EntryKind } from "../catalog/catalog-store.js";
 import { CONFIG_VALIDATORS } from "../core/config-validation.js";
+import { isIdentifier, normalizeFields } from "../core/ingestion/data-schema.js";
 
 export interface ExportableKind {
   /** Its name in the file's `entities`: camelCase plural. */
@@ -38,9 +39,13 @@ export interface ExportableKind {
 export interface Reference {
   table: string;
   entryKind?: EntryKind;
+  /** False for tables without deleted_at, whose every row is live. */
+  softDeleted?: boolean;
 }
 
 const entry = (entryKind: EntryKind): Reference => ({ table: "catalog_entries", entryKind });
+/** Ingestion's tables delete rows outright (no deleted_at). */
+const ingestionRef = (table: string): Reference => ({ table, softDeleted: false });
 
 /** Catalog kinds in reference order: sub-categories name categories, placements channels. */
 const CATALOG_ORDER: EntryKind[] = [
@@ -179,6 +184,67 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     // connector is in error until its authConfig is entered again (docs/ingestion.md).
     omit: ["secrets", "secrets_key_id", "auth_config", "status", "last_error", "last_tested_at"],
     onImport: { status: "error", last_error: "imported without credentials: PUT the connector with its authConfig" },
+  },
+  {
+    // The row's table is created by the ingestion domain's import hook (portability.ts, afterImport).
+    kind: "schemas",
+    table: "ingestion_schemas",
+    entityType: "schema",
+    softDeleted: false,
+    idColumn: "id",
+    // The name makes the table's name: it is kept (a clash is 409), not suffixed with "(imported)".
+    nameColumn: null,
+    keyColumn: null,
+    onImport: {},
+    validate: (row) => {
+      // A file's names reach DDL: they pass the same checks as POST /api/v1/schemas.
+      const problems: string[] = [];
+      if (!isIdentifier(row.name)) problems.push("name: must be 1 to 40 letters, digits or underscores, starting with a letter");
+      else if (row.table_name !== `ds_${row.name.toLowerCase()}`) problems.push(`tableName: must be ds_${row.name.toLowerCase()}`);
+      if (!Array.isArray(row.fields)) problems.push("fields: must be an array");
+      else {
+        const violations: Array<{ field: string; message: string }> = [];
+        normalizeFields(row.fields as Array<Record<string, unknown>>, violations);
+        problems.push(...violations.map((v) => `${v.field}: ${v.message}`));
+      }
+      return problems;
+    },
+  },
+  {
+    kind: "pipelines",
+    table: "ingestion_pipelines",
+    entityType: "pipeline",
+    softDeleted: false,
+    idColumn: "id",
+    nameColumn: "name",
+    keyColumn: null,
+    // High-water marks describe the source tenant's loads.
+    onImport: { status: "draft", watermarks: {} },
+    references: { connector_id: ingestionRef("ingestion_connectors"), schema_id: ingestionRef("ingestion_schemas") },
+  },
+  {
+    kind: "pipelineIrVersions",
+    table: "ingestion_pipeline_ir",
+    entityType: "pipeline_ir_version",
+    softDeleted: false,
+    idColumn: null,
+    nameColumn: null,
+    keyColumn: null,
+    onImport: { created_by: null },
+    references: { pipeline_id: ingestionRef("ingestion_pipelines") },
+    belongsTo: "pipeline_id",
+  },
+  {
+    kind: "pipelineTargets",
+    table: "ingestion_pipeline_targets",
+    entityType: "pipeline_target",
+    softDeleted: false,
+    idColumn: null,
+    nameColumn: null,
+    keyColumn: null,
+    onImport: {},
+    references: { pipeline_id: ingestionRef("ingestion_pipelines"), schema_id: ingestionRef("ingestion_schemas") },
+    belongsTo: "pipeline_id",
   },
   // Rule actions and alert channels name journeys and providers inside JSON: import rewires them
   // like every other string that was an imported id.

@@ -62,7 +62,7 @@ export class PortabilityStore {
       bind.push(ref.entryKind);
       filter = " AND kind = $3";
     }
-    const rows = await selectRows<{ id: string }>(this.db, `SELECT id FROM ${ref.table} WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND deleted_at IS NULL${filter}`, bind, t);
+    const rows = await selectRows<{ id: string }>(this.db, `SELECT id FROM ${ref.table} WHERE tenant_id = $1 AND id = ANY($2::uuid[])${ref.softDeleted === false ? "" : " AND deleted_at IS NULL"}${filter}`, bind, t);
     return new Set(rows.map((r) => r.id));
   }
 

@@ -275,8 +275,8 @@ describe("pipelines and IR versions (spec 2.21, 4.20, 9)", () => {
   });
 });
 
-describe("export and import of connectors (spec 2.21, 4.13)", () => {
-  test("export excludes authConfig and its secrets; import clears credentials and leaves the connector in error", async () => {
+describe("export and import (spec 2.21, 4.13)", () => {
+  test("connectors travel without authConfig and secrets and come in with credentials cleared; schemas bring their tables; pipelines their IR versions", async () => {
     await call("POST", "/api/v1/connectors", s3Connector({ name: "exported", authMethod: "iam_role", authConfig: { roleArn: sts.roleArn, externalId: sts.externalId } }));
     const file = await call("GET", "/api/v1/export/full");
     assert.equal(file.status, 200);
@@ -285,15 +285,43 @@ describe("export and import of connectors (spec 2.21, 4.13)", () => {
     for (const column of ["secrets", "secretsKeyId", "authConfig"]) assert.equal(column in exported, false, column);
     const text = JSON.stringify(file.body);
     assert.ok(!text.includes(sts.externalId) && !text.includes(s3.secretAccessKey));
-    const imported = await call("POST", "/api/v1/import", file.body, other.apiKey);
+    assert.ok(file.body.entities.schemas.some((s: { name: string }) => s.name === "customers"));
+    const pipeline = file.body.entities.pipelines.find((p: { name: string }) => p.name === "customers-daily");
+    assert.ok(pipeline);
+
+    const fresh = await svc.createTenant("import-target");
+    const imported = await call("POST", "/api/v1/import", file.body, fresh.apiKey);
     assert.equal(imported.status, 201, JSON.stringify(imported.body));
-    const id = imported.body.entities.find((e: { kind: string; sourceId: string }) => e.kind === "connectors" && e.sourceId === exported.id).id;
-    const read = await call("GET", `/api/v1/connectors/${id}`, undefined, other.apiKey);
+    const newId = (kind: string, sourceId: string) => imported.body.entities.find((e: { kind: string; sourceId: string }) => e.kind === kind && e.sourceId === sourceId).id;
+    const read = await call("GET", `/api/v1/connectors/${newId("connectors", exported.id)}`, undefined, fresh.apiKey);
     assert.equal(read.status, 200);
     assert.equal(read.body.status, "error");
     assert.match(read.body.lastError, /imported without credentials/);
     assert.deepEqual(read.body.authConfig, {});
     assert.deepEqual(read.body.secretsSet, []);
     assert.equal(read.body.config.bucket, "feeds");
+
+    const tables = await svc.sql("SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = $1", [h.dataSchema(fresh.tenantId)]);
+    assert.ok(tables.some((t) => t.name === "ds_customers"), "the imported schema's table exists");
+    const p = await call("GET", `/api/v1/pipelines/${newId("pipelines", pipeline.id)}`, undefined, fresh.apiKey);
+    assert.equal(p.body.status, "draft");
+    assert.equal(p.body.connectorId, newId("connectors", pipeline.connectorId));
+    const ir = await call("GET", `/api/v1/pipelines/${p.body.id}/ir`, undefined, fresh.apiKey);
+    assert.equal(ir.status, 200);
+    assert.equal(ir.body.ir.nodes.length, 4);
+    // The schema is in use in the new tenant too.
+    assert.equal((await call("DELETE", `/api/v1/schemas/${p.body.schemaId}`, undefined, fresh.apiKey)).status, 409);
+  });
+
+  test("a schema row whose names would reach DDL unchecked is refused", async () => {
+    const fresh = await svc.createTenant("hostile-import");
+    const file = {
+      formatVersion: 1,
+      kind: "full",
+      entities: { schemas: [{ id: "0193b5a0-0000-7000-8000-000000000001", name: "x", displayName: "x", entityType: "custom", tableName: 'ds_x"; DROP TABLE tenants; --', fields: [{ name: "a", dataType: "text" }] }] },
+    };
+    const res = await call("POST", "/api/v1/import", file, fresh.apiKey);
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.match(JSON.stringify(res.body), /tableName/);
   });
 });
