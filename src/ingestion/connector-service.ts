@@ -88,7 +88,7 @@ export class ConnectorService {
   async deleteConnector(ctx: TenantContext, req: IngestionIdRequest): Promise<Empty> {
     await this.transaction(ctx.tenantId, async (t) => {
       const row = await this.mustFind(ctx.tenantId, req.id, t);
-      if (await this.deps.store.inUse(ctx.tenantId, row.id, t)) throw conflict("CONNECTOR_IN_USE", "a pipeline uses this connector; delete or change the pipeline first");
+      if (await this.deps.store.inUse(ctx.tenantId, row.id, row.name, t)) throw conflict("CONNECTOR_IN_USE", "a pipeline uses this connector (its connectorId or a source node); delete or change the pipeline first");
       await this.deps.store.remove(t, ctx.tenantId, row.id);
       await this.record(t, ctx, "delete", row, null);
     });

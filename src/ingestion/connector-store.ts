@@ -93,9 +93,20 @@ export class ConnectorStore {
     await this.db.query("DELETE FROM ingestion_connectors WHERE tenant_id = $1 AND id = $2", { bind: [tenantId, id], transaction: t });
   }
 
-  /** Whether a pipeline names the connector. */
-  async inUse(tenantId: string, id: string, t?: Transaction): Promise<boolean> {
-    const rows = await selectRows(this.db, "SELECT 1 FROM ingestion_pipelines WHERE tenant_id = $1 AND connector_id = $2 LIMIT 1", [tenantId, id], t);
+  /** Whether a pipeline names the connector: as its connectorId, or (by id or name) in a source node of its current IR. */
+  async inUse(tenantId: string, id: string, name: string, t?: Transaction): Promise<boolean> {
+    const rows = await selectRows(
+      this.db,
+      `SELECT 1 FROM ingestion_pipelines WHERE tenant_id = $1 AND connector_id = $2
+       UNION ALL
+       SELECT 1 FROM ingestion_pipelines p
+       JOIN ingestion_pipeline_ir ir ON ir.tenant_id = p.tenant_id AND ir.pipeline_id = p.id AND ir.version = p.current_version
+       WHERE p.tenant_id = $1 AND jsonb_path_exists(ir.ir, $4::jsonpath, jsonb_build_object('id', $2::text, 'name', $3::text))
+       LIMIT 1`,
+      // The path is bound: sequelize would read its $variables as bind parameters.
+      [tenantId, id, name, "$.nodes[*] ? (@.connector == $id || @.connector == $name)"],
+      t,
+    );
     return rows.length > 0;
   }
 }

@@ -219,6 +219,14 @@ describe("pipelines and IR versions (spec 2.21, 4.20, 9)", () => {
     // The schema is in use now.
     assert.equal((await call("DELETE", `/api/v1/schemas/${schemaId}`)).status, 409);
     assert.equal((await call("DELETE", `/api/v1/connectors/${connectorId}`)).status, 409);
+    // A connector named only by a source node (by name) is in use too.
+    const named = (await call("POST", "/api/v1/connectors", s3Connector({ name: "by-name" }))).body;
+    const nodes = ir().nodes;
+    const viaIr = await call("POST", "/api/v1/pipelines", { name: "via-ir", ir: { ...ir(), nodes: [{ ...nodes[0], connector: "by-name" }, ...nodes.slice(1)] } });
+    assert.equal(viaIr.status, 201, JSON.stringify(viaIr.body));
+    assert.equal((await call("DELETE", `/api/v1/connectors/${named.id}`)).status, 409);
+    assert.equal((await call("DELETE", `/api/v1/pipelines/${viaIr.body.id}`)).status, 204);
+    assert.equal((await call("DELETE", `/api/v1/connectors/${named.id}`)).status, 204);
   });
 
   test("two concurrent IR posts make two versions, none lost", async () => {
