@@ -3,7 +3,7 @@ import type { Writable } from "node:stream";
 import type { Sequelize } from "sequelize";
 import { from as copyFrom } from "pg-copy-streams";
 import { columnType, quoteIdent, type LoadMode, type SchemaField } from "../core/index.js";
-import { qualifiedTable, tenantDataSchema } from "./schema-store.js";
+import { qualifiedTable, tableConstraints, tenantDataSchema } from "./schema-store.js";
 
 /** The slice of a pg client the loader uses (sequelize's pooled connections are pg clients). */
 interface PgClient {
@@ -153,11 +153,14 @@ export class TableLoader {
         const fresh = `${t.table}__bg_${suffix}`;
         const old = `${t.table}__old_${suffix}`;
         const schema = quoteIdent(tenantDataSchema(t.tenantId));
-        await c.query(`CREATE TABLE ${schema}.${quoteIdent(fresh)} (LIKE ${table} INCLUDING ALL)`);
-        rowsLoaded = (await c.query(`INSERT INTO ${schema}.${quoteIdent(fresh)} (${list}) ${dedup()}`)).rowCount ?? 0;
+        const next = `${schema}.${quoteIdent(fresh)}`;
+        await c.query(`CREATE TABLE ${next} (LIKE ${table} INCLUDING DEFAULTS INCLUDING IDENTITY INCLUDING GENERATED)`);
+        rowsLoaded = (await c.query(`INSERT INTO ${next} (${list}) ${dedup()}`)).rowCount ?? 0;
+        // Keys and unique indexes built once over the loaded rows; a duplicate fails the load here.
+        await c.query(`ALTER TABLE ${next} ${tableConstraints(t.fields).map((x) => `ADD ${x}`).join(", ")}`);
         await c.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
         await c.query(`ALTER TABLE ${table} RENAME TO ${quoteIdent(old)}`);
-        await c.query(`ALTER TABLE ${schema}.${quoteIdent(fresh)} RENAME TO ${quoteIdent(t.table)}`);
+        await c.query(`ALTER TABLE ${next} RENAME TO ${quoteIdent(t.table)}`);
         await c.query(`DROP TABLE ${schema}.${quoteIdent(old)}`);
         meta = { swapped: true };
         break;
