@@ -67,6 +67,8 @@ export interface Config {
   metricsToken: string | null;
   /** Inbound delivery webhooks (spec 4.18); each unset secret makes its route refuse every request. */
   webhooks: WebhookSecrets;
+  /** INGESTION_STS_ENDPOINT: the STS that iam_role connectors assume roles at; null for AWS's (docs/ingestion.md). */
+  ingestionStsEndpoint: string | null;
   /** PUBLIC_URL (spec 5.5): the service's address as browsers reach it, without a trailing slash; links and redirect URIs start with it. */
   publicUrl: string | null;
   /** The deployment's own identity provider (AUTH_OIDC_*, docs/sso.md); null: that sign-in is off. */
@@ -195,6 +197,20 @@ function outbound(env: NodeJS.ProcessEnv): OutboundConfig {
     backoffMaxMs: positiveInt(env, "OUTBOUND_BACKOFF_MAX_MS", 60_000),
     timeoutMs: positiveInt(env, "OUTBOUND_TIMEOUT_MS", 10_000),
   };
+}
+
+/** An optional http(s) URL. */
+function httpUrl(env: NodeJS.ProcessEnv, name: string): string | null {
+  const value = optional(env, name);
+  if (value === null) return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(value);
+  } catch {
+    /* reported below */
+  }
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) throw new ConfigError(`${name} must be an http or https URL, got "${value}"`);
+  return value;
 }
 
 /** LLM_BASE_URL and LLM_MODEL together, or neither; LLM_API_KEY optional (a local endpoint needs none). */
@@ -327,5 +343,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventRetentionDays: positiveInt(env, "EVENT_RETENTION_DAYS", 365),
     publicUrl: publicUrl(env),
     authOidc: authOidc(env, outbound(env).allowPrivate, publicUrl(env)),
+    ingestionStsEndpoint: httpUrl(env, "INGESTION_STS_ENDPOINT"),
   };
 }

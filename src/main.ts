@@ -37,6 +37,8 @@ import { createWebhooks, type Webhooks } from "./webhooks/webhooks.js";
 import { createContent } from "./content/content.js";
 import { createCustomers } from "./customers/customers.js";
 import { createEvents, type Events } from "./events/events.js";
+import { createIngestion } from "./ingestion/ingestion.js";
+import { loadedCustomerAttributes } from "./ingestion/customer-attributes.js";
 import { RecommendRequestSchema } from "../gen/decisioning/v1/decisions_pb.js";
 import { create } from "@bufbuild/protobuf";
 import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
@@ -259,7 +261,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     decisionConfig: catalog.decisionConfig,
     seedTenant: catalog.seedTenant,
     // Alert rules are built after the decisions; a reset reaches them only later.
-    otherWorkspaceData: [(t, tenantId) => alerts.wipeTenant(t, tenantId)],
+    otherWorkspaceData: [(t, tenantId) => alerts.wipeTenant(t, tenantId), (t, tenantId) => ingestion.wipeTenant(t, tenantId)],
     pool,
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,
@@ -268,6 +270,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     publishedContent: content.published,
     // Built below, from the decisions' read model; read only when a decision runs.
     clvScore: (tenantId, customerId) => customers.clvScore(tenantId, customerId),
+    loadedAttributes: loadedCustomerAttributes(f.db),
   });
   const webhooks = createWebhooks({ db: f.db, secrets: f.config.webhooks, logger: f.logger });
   observability.metrics.watch({ scoringPool: pool, traces: decisions.traces });
@@ -302,6 +305,18 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     healthAlerts: observability.healthAlerts,
     providers: { existing: notifications.existingProviderIds },
   });
+  const ingestion = createIngestion({
+    db: f.db,
+    audit: auditLog,
+    cipher: f.settingsCipher,
+    healthAlerts: observability.healthAlerts,
+    logger: f.logger,
+    allowPrivate: f.config.outbound.allowPrivate,
+    stsEndpoint: f.config.ingestionStsEndpoint,
+    timeoutMs: f.config.outbound.timeoutMs,
+    decider: { decideBatch: decisions.decideBatch },
+    customersLoaded: (tenantId) => decisions.customerTablesLoaded(tenantId),
+  });
   const events = createEvents({
     db: f.db,
     redis: f.redis,
@@ -318,7 +333,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     providerExists: async (tenantId, id) => (await notifications.existingProviderIds(tenantId, [id])).has(id),
     logger: f.logger,
   });
-  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...events.jobs, ...(options.extraJobs?.(f) ?? [])];
+  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...events.jobs, ...ingestion.jobs, ...(options.extraJobs?.(f) ?? [])];
   const redisAt = redisTarget(f.config);
   const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
@@ -342,6 +357,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     counters: counters.customerWipe,
     positiveOutcomes: decisions.positiveOutcomes,
     configChanged: decisions.configChanged,
+    afterImport: { schemas: ingestion.importedSchema },
   });
   const customers = createCustomers({
     db: f.db,
@@ -389,6 +405,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...events.services,
     ...alerts.services,
     ...sso.services,
+    ...ingestion.services,
   ];
   const mcp = createMcp({ registrations, authenticator, rateLimits, preview: decisions.preview, logger: f.logger, bodyLimitBytes: f.config.defaultBodyLimitBytes });
   return {

@@ -47,3 +47,4 @@ export * from "./explain/decision-shap.js";
 export * from "./import-rewiring.js";
 export * from "./approval-stages.js";
 export * from "./segment-membership.js";
+export * from "./ingestion/index.js";

@@ -6,9 +6,15 @@ import type { DecisionStore } from "./decision-store.js";
 /** Bus channel: one customer's stored attributes or CLV record changed. */
 export const CUSTOMER_CHANNEL = "decisioning.customer.invalidate";
 
+/** Bus channel: a tenant's loaded customer tables changed (a pipeline run); every process drops the tenant's customers. */
+export const CUSTOMER_TENANT_CHANNEL = "decisioning.customer.tenant.invalidate";
+
+/** Attributes of a customer from tables other domains load (data ingestion's customer schemas); {} when none. */
+export type LoadedAttributesReader = (tenantId: string, customerId: string) => Promise<Record<string, unknown>>;
+
 /** What Recommend knows of a customer before the request's own attributes. */
 export interface KnownCustomer {
-  /** Stored attributes; {} for a customer never stored. */
+  /** Loaded attributes overlaid by stored ones; {} for a customer never stored or loaded. */
   attributes: Record<string, unknown>;
   /** The CLV record's score for the tilt of spec 4.14; null without a record. */
   clv: ClvInput | null;
@@ -26,17 +32,34 @@ export type ClvScoreReader = (tenantId: string, customerId: string) => Promise<n
 export class CustomerCache {
   private readonly cache: InvalidatedCache<KnownCustomer>;
 
-  constructor(bus: Bus, store: Pick<DecisionStore, "customer">, clvScore: ClvScoreReader | null = null) {
+  constructor(
+    private readonly bus: Bus,
+    store: Pick<DecisionStore, "customer">,
+    clvScore: ClvScoreReader | null = null,
+    loaded: LoadedAttributesReader | null = null,
+  ) {
     this.cache = new InvalidatedCache(bus, CUSTOMER_CHANNEL, async (key) => {
       const at = key.indexOf("|");
       const [tenantId, customerId] = [key.slice(0, at), key.slice(at + 1)];
-      const [row, score] = await Promise.all([store.customer(tenantId, customerId), clvScore ? clvScore(tenantId, customerId) : null]);
-      return { attributes: row?.attributes ?? {}, clv: score === null ? null : { clvScore: score } };
+      const [row, score, fromTables] = await Promise.all([
+        store.customer(tenantId, customerId),
+        clvScore ? clvScore(tenantId, customerId) : null,
+        loaded ? loaded(tenantId, customerId) : {},
+      ]);
+      // Attributes stored through the customers API are the more deliberate write: they win over loaded ones.
+      return { attributes: { ...fromTables, ...(row?.attributes ?? {}) }, clv: score === null ? null : { clvScore: score } };
     });
   }
 
-  listen(): Promise<void> {
-    return this.cache.listen();
+  async listen(): Promise<void> {
+    await this.cache.listen();
+    await this.bus.subscribe(CUSTOMER_TENANT_CHANNEL, (tenantId) => this.forgetTenant(tenantId));
+  }
+
+  /** After a load of the tenant's customer tables: drops all its customers here and in every other process. */
+  async invalidateTenant(tenantId: string): Promise<void> {
+    this.forgetTenant(tenantId);
+    await this.bus.publish(CUSTOMER_TENANT_CHANNEL, tenantId);
   }
 
   /** The customer's stored attributes and CLV score. */

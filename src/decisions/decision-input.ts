@@ -108,11 +108,13 @@ export async function scoreDecision(
   input: DecisionInput,
   pool: ScoringPool | null,
   minTreeWalksForPool: number,
+  /** Score in the worker pool whatever the task's size (batch decisions keep the main thread for commits). */
+  preferPool = false,
 ): Promise<{ decision: Decision; task: ScoreTask }> {
   const prepared = prepareDecision(snapshot, input);
   const task = prepared.scoreTask;
   const scores =
-    pool && chooseScoringPath(task, minTreeWalksForPool) === "pool"
+    pool && (preferPool || chooseScoringPath(task, minTreeWalksForPool) === "pool")
       ? // A worker that cannot score (crashed, failed to start) costs speed, not the decision.
         await pool.run(task).catch(() => scoreCandidates(task))
       : scoreCandidates(task);

@@ -12,8 +12,9 @@ import type { DecisionConfigRows } from "../catalog/catalog-store.js";
 import type { ExperimentSplit } from "../core/index.js";
 import { AttributionLadder } from "./attribution.js";
 import type { Counters } from "./counters.js";
-import { CustomerCache, type ClvScoreReader } from "./customer-cache.js";
+import { CustomerCache, type ClvScoreReader, type LoadedAttributesReader } from "./customer-cache.js";
 import { CustomerHistory } from "./customer-history.js";
+import { decideBatch, type BatchCustomer } from "./batch-decisions.js";
 import { CustomerService } from "./customer-service.js";
 import { DecisionStore } from "./decision-store.js";
 import { OutcomeLearning } from "./outcome-learning.js";
@@ -57,6 +58,8 @@ export interface DecisionsOptions {
   publishedContent?: PublishedContentReader;
   /** The CLV domain's read model, for the CLV tilt (spec 4.14). None: no customer has a record. */
   clvScore?: ClvScoreReader;
+  /** Data ingestion's read model: attributes from loaded customer tables. None: no such tables. */
+  loadedAttributes?: LoadedAttributesReader;
 }
 
 /** Recommend, traces, customers and the workspace: built once at start-up. */
@@ -73,7 +76,7 @@ export function createDecisions(o: DecisionsOptions) {
     const published = o.publishedContent && contentIds.length ? await o.publishedContent(tenantId, contentIds) : [];
     return compileTenant(rows, settings, o.logger, experiments, published);
   });
-  const customers = new CustomerCache(o.bus, store, o.clvScore ?? null);
+  const customers = new CustomerCache(o.bus, store, o.clvScore ?? null, o.loadedAttributes ?? null);
   /**
    * The replayable outcomes of the tenant go with its snapshot (outcome-replay.ts). The evidence
    * cache needs no message: the wipe clears this process's, and what other processes keep is
@@ -170,6 +173,11 @@ export function createDecisions(o: DecisionsOptions) {
     recommend: (ctx: TenantContext, req: RecommendRequest) => recommend.recommend(ctx, req),
     /** A dry-run Recommend: the same decision, nothing reserved, counted or stored (decision-preview.ts). */
     preview: (ctx: TenantContext, req: RecommendRequest) => preview.preview(ctx, req),
+    /** After a pipeline loaded a customer table of the tenant: its customers are read again, in every process. */
+    customerTablesLoaded: (tenantId: string) => customers.invalidateTenant(tenantId),
+    /** Batch decisions for pipeline runs (batch-decisions.ts): one Recommend per customer, scored in the worker pool. */
+    decideBatch: (tenantId: string, flow: string, limit: number, customers: readonly BatchCustomer[]) =>
+      decideBatch((ctx, req, options) => recommend.recommend(ctx, req, options), tenantId, flow, limit, customers),
     /** Subscribes the caches to cross-process invalidation. */
     listen: () => Promise.all([snapshots.listen(), customers.listen(), o.bus.subscribe(WORKSPACE_RESET_CHANNEL, forgetTenant)]),
     /** The keys of the tenant's outcome types in the `positive` category: what experiments count as conversions. */

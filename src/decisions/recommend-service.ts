@@ -78,7 +78,8 @@ export class RecommendService {
     };
   }
 
-  async recommend(ctx: TenantContext, req: RecommendRequest): Promise<RecommendResponse> {
+  /** `preferPool`: score in the worker pool whatever the task's size (batch decisions keep the main thread for commits). */
+  async recommend(ctx: TenantContext, req: RecommendRequest, options: { preferPool?: boolean } = {}): Promise<RecommendResponse> {
     const { snapshot, settings, ...names } = await this.deps.snapshots.get(ctx.tenantId);
     const { input, evidence, experiment } = await readDecisionInput(this.reads, ctx, req, { snapshot, settings, ...names });
     const recommendationId = input.seed;
@@ -87,7 +88,7 @@ export class RecommendService {
     const sampled = settings.decision_trace_enabled && (this.deps.random ?? Math.random)() < settings.decision_trace_sample_rate;
     input.explain = req.explain;
 
-    const { decision, task } = await scoreDecision(snapshot, input, this.deps.pool, this.deps.minTreeWalksForPool);
+    const { decision, task } = await scoreDecision(snapshot, input, this.deps.pool, this.deps.minTreeWalksForPool, options.preferPool);
     const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context }, task.bucketsOverCap);
     const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket, scoredModelIds(task), experiment);
     this.deps.observer?.decided(offers.length, decision.degradedScoring);

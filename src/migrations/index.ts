@@ -22,6 +22,7 @@ import * as m0020 from "./0020-user-accounts.js";
 import * as m0021 from "./0021-customer-data-upkeep.js";
 import * as m0025 from "./0025-sso.js";
 import * as m0026 from "./0026-directory-users.js";
+import * as m0027 from "./0027-ingestion.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
 export const migrations: Migration[] = [
@@ -48,4 +49,5 @@ export const migrations: Migration[] = [
   { name: "0021-customer-data-upkeep", up: m0021.up },
   { name: "0025-sso", up: m0025.up },
   { name: "0026-directory-users", up: m0026.up },
+  { name: "0027-ingestion", up: m0027.up },
 ];

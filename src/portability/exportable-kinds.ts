@@ -21,6 +21,7 @@ import { JourneyWriteSchema, TriggerWriteSchema } from "../../gen/decisioning/v1
 import { journeyValues } from "../events/journey-service.js";
 import { triggerValues } from "../events/trigger-service.js";
 import { readJson } from "../transport/message-codec.js";
+import { isIdentifier, normalizeFields } from "../core/ingestion/data-schema.js";
 
 export interface ExportableKind {
   /** Its name in the file's `entities`: camelCase plural. */
@@ -65,6 +66,8 @@ export interface Reference {
 }
 
 const entry = (entryKind: EntryKind): Reference => ({ table: "catalog_entries", entryKind });
+/** Ingestion's tables delete rows outright (no deleted_at): every row is live. */
+const ingestionRef = (table: string): Reference => ({ table, live: "true" });
 
 /** One id or key a row names outside its reference columns, and where it sits in the row. */
 export interface InnerReference {
@@ -295,6 +298,76 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     // Credentials never leave the tenant: the imported provider needs its secrets set again.
     omit: ["secrets", "secrets_key_id"],
     onImport: { secret_fields: [] },
+  },
+  {
+    kind: "connectors",
+    table: "ingestion_connectors",
+    entityType: "connector",
+    softDeleted: false,
+    idColumn: "id",
+    nameColumn: "name",
+    keyColumn: null,
+    // Spec 2.21: authConfig's credentials are excluded from exports and cleared on import; the imported
+    // connector is in error until its authConfig is entered again (docs/ingestion.md).
+    omit: ["secrets", "secrets_key_id", "auth_config", "status", "last_error", "last_tested_at"],
+    onImport: { status: "error", last_error: "imported without credentials: PUT the connector with its authConfig" },
+  },
+  {
+    // The row's table is created by the ingestion domain's import hook (portability.ts, afterImport).
+    kind: "schemas",
+    table: "ingestion_schemas",
+    entityType: "schema",
+    softDeleted: false,
+    idColumn: "id",
+    // The name makes the table's name: it is kept (a clash is 409), not suffixed with "(imported)".
+    nameColumn: null,
+    keyColumn: null,
+    onImport: {},
+    validate: (row) => {
+      // A file's names reach DDL: they pass the same checks as POST /api/v1/schemas.
+      const problems: FieldViolation[] = [];
+      if (!isIdentifier(row.name)) problems.push({ field: "name", message: "must be 1 to 40 letters, digits or underscores, starting with a letter" });
+      else if (row.table_name !== `ds_${row.name.toLowerCase()}`) problems.push({ field: "tableName", message: `must be ds_${row.name.toLowerCase()}` });
+      if (!Array.isArray(row.fields)) problems.push({ field: "fields", message: "must be an array" });
+      else normalizeFields(row.fields as Array<Record<string, unknown>>, problems);
+      return problems;
+    },
+  },
+  {
+    kind: "pipelines",
+    table: "ingestion_pipelines",
+    entityType: "pipeline",
+    softDeleted: false,
+    idColumn: "id",
+    nameColumn: "name",
+    keyColumn: null,
+    // High-water marks describe the source tenant's loads.
+    onImport: { status: "draft", watermarks: {} },
+    references: { connector_id: ingestionRef("ingestion_connectors"), schema_id: ingestionRef("ingestion_schemas") },
+  },
+  {
+    kind: "pipelineIrVersions",
+    table: "ingestion_pipeline_ir",
+    entityType: "pipeline_ir_version",
+    softDeleted: false,
+    idColumn: null,
+    nameColumn: null,
+    keyColumn: null,
+    onImport: { created_by: null },
+    references: { pipeline_id: ingestionRef("ingestion_pipelines") },
+    belongsTo: "pipeline_id",
+  },
+  {
+    kind: "pipelineTargets",
+    table: "ingestion_pipeline_targets",
+    entityType: "pipeline_target",
+    softDeleted: false,
+    idColumn: null,
+    nameColumn: null,
+    keyColumn: null,
+    onImport: {},
+    references: { pipeline_id: ingestionRef("ingestion_pipelines"), schema_id: ingestionRef("ingestion_schemas") },
+    belongsTo: "pipeline_id",
   },
   // Rule actions and alert channels name journeys and providers inside JSON: import rewires them
   // like every other string that was an imported id.

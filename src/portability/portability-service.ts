@@ -29,6 +29,8 @@ export interface PortabilityDeps {
   audit: AuditLog;
   /** The decisions' snapshot invalidation, after an import commits. */
   configChanged(tenantId: string): void;
+  /** What another domain does beside an imported row, in the import's transaction (a schema's table), by kind. */
+  afterImport?: Readonly<Record<string, (t: Transaction, tenantId: string, row: Row) => Promise<void>>>;
 }
 
 /** One row on its way in: where it is in the file (for messages), and its new identity. */
@@ -115,6 +117,7 @@ export class PortabilityService {
         await this.deps.store.insert(t, kind, ctx.tenantId, row).catch((err) => {
           throw this.insertError(item, row, err);
         });
+        await this.deps.afterImport?.[kind.kind]?.(t, ctx.tenantId, row);
         imported[kind.kind] = (imported[kind.kind] ?? 0) + 1;
         if (!kind.idColumn) continue;
         const name = kind.nameColumn ? (row[kind.nameColumn] as string) : "";

@@ -1,0 +1,181 @@
+/**
+ * Schemas of ingested data (spec 2.21): validated names, column types, and how a field's value as
+ * read from a file becomes a PostgreSQL value. Pure: the store builds DDL from what this accepts,
+ * and every name it accepts is also quoted there, so no name reaches SQL as code.
+ */
+
+export const DATA_TYPES = ["varchar", "text", "integer", "bigint", "numeric", "boolean", "date", "timestamp", "jsonb"] as const;
+export type DataType = (typeof DATA_TYPES)[number];
+export const ENTITY_TYPES = ["customer", "account", "custom"] as const;
+export type EntityType = (typeof ENTITY_TYPES)[number];
+
+/** Letters, digits and underscore, starting with a letter; short enough that `ds_` + name + suffixes fit 63 bytes. */
+export const IDENTIFIER = /^[A-Za-z][A-Za-z0-9_]{0,39}$/;
+export const MAX_FIELDS = 200;
+/** Columns the service adds to every table or staging table; fields may not take these names. */
+export const RESERVED_COLUMNS = new Set(["id", "__line", "__op"]);
+
+export interface SchemaField {
+  name: string;
+  displayName: string;
+  dataType: DataType;
+  length: number | null;
+  precision: number | null;
+  scale: number | null;
+  isPrimaryKey: boolean;
+  isNullable: boolean;
+  isUnique: boolean;
+  ordinal: number;
+}
+
+export interface FieldViolationLike {
+  field: string;
+  message: string;
+}
+
+export function isIdentifier(name: unknown): name is string {
+  return typeof name === "string" && IDENTIFIER.test(name);
+}
+
+/** `"name"`: every identifier is quoted where it is used (and validated before it gets there). */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/** The PostgreSQL column type of a field. */
+export function columnType(f: Pick<SchemaField, "dataType" | "length" | "precision" | "scale">): string {
+  switch (f.dataType) {
+    case "varchar":
+      return `varchar(${f.length ?? 255})`;
+    case "numeric":
+      return f.precision === null ? "numeric" : `numeric(${f.precision}, ${f.scale ?? 0})`;
+    case "timestamp":
+      return "timestamptz";
+    default:
+      return f.dataType;
+  }
+}
+
+type RawField = Record<string, unknown>;
+
+/** Checks and normalizes a schema's fields; every problem names its field (`fields[2].dataType`). */
+export function normalizeFields(raw: readonly RawField[], violations: FieldViolationLike[]): SchemaField[] {
+  if (!raw.length) violations.push({ field: "fields", message: "at least one field is required" });
+  if (raw.length > MAX_FIELDS) violations.push({ field: "fields", message: `at most ${MAX_FIELDS} fields` });
+  const seen = new Set<string>();
+  const out: SchemaField[] = [];
+  raw.forEach((f, i) => {
+    const at = `fields[${i}]`;
+    const name = f.name;
+    if (!isIdentifier(name)) {
+      violations.push({ field: `${at}.name`, message: "must be 1 to 40 letters, digits or underscores, starting with a letter" });
+      return;
+    }
+    const key = name.toLowerCase();
+    if (RESERVED_COLUMNS.has(key)) violations.push({ field: `${at}.name`, message: `"${name}" is reserved` });
+    if (seen.has(key)) violations.push({ field: `${at}.name`, message: `"${name}" is named twice` });
+    seen.add(key);
+    const dataType = String(f.dataType ?? "").toLowerCase();
+    if (!(DATA_TYPES as readonly string[]).includes(dataType)) {
+      violations.push({ field: `${at}.dataType`, message: `must be one of ${DATA_TYPES.join(", ")}` });
+      return;
+    }
+    const int = (v: unknown) => (v === undefined || v === null ? null : Number(v));
+    const length = int(f.length);
+    const precision = int(f.precision);
+    const scale = int(f.scale);
+    if (dataType === "varchar" && length !== null && !(Number.isInteger(length) && length >= 1 && length <= 10485760)) {
+      violations.push({ field: `${at}.length`, message: "must be 1 to 10485760" });
+    }
+    if (dataType === "numeric") {
+      if (precision !== null && !(Number.isInteger(precision) && precision >= 1 && precision <= 1000)) violations.push({ field: `${at}.precision`, message: "must be 1 to 1000" });
+      if (scale !== null && !(Number.isInteger(scale) && scale >= 0 && scale <= (precision ?? 1000))) violations.push({ field: `${at}.scale`, message: "must be 0 to the precision" });
+      if (scale !== null && precision === null) violations.push({ field: `${at}.precision`, message: "is required with scale" });
+    }
+    const isPrimaryKey = f.isPrimaryKey === true;
+    if (isPrimaryKey && dataType === "jsonb") violations.push({ field: `${at}.isPrimaryKey`, message: "a jsonb field cannot be a key" });
+    if (isPrimaryKey && f.isNullable === true) violations.push({ field: `${at}.isNullable`, message: "a primary-key field cannot be nullable" });
+    const displayName = typeof f.displayName === "string" && f.displayName.trim() ? f.displayName.trim().slice(0, 255) : name;
+    out.push({
+      name,
+      displayName,
+      dataType: dataType as DataType,
+      length: dataType === "varchar" ? (length ?? 255) : null,
+      precision: dataType === "numeric" ? precision : null,
+      scale: dataType === "numeric" && precision !== null ? (scale ?? 0) : null,
+      isPrimaryKey,
+      isNullable: isPrimaryKey ? false : f.isNullable !== false,
+      isUnique: f.isUnique === true,
+      ordinal: f.ordinal === undefined || f.ordinal === null ? i + 1 : Number(f.ordinal),
+    });
+  });
+  return out.sort((a, b) => a.ordinal - b.ordinal);
+}
+
+function refused(f: SchemaField, s: string, what: string): { ok: false; message: string } {
+  return { ok: false, message: `${f.name}: "${s.slice(0, 40)}" is not ${what}` };
+}
+
+const INTEGER = /^[+-]?\d+$/;
+const NUMERIC = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?$/;
+const TRUE = new Set(["true", "t", "1", "yes", "y"]);
+const FALSE = new Set(["false", "f", "0", "no", "n"]);
+
+/**
+ * A field's value as text PostgreSQL's COPY accepts for its column, or an error message. Empty
+ * strings are null (CSV has no other way to say null); a non-nullable field refuses them.
+ */
+export function columnValue(f: SchemaField, raw: unknown): { ok: true; value: string | null } | { ok: false; message: string } {
+  if (raw === undefined || raw === null || raw === "") {
+    return f.isNullable ? { ok: true, value: null } : { ok: false, message: `${f.name}: is required` };
+  }
+  if (f.dataType === "jsonb") {
+    if (typeof raw !== "string") return { ok: true, value: JSON.stringify(raw) };
+    try {
+      JSON.parse(raw);
+      return { ok: true, value: raw };
+    } catch {
+      return { ok: false, message: `${f.name}: is not JSON` };
+    }
+  }
+  const s = typeof raw === "string" ? raw.trim() : typeof raw === "object" ? JSON.stringify(raw) : String(raw);
+  switch (f.dataType) {
+    case "varchar": {
+      const text = typeof raw === "string" ? raw : s;
+      return [...text].length > (f.length ?? 255) ? { ok: false, message: `${f.name}: longer than ${f.length} characters` } : { ok: true, value: text };
+    }
+    case "text":
+      return { ok: true, value: typeof raw === "string" ? raw : s };
+    case "integer":
+    case "bigint": {
+      if (!INTEGER.test(s)) return refused(f, s, "an integer");
+      const n = BigInt(s);
+      const limit = f.dataType === "integer" ? 2n ** 31n : 2n ** 63n;
+      return n < -limit || n >= limit ? refused(f, s, `a ${f.dataType} in range`) : { ok: true, value: n.toString() };
+    }
+    case "numeric": {
+      if (!NUMERIC.test(s)) return refused(f, s, "a number");
+      if (f.precision !== null) {
+        const whole = s.replace(/^[+-]/, "").split(/[.eE]/)[0].replace(/^0+/, "");
+        if (!/[eE]/.test(s) && whole.length > f.precision - (f.scale ?? 0)) return refused(f, s, `numeric(${f.precision}, ${f.scale ?? 0})`);
+      }
+      return { ok: true, value: s };
+    }
+    case "boolean": {
+      const l = s.toLowerCase();
+      return TRUE.has(l) ? { ok: true, value: "true" } : FALSE.has(l) ? { ok: true, value: "false" } : refused(f, s, "a boolean");
+    }
+    case "date": {
+      const m = DATE.exec(s);
+      if (!m) return refused(f, s, "a date (YYYY-MM-DD)");
+      const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
+      return d.getUTCMonth() !== Number(m[2]) - 1 || d.getUTCDate() !== Number(m[3]) ? refused(f, s, "a date") : { ok: true, value: s };
+    }
+    default: {
+      if (!TIMESTAMP.test(s) || Number.isNaN(Date.parse(s.replace(" ", "T")))) return refused(f, s, "a timestamp (ISO 8601)");
+      return { ok: true, value: s };
+    }
+  }
+}

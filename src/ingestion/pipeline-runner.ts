@@ -1,0 +1,157 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Sequelize } from "sequelize";
+import type { PipelineIr, SourceNode } from "../core/index.js";
+import type { Logger } from "../platform/logger.js";
+import { newId } from "../platform/ids.js";
+import type { HealthAlerts } from "../observability/operational-signals.js";
+import { movedKey } from "./object-source.js";
+import { describeStorageError, type BucketAccess, type ObjectInfo, type ObjectStore, type ObjectStoreOptions } from "./object-store.js";
+import type { PipelineRow, PipelineStore } from "./pipeline-store.js";
+import { describeFailure, RunAttempt, RunFailure } from "./run-attempt.js";
+import type { SchemaRow } from "./schema-store.js";
+
+/** One node's line of a run's answer (spec 4.20). */
+export interface NodeOutcome {
+  id: string;
+  kind: string;
+  rowsOut?: number;
+  rowsLoaded?: number;
+  meta: Record<string, unknown>;
+}
+
+export interface RunResult {
+  runId: string;
+  irVersion: number;
+  ok: boolean;
+  nodeResults: NodeOutcome[];
+  failedNodeId: string | null;
+  error: string | null;
+}
+
+/** One customer's decision for the decide node: ranked offers, or why there are none. */
+export interface BatchDecision {
+  customerId: string;
+  recommendationId: string;
+  offers: Array<{ offerId: string; rank: number; score: number }>;
+}
+
+/** The decisions' batch entry point, as the runner sees it (docs/ingestion.md, "decide"). */
+export interface BatchDecider {
+  decideBatch(tenantId: string, flowId: string, limit: number, customers: Array<{ customerId: string; attributes: Record<string, unknown> }>): Promise<BatchDecision[]>;
+}
+
+export interface RunnerDeps {
+  db: Sequelize;
+  store: PipelineStore;
+  /** The tenant's schemas (for target tables and fields). */
+  schemas(tenantId: string): Promise<SchemaRow[]>;
+  /** A connector's bucket access, or null when the tenant has no such connector. */
+  access(tenantId: string, connectorId: string): Promise<BucketAccess | null>;
+  objectStore: ObjectStoreOptions;
+  healthAlerts: HealthAlerts;
+  decider: BatchDecider | null;
+  /** Customer schemas changed: the decisions' customer cache drops the tenant's entries. */
+  customersLoaded(tenantId: string): Promise<void>;
+  logger: Logger;
+}
+
+/**
+ * Runs a pipeline's IR (spec 4.20; docs/ingestion.md, "The runner"). Files are streamed: records
+ * pass node by node to each target's COPY into its staging table, and only after every file was
+ * read and every dataset rule held does each target apply its load mode, in its own transaction.
+ * Retries follow errorHandling; the run, its node results and its dead letter are recorded.
+ */
+export class PipelineRunner {
+  constructor(private readonly deps: RunnerDeps) {}
+
+  async run(pipeline: PipelineRow, ir: PipelineIr, irVersion: number, trigger: "manual" | "schedule"): Promise<RunResult> {
+    const runId = newId();
+    const { store, logger } = this.deps;
+    await store.startRun(pipeline.tenant_id, { id: runId, pipeline_id: pipeline.id, ir_version: irVersion, trigger });
+    const eh = ir.errorHandling;
+    let attempt = 0;
+    let result: Omit<RunResult, "runId" | "irVersion">;
+    let files: ObjectInfo[] = [];
+    let storeHandle: { store: ObjectStore; node: SourceNode; access: BucketAccess } | null = null;
+    for (;;) {
+      attempt++;
+      const run = new RunAttempt(this.deps, pipeline, ir, runId);
+      try {
+        result = await run.execute();
+      } catch (err) {
+        const failure = err instanceof RunFailure ? err : new RunFailure(run.current, describeFailure(err), false);
+        if (!(err instanceof RunFailure)) logger.warn({ err, pipelineId: pipeline.id, runId, attempt }, "pipeline run attempt failed");
+        result = { ok: false, nodeResults: run.outcomes(), failedNodeId: failure.nodeId, error: failure.message };
+        if (!failure.final && attempt < eh.maxAttempts) {
+          run.close();
+          const delay = eh.backoff === "none" ? 0 : eh.backoff === "fixed" ? eh.initialDelayMs : eh.initialDelayMs * 2 ** (attempt - 1);
+          logger.info({ pipelineId: pipeline.id, runId, attempt, delay }, "pipeline run retrying");
+          await sleep(delay);
+          continue;
+        }
+      }
+      files = result.ok ? run.loadedFiles : run.selectedFiles.filter((f) => !run.movedAside.has(f.key));
+      storeHandle = run.source;
+      break;
+    }
+    try {
+      if (storeHandle?.node.atomicity) await this.settleFiles(storeHandle, files, result.ok, result);
+    } finally {
+      storeHandle?.store.close();
+    }
+    const deadLettered = !result.ok && eh.dlq;
+    await store.finishRun(pipeline.tenant_id, runId, {
+      ok: result.ok,
+      node_results: result.nodeResults,
+      failed_node_id: result.failedNodeId,
+      error: result.error,
+      attempts: attempt,
+      dead_lettered: deadLettered,
+    });
+    await this.reportHealth(pipeline, runId, result);
+    logger.info({ pipelineId: pipeline.id, runId, ok: result.ok, attempts: attempt, failedNodeId: result.failedNodeId }, "pipeline run finished");
+    return { runId, irVersion, ...result };
+  }
+
+  /** atomicity: loaded files go to the success folder (its date token filled in), the rest of a failed run's to the failure folder. */
+  private async settleFiles(h: { store: ObjectStore; node: SourceNode; access: BucketAccess }, files: ObjectInfo[], ok: boolean, result: Omit<RunResult, "runId" | "irVersion">) {
+    const a = h.node.atomicity!;
+    const at = new Date();
+    const moved: string[] = [];
+    for (const f of files) {
+      const dest = movedKey(h.access.prefix, h.node, f.key, ok ? a.successFolder : a.failureFolder, at);
+      try {
+        await h.store.move(f.key, dest);
+        moved.push(dest);
+      } catch (err) {
+        this.deps.logger.warn({ err: describeStorageError(err), key: f.key }, "pipeline could not move a file after its run");
+      }
+    }
+    const source = result.nodeResults.find((n) => n.id === h.node.id);
+    if (source) source.meta = { ...source.meta, movedTo: moved };
+  }
+
+  /** Spec 4.20 and 6: a warning when the source had no files, an error for a failed run; both clear on success. */
+  private async reportHealth(pipeline: PipelineRow, runId: string, result: Omit<RunResult, "runId" | "irVersion">) {
+    const { healthAlerts, logger } = this.deps;
+    const noFiles = `pipeline:${pipeline.id}:no_files`;
+    const failed = `pipeline:${pipeline.id}:failed`;
+    const source = result.nodeResults.find((n) => n.kind === "source");
+    const empty = source?.meta.files !== undefined && (source.meta.files as unknown[]).length === 0;
+    try {
+      if (empty) {
+        await healthAlerts.raise(pipeline.tenant_id, { key: noFiles, severity: "warning", message: `pipeline ${pipeline.name}: the source found no files`, details: { pipelineId: pipeline.id, runId } });
+      } else await healthAlerts.clear(pipeline.tenant_id, noFiles);
+      if (!result.ok) {
+        await healthAlerts.raise(pipeline.tenant_id, {
+          key: failed,
+          severity: "error",
+          message: `pipeline ${pipeline.name} failed at node ${result.failedNodeId}: ${result.error}`.slice(0, 1000),
+          details: { pipelineId: pipeline.id, runId, failedNodeId: result.failedNodeId },
+        });
+      } else await healthAlerts.clear(pipeline.tenant_id, failed);
+    } catch (err) {
+      logger.warn({ err, pipelineId: pipeline.id }, "pipeline health alert not recorded");
+    }
+  }
+}

@@ -1,0 +1,335 @@
+import { test, before, after, describe } from "node:test";
+import assert from "node:assert/strict";
+import { startIngestionHarness, type IngestionHarness } from "../support/ingestion-harness.js";
+import { forbiddenAddresses } from "../../src/notifications/outbound-guard.js";
+import { openObjectStore } from "../../src/ingestion/object-store.js";
+
+let h: IngestionHarness;
+let svc: IngestionHarness["svc"];
+let s3: IngestionHarness["s3"];
+let sts: IngestionHarness["sts"];
+let admin: IngestionHarness["admin"];
+let other: IngestionHarness["other"];
+let viewer: { userId: string; apiKey: string };
+
+const call = (method: string, path: string, body?: unknown, key?: string) => h.call(method, path, body, key);
+const s3Connector = (fields: Record<string, unknown> = {}) => {
+  const body = h.connectorBody(fields);
+  if (!fields.config) (body.config as Record<string, unknown>).prefix = "incoming/";
+  return body;
+};
+
+before(async () => {
+  h = await startIngestionHarness();
+  ({ svc, s3, sts, admin, other } = h);
+  viewer = await svc.createUser(admin.tenantId, "viewer");
+});
+after(() => h.close());
+
+describe("connectors (spec 2.21, 4.20)", () => {
+  test("access_keys: created active after listing the bucket; secrets are encrypted at rest and never returned", async () => {
+    const res = await call("POST", "/api/v1/connectors", s3Connector({ name: "primary" }));
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.equal(res.body.status, "active");
+    assert.equal(res.body.lastError, null);
+    assert.equal(res.body.authConfig.accessKeyId, s3.accessKeyId);
+    assert.equal(res.body.authConfig.secretAccessKey, undefined);
+    assert.deepEqual(res.body.secretsSet, ["secretAccessKey"]);
+    assert.ok(!JSON.stringify(res.body).includes(s3.secretAccessKey));
+    const [row] = await svc.sql("SELECT secrets, auth_config::text AS auth FROM ingestion_connectors WHERE tenant_id = $1 AND id = $2", [admin.tenantId, res.body.id]);
+    assert.ok(row.secrets && !row.secrets.includes(s3.secretAccessKey) && !row.auth.includes(s3.secretAccessKey));
+    const read = await call("GET", `/api/v1/connectors/${res.body.id}`, undefined, viewer.apiKey);
+    assert.equal(read.status, 200);
+    assert.ok(!JSON.stringify(read.body).includes(s3.secretAccessKey));
+    const audit = await call("GET", "/api/v1/audit-logs?entityType=connector&limit=5");
+    assert.ok(!JSON.stringify(audit.body).includes(s3.secretAccessKey));
+  });
+
+  test("a wrong secret is refused by the store: status error with lastError; test re-checks after a fix", async () => {
+    const res = await call("POST", "/api/v1/connectors", s3Connector({ authConfig: { accessKeyId: s3.accessKeyId, secretAccessKey: "wrong-secret" } }));
+    assert.equal(res.status, 201);
+    assert.equal(res.body.status, "error");
+    assert.match(res.body.lastError, /SignatureDoesNotMatch/);
+    const fixed = await call("PUT", `/api/v1/connectors/${res.body.id}`, s3Connector({ name: res.body.name }));
+    assert.equal(fixed.status, 200, JSON.stringify(fixed.body));
+    assert.equal(fixed.body.status, "active");
+    // PUT without the secret keeps the stored one.
+    const kept = await call("PUT", `/api/v1/connectors/${res.body.id}`, s3Connector({ name: res.body.name, description: "kept", authConfig: { accessKeyId: s3.accessKeyId } }));
+    assert.equal(kept.body.status, "active");
+    const tested = await call("POST", "/api/v1/connectors/test", { id: res.body.id });
+    assert.equal(tested.status, 200);
+    assert.equal(tested.body.status, "active");
+    assert.ok(tested.body.lastTestedAt);
+  });
+
+  test("a bucket that does not exist: status error naming it", async () => {
+    const res = await call("POST", "/api/v1/connectors", s3Connector({ config: { bucket: "missing-bucket", endpoint: s3.endpoint, forcePathStyle: true } }));
+    assert.equal(res.body.status, "error");
+    assert.match(res.body.lastError, /NoSuchBucket/);
+  });
+
+  test("iam_role assumes the role with its external id through STS, then lists", async () => {
+    const ok = await call("POST", "/api/v1/connectors", s3Connector({ authMethod: "iam_role", authConfig: { roleArn: sts.roleArn, externalId: sts.externalId } }));
+    assert.equal(ok.status, 201, JSON.stringify(ok.body));
+    assert.equal(ok.body.status, "active", ok.body.lastError);
+    assert.equal(ok.body.authConfig.roleArn, sts.roleArn);
+    assert.equal(ok.body.authConfig.externalId, undefined);
+    assert.deepEqual(ok.body.secretsSet, ["externalId"]);
+    assert.ok(sts.calls.some((c) => c.granted && c.externalId === sts.externalId));
+    const wrong = await call("POST", "/api/v1/connectors", s3Connector({ authMethod: "iam_role", authConfig: { roleArn: sts.roleArn, externalId: "not-the-id" } }));
+    assert.equal(wrong.body.status, "error");
+    assert.match(wrong.body.lastError, /AccessDenied/);
+  });
+
+  test("bad bodies are 400 naming the field; another tenant's connector is 404", async () => {
+    const bad = await call("POST", "/api/v1/connectors", { name: "", type: "ftp", config: { bucket: "A" }, authMethod: "password" });
+    assert.equal(bad.status, 400);
+    const text = JSON.stringify(bad.body);
+    for (const f of ["name", "type", "config.bucket", "authMethod"]) assert.ok(text.includes(f), `${f} in ${text}`);
+    const mine = await call("POST", "/api/v1/connectors", s3Connector());
+    assert.equal((await call("GET", `/api/v1/connectors/${mine.body.id}`, undefined, other.apiKey)).status, 404);
+    assert.equal((await call("POST", "/api/v1/connectors/test", { id: mine.body.id }, other.apiKey)).status, 404);
+    assert.equal((await call("DELETE", `/api/v1/connectors/${mine.body.id}`, undefined, other.apiKey)).status, 404);
+    assert.equal((await call("POST", "/api/v1/connectors", s3Connector(), viewer.apiKey)).status, 403);
+  });
+
+  test("the outbound rule: loopback endpoints are refused unless OUTBOUND_ALLOW_PRIVATE", async () => {
+    const access = { bucket: "feeds", region: "us-east-1", prefix: "", endpoint: s3.endpoint, forcePathStyle: true, authMethod: "access_keys" as const, roleArn: null, externalId: null, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey };
+    assert.throws(() => openObjectStore(access, { forbidden: forbiddenAddresses(false), stsEndpoint: null, timeoutMs: 1000 }), /private, loopback/);
+    const named = { ...access, endpoint: s3.endpoint.replace("127.0.0.1", "localhost") };
+    const store = openObjectStore(named, { forbidden: forbiddenAddresses(false), stsEndpoint: null, timeoutMs: 1000 });
+    await assert.rejects(store.list(""), /private, loopback/);
+    store.close();
+  });
+});
+
+const customerFields = [
+  { name: "customer_id", dataType: "varchar", length: 64, isPrimaryKey: true },
+  { name: "email", dataType: "text", isUnique: true },
+  { name: "age", dataType: "integer" },
+  { name: "balance", dataType: "numeric", precision: 12, scale: 2 },
+  { name: "vip", dataType: "boolean" },
+  { name: "joined", dataType: "date" },
+  { name: "seen_at", dataType: "timestamp" },
+  { name: "extra", dataType: "jsonb" },
+  { name: "visits", dataType: "bigint", isNullable: false },
+];
+
+describe("schemas (spec 2.21, 4.20)", () => {
+  test("create makes a real table ds_<name> in the tenant's own schema, with the declared types and flags", async () => {
+    const res = await call("POST", "/api/v1/schemas", { name: "customers", displayName: "Customers", entityType: "customer", fields: customerFields });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.equal(res.body.tableName, "ds_customers");
+    assert.equal(res.body.fields.length, customerFields.length);
+    const schema = `ingest_${admin.tenantId.replace(/-/g, "")}`;
+    const cols = await svc.sql(
+      "SELECT column_name, data_type, is_nullable, character_maximum_length, numeric_precision, numeric_scale FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'ds_customers' ORDER BY ordinal_position",
+      [schema],
+    );
+    assert.deepEqual(cols.map((c) => c.column_name), customerFields.map((f) => f.name), "no id column with a primary key");
+    assert.equal(cols[0].character_maximum_length, 64);
+    assert.equal(cols[3].numeric_precision, 12);
+    assert.equal(cols[3].numeric_scale, 2);
+    assert.equal(cols.find((c) => c.column_name === "visits").is_nullable, "NO");
+    assert.equal(cols.find((c) => c.column_name === "seen_at").data_type, "timestamp with time zone");
+    const [pk] = await svc.sql(
+      `SELECT string_agg(a.attname, ',') AS cols FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+       WHERE i.indrelid = $1::regclass AND i.indisprimary`,
+      [`"${schema}"."ds_customers"`],
+    );
+    assert.equal(pk.cols, "customer_id");
+    const uniques = await svc.sql("SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND tablename = 'ds_customers' AND indexdef LIKE '%UNIQUE%(email)%'", [schema]);
+    assert.equal(uniques.length, 1);
+  });
+
+  test("without a primary key the table gets an id identity column", async () => {
+    const res = await call("POST", "/api/v1/schemas", { name: "events_raw", entityType: "custom", fields: [{ name: "kind", dataType: "text" }] });
+    assert.equal(res.status, 201);
+    const cols = await svc.sql("SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'ds_events_raw' ORDER BY ordinal_position", [
+      `ingest_${admin.tenantId.replace(/-/g, "")}`,
+    ]);
+    assert.deepEqual(cols.map((c) => c.column_name), ["id", "kind"]);
+  });
+
+  test("bad names and types are 400 naming the field; nothing is created", async () => {
+    for (const [body, field] of [
+      [{ name: 'x"; DROP TABLE tenants; --', fields: [{ name: "a", dataType: "text" }] }, "name"],
+      [{ name: "ok_name", fields: [{ name: "bad name", dataType: "text" }] }, "fields[0].name"],
+      [{ name: "ok_name", fields: [{ name: "a", dataType: "money" }] }, "fields[0].dataType"],
+      [{ name: "ok_name", fields: [{ name: "a", dataType: "numeric", precision: 5, scale: 9 }] }, "fields[0].scale"],
+      [{ name: "ok_name", fields: [{ name: "a", dataType: "varchar", length: 0 }] }, "fields[0].length"],
+      [{ name: "ok_name", fields: [{ name: "a", dataType: "text" }, { name: "A", dataType: "text" }] }, "fields[1].name"],
+      [{ name: "ok_name", entityType: "person", fields: [{ name: "a", dataType: "text" }] }, "entityType"],
+      [{ name: "ok_name", fields: [] }, "fields"],
+    ] as const) {
+      const res = await call("POST", "/api/v1/schemas", body);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.ok(JSON.stringify(res.body).includes(`${field}:`), `${field} in ${JSON.stringify(res.body)}`);
+    }
+    assert.equal((await svc.sql("SELECT 1 FROM ingestion_schemas WHERE name = 'ok_name'")).length, 0);
+    const dup = await call("POST", "/api/v1/schemas", { name: "Customers", fields: [{ name: "a", dataType: "text" }] });
+    assert.equal(dup.status, 409, "a name that folds to an existing table");
+  });
+
+  test("two tenants may both have ds_customers: two tables in two schemas", async () => {
+    const res = await call("POST", "/api/v1/schemas", { name: "customers", entityType: "customer", fields: [{ name: "id2", dataType: "text" }] }, other.apiKey);
+    assert.equal(res.status, 201);
+    assert.equal(res.body.tableName, "ds_customers");
+    const tables = await svc.sql("SELECT table_schema FROM information_schema.tables WHERE table_name = 'ds_customers' AND table_schema IN ($1, $2)", [
+      `ingest_${admin.tenantId.replace(/-/g, "")}`,
+      `ingest_${other.tenantId.replace(/-/g, "")}`,
+    ]);
+    assert.equal(tables.length, 2);
+    assert.equal((await call("GET", `/api/v1/schemas/${res.body.id}`)).status, 404);
+  });
+});
+
+describe("pipelines and IR versions (spec 2.21, 4.20, 9)", () => {
+  let connectorId: string;
+  let schemaId: string;
+  const ir = (target: Record<string, unknown> = {}) => ({
+    kind: "pipeline",
+    version: "1.0",
+    id: "p1",
+    metadata: { name: "load", owner: "data" },
+    nodes: [
+      { id: "src", kind: "source", config: { path: "customers/", format: "csv", pattern: { type: "glob", value: "*.csv" } } },
+      { id: "fix", kind: "transform", input: "src", ops: [{ type: "expression", outputField: "age", formula: "coalesce(to_number(age), 0) + 1" }] },
+      { id: "chk", kind: "validate", input: "fix", rowLevel: [{ type: "regex", field: "email", pattern: "^[^@]+@[^@]+$", onFail: "warn" }] },
+      { id: "out", kind: "target", input: "chk", schema: "customers", loadMode: "upsert", upsertKey: ["customer_id"], ...target },
+    ],
+  });
+
+  before(async () => {
+    connectorId = (await call("POST", "/api/v1/connectors", s3Connector())).body.id;
+    schemaId = (await call("GET", "/api/v1/schemas")).body.data.find((s: { name: string }) => s.name === "customers").id;
+  });
+
+  test("create answers id, irVersion and status draft; GET .../ir returns the envelope", async () => {
+    const res = await call("POST", "/api/v1/pipelines", { name: "customers-daily", connectorId, schemaId, irVersion: "1.0", ir: ir() });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.equal(res.body.status, "draft");
+    assert.equal(res.body.irVersion, "1.0");
+    assert.equal(res.body.currentVersion, 1);
+    const env = await call("GET", `/api/v1/pipelines/${res.body.id}/ir`);
+    assert.equal(env.status, 200);
+    assert.equal(env.body.version, 1);
+    assert.equal(env.body.ir.nodes.length, 4);
+    assert.equal((await call("GET", `/api/v1/pipelines/${res.body.id}`, undefined, other.apiKey)).status, 404);
+    // The schema is in use now.
+    assert.equal((await call("DELETE", `/api/v1/schemas/${schemaId}`)).status, 409);
+    assert.equal((await call("DELETE", `/api/v1/connectors/${connectorId}`)).status, 409);
+    // A connector named only by a source node (by name) is in use too.
+    const named = (await call("POST", "/api/v1/connectors", s3Connector({ name: "by-name" }))).body;
+    const nodes = ir().nodes;
+    const viaIr = await call("POST", "/api/v1/pipelines", { name: "via-ir", ir: { ...ir(), nodes: [{ ...nodes[0], connector: "by-name" }, ...nodes.slice(1)] } });
+    assert.equal(viaIr.status, 201, JSON.stringify(viaIr.body));
+    assert.equal((await call("DELETE", `/api/v1/connectors/${named.id}`)).status, 409);
+    assert.equal((await call("DELETE", `/api/v1/pipelines/${viaIr.body.id}`)).status, 204);
+    assert.equal((await call("DELETE", `/api/v1/connectors/${named.id}`)).status, 204);
+  });
+
+  test("two concurrent IR posts make two versions, none lost", async () => {
+    const p = (await call("POST", "/api/v1/pipelines", { name: "concurrent", connectorId })).body;
+    assert.equal(p.currentVersion, 0);
+    assert.equal((await call("GET", `/api/v1/pipelines/${p.id}/ir`)).status, 404);
+    const posts = await Promise.all(Array.from({ length: 4 }, (_, i) => call("POST", `/api/v1/pipelines/${p.id}/ir`, { ir: ir(), comment: `edit ${i}` })));
+    for (const r of posts) assert.equal(r.status, 201, JSON.stringify(r.body));
+    assert.deepEqual(posts.map((r) => r.body.version).sort(), [1, 2, 3, 4]);
+    const rows = await svc.sql("SELECT version, comment FROM ingestion_pipeline_ir WHERE tenant_id = $1 AND pipeline_id = $2 ORDER BY version", [admin.tenantId, p.id]);
+    assert.equal(rows.length, 4);
+    assert.equal((await call("GET", `/api/v1/pipelines/${p.id}`)).body.currentVersion, 4);
+  });
+
+  test("IR validation names the node and the field", async () => {
+    const p = (await call("POST", "/api/v1/pipelines", { name: "validation", connectorId })).body;
+    const post = (body: unknown) => call("POST", `/api/v1/pipelines/${p.id}/ir`, { ir: body });
+    const nodes = ir().nodes;
+    const cases: Array<[unknown, string]> = [
+      [{ ...ir(), nodes: [...nodes, { id: "x", kind: "explode", input: "src" }] }, "ir.nodes[4](x).kind"],
+      [{ ...ir(), nodes: [nodes[0], { ...nodes[1], input: "nowhere" }, nodes[2], nodes[3]] }, "ir.nodes[1](fix).input"],
+      [{ ...ir(), nodes: [nodes[0], { ...nodes[1], input: "chk" }, nodes[2], nodes[3]] }, "cycle"],
+      [{ ...ir(), nodes: [nodes[0], { ...nodes[0], id: "src2" }, nodes[3]] }, "exactly one source"],
+      [{ ...ir(), nodes: [nodes[0], nodes[1]] }, "at least one target"],
+      [ir({ schema: "nope" }), "ir.nodes[3](out).schema"],
+      [ir({ upsertKey: ["missing"] }), "ir.nodes[3](out).upsertKey"],
+      [ir({ upsertKey: undefined }), "ir.nodes[3](out).upsertKey"],
+      [ir({ loadMode: "incremental_watermark", watermarkColumn: undefined }), "ir.nodes[3](out).watermarkColumn"],
+      [ir({ loadMode: "merge" }), "ir.nodes[3](out).loadMode"],
+      [{ ...ir(), nodes: [nodes[0], nodes[1], { ...nodes[2], rowLevel: [{ type: "regex", field: "email", pattern: "([a-z", onFail: "warn" }] }, nodes[3]] }, "ir.nodes[2](chk).rowLevel[0].pattern"],
+      [{ ...ir(), nodes: [nodes[0], { ...nodes[1], ops: [{ type: "expression", outputField: "x", formula: "1 + * 2" }] }, nodes[2], nodes[3]] }, "ir.nodes[1](fix).ops[0].formula"],
+      [{ ...ir(), nodes: [{ ...nodes[0], config: { pattern: { type: "regex", value: "(" } } }, nodes[1], nodes[2], nodes[3]] }, "ir.nodes[0](src).config.pattern.value"],
+    ];
+    for (const [body, field] of cases) {
+      const res = await post(body);
+      assert.equal(res.status, 400, `${field}: ${JSON.stringify(res.body)}`);
+      assert.ok(JSON.stringify(res.body).includes(field), `${field} in ${JSON.stringify(res.body)}`);
+    }
+    // Another tenant's schema is not a target of this tenant's pipeline.
+    const foreign = (await call("GET", "/api/v1/schemas", undefined, other.apiKey)).body.data[0];
+    const res = await post(ir({ schema: foreign.id }));
+    assert.equal(res.status, 400);
+    assert.match(JSON.stringify(res.body), /ir\.nodes\[3\]\(out\)\.schema/);
+    assert.equal((await call("GET", `/api/v1/pipelines/${p.id}`)).body.currentVersion, 0, "nothing stored");
+  });
+
+  test("a pipeline naming another tenant's connector or schema is 400; bad cron is refused", async () => {
+    const foreignSchema = (await call("GET", "/api/v1/schemas", undefined, other.apiKey)).body.data[0].id;
+    const res = await call("POST", "/api/v1/pipelines", { name: "foreign", schemaId: foreignSchema });
+    assert.equal(res.status, 400);
+    assert.match(JSON.stringify(res.body), /schemaId/);
+    const cron = await call("POST", "/api/v1/pipelines", { name: "cron", connectorId, schedule: "61 * * * *" });
+    assert.ok(cron.status === 400 || cron.status === 422, String(cron.status));
+  });
+});
+
+describe("export and import (spec 2.21, 4.13)", () => {
+  test("connectors travel without authConfig and secrets and come in with credentials cleared; schemas bring their tables; pipelines their IR versions", async () => {
+    await call("POST", "/api/v1/connectors", s3Connector({ name: "exported", authMethod: "iam_role", authConfig: { roleArn: sts.roleArn, externalId: sts.externalId } }));
+    const file = await call("GET", "/api/v1/export/full");
+    assert.equal(file.status, 200);
+    const exported = file.body.entities.connectors.find((c: { name: string }) => c.name === "exported");
+    assert.ok(exported);
+    for (const column of ["secrets", "secretsKeyId", "authConfig"]) assert.equal(column in exported, false, column);
+    const text = JSON.stringify(file.body);
+    assert.ok(!text.includes(sts.externalId) && !text.includes(s3.secretAccessKey));
+    assert.ok(file.body.entities.schemas.some((s: { name: string }) => s.name === "customers"));
+    const pipeline = file.body.entities.pipelines.find((p: { name: string }) => p.name === "customers-daily");
+    assert.ok(pipeline);
+
+    const fresh = await svc.createTenant("import-target");
+    const imported = await call("POST", "/api/v1/import", file.body, fresh.apiKey);
+    assert.equal(imported.status, 201, JSON.stringify(imported.body));
+    const newId = (kind: string, sourceId: string) => imported.body.entities.find((e: { kind: string; sourceId: string }) => e.kind === kind && e.sourceId === sourceId).id;
+    const read = await call("GET", `/api/v1/connectors/${newId("connectors", exported.id)}`, undefined, fresh.apiKey);
+    assert.equal(read.status, 200);
+    assert.equal(read.body.status, "error");
+    assert.match(read.body.lastError, /imported without credentials/);
+    assert.deepEqual(read.body.authConfig, {});
+    assert.deepEqual(read.body.secretsSet, []);
+    assert.equal(read.body.config.bucket, "feeds");
+
+    const tables = await svc.sql("SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = $1", [h.dataSchema(fresh.tenantId)]);
+    assert.ok(tables.some((t) => t.name === "ds_customers"), "the imported schema's table exists");
+    const p = await call("GET", `/api/v1/pipelines/${newId("pipelines", pipeline.id)}`, undefined, fresh.apiKey);
+    assert.equal(p.body.status, "draft");
+    assert.equal(p.body.connectorId, newId("connectors", pipeline.connectorId));
+    const ir = await call("GET", `/api/v1/pipelines/${p.body.id}/ir`, undefined, fresh.apiKey);
+    assert.equal(ir.status, 200);
+    assert.equal(ir.body.ir.nodes.length, 4);
+    // The schema is in use in the new tenant too.
+    assert.equal((await call("DELETE", `/api/v1/schemas/${p.body.schemaId}`, undefined, fresh.apiKey)).status, 409);
+  });
+
+  test("a schema row whose names would reach DDL unchecked is refused", async () => {
+    const fresh = await svc.createTenant("hostile-import");
+    const file = {
+      formatVersion: 1,
+      kind: "full",
+      entities: { schemas: [{ id: "0193b5a0-0000-7000-8000-000000000001", name: "x", displayName: "x", entityType: "custom", tableName: 'ds_x"; DROP TABLE tenants; --', fields: [{ name: "a", dataType: "text" }] }] },
+    };
+    const res = await call("POST", "/api/v1/import", file, fresh.apiKey);
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.match(JSON.stringify(res.body), /tableName/);
+  });
+});
