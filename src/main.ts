@@ -52,6 +52,7 @@ import { createApprovals, type Approvals } from "./approvals/approvals.js";
 import { createScim } from "./scim/scim.js";
 import { createMcp } from "./mcp/mcp.js";
 import { createSso, type Sso } from "./sso/sso.js";
+import { createConsoleRoutes } from "./console/console-route.js";
 import { SessionIssuer } from "./sessions/session-issuer.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
@@ -426,7 +427,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     rateLimits,
     sso,
     registrations,
-    httpRoutes: [scim.route, mcp.route, ...sso.httpRoutes],
+    httpRoutes: [scim.route, mcp.route, ...sso.httpRoutes, ...createConsoleRoutes()],
     jobs,
     scheduler,
     listen: async () => {
