@@ -46,6 +46,7 @@ import { createAlerts } from "./alerts/alerts.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
 import { createModelRegistry } from "./models/model-registry.js";
 import { createPortability } from "./portability/portability.js";
+import { createReports } from "./reports/reports.js";
 import { createApprovals, type Approvals } from "./approvals/approvals.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
@@ -236,7 +237,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     decisionConfig: catalog.decisionConfig,
     seedTenant: catalog.seedTenant,
     // Alert rules are built after the decisions; a reset reaches them only later.
-    otherWorkspaceData: [(t, tenantId) => alerts.wipeTenant(t, tenantId)],
+    otherWorkspaceData: [(t, tenantId) => alerts.wipeTenant(t, tenantId), (t, tenantId) => reports.wipeTenant(t, tenantId)],
     pool,
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,
@@ -277,7 +278,16 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     healthAlerts: observability.healthAlerts,
     providers: { existing: notifications.existingProviderIds },
   });
-  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...(options.extraJobs?.(f) ?? [])];
+  const reports = createReports({
+    db: f.db,
+    audit: auditLog,
+    experiments: { results: experiments.results },
+    narratives: explanations.reportNarratives,
+    dispatcher: notifications.dispatcher,
+    providers: { existing: notifications.existingProviderIds },
+    logger: f.logger,
+  });
+  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...reports.jobs, ...(options.extraJobs?.(f) ?? [])];
   const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
     ...options.scheduler,
@@ -344,6 +354,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...approvals.services,
     ...events.services,
     ...alerts.services,
+    ...reports.services,
   ];
   return {
     identityStore,

@@ -1,0 +1,58 @@
+import type { ReportNarrativeWriter } from "../explanations/report-narrative-writer.js";
+import type { TenantContext } from "../platform/context.js";
+import { invalidFields } from "../platform/errors.js";
+import { validateParams, type DataSourceRegistry, type SourceResult } from "./data-source-registry.js";
+import type { StoredSection } from "./report-mapper.js";
+import type { ReportDocument, RenderedArtifact, RenderArtifact } from "./report-document.js";
+import type { ReportTemplateRow } from "./report-template-store.js";
+
+/** A section longer than this is cut (docs/reports.md): a year of hourly volume is 8,784 rows. */
+export const MAX_SECTION_ROWS = 10_000;
+
+export interface ComposedReport {
+  doc: ReportDocument;
+  sections: StoredSection[];
+  artifacts: RenderedArtifact[];
+}
+
+/**
+ * Computes a template into a ReportDocument and renders it in the template's formats: each data
+ * source once (sections may share one), then the narrative from the section data and the prompt.
+ * The first source with a period gives the document's period and time zone (UTC without one).
+ */
+export class ReportComposer {
+  constructor(
+    private readonly registry: DataSourceRegistry,
+    private readonly narratives: ReportNarrativeWriter,
+    private readonly render: RenderArtifact,
+  ) {}
+
+  async compose(ctx: TenantContext, template: ReportTemplateRow, now: Date): Promise<ComposedReport> {
+    const results: SourceResult[] = [];
+    for (const [i, ref] of template.data_sources.entries()) {
+      const source = this.registry.get(ref.sourceKey)!;
+      const { params, violations } = validateParams(source, ref.params, `dataSources[${i}].params`, now);
+      if (violations.length) throw invalidFields(violations);
+      results.push(await source.compute(ctx, params, now));
+    }
+    const sections: StoredSection[] = template.sections.map((s) => {
+      const ref = template.data_sources[s.dataSourceIndex];
+      const source = this.registry.get(ref.sourceKey)!;
+      return { id: s.id, title: s.title, sourceKey: source.key, columns: [...source.columns], rows: results[s.dataSourceIndex].rows.slice(0, MAX_SECTION_ROWS), chart: source.chart };
+    });
+    const period = results.find((r) => r.period)?.period ?? null;
+    const narrative = template.narrative.enabled ? await this.narratives.write({ title: template.name, prompt: template.narrative.prompt, sections }) : null;
+    const doc: ReportDocument = {
+      title: template.name,
+      description: template.description,
+      generatedAt: now,
+      timeZone: period?.timeZone ?? "UTC",
+      period: period ? { from: period.from, to: period.to } : null,
+      sections,
+      narrative,
+    };
+    const artifacts: RenderedArtifact[] = [];
+    for (const format of template.formats) artifacts.push(await this.render(doc, format));
+    return { doc, sections, artifacts };
+  }
+}
