@@ -132,9 +132,9 @@ export class ReportDataStore {
            max(created_at) AS last_fired_at
          FROM notification_deliveries WHERE tenant_id = $1 AND kind = 'alert' AND created_at >= $2 AND created_at < $3
          GROUP BY 1)
-       SELECT coalesce(a.name, d.rule_id) AS rule, firings, deliveries, accepted, failed, last_fired_at
+       SELECT coalesce(a.name, d.rule_id) AS rule, d.firings, d.deliveries, d.accepted, d.failed, d.last_fired_at
        FROM d LEFT JOIN alert_rules a ON a.tenant_id = $1 AND a.id::text = d.rule_id
-       ORDER BY firings DESC, rule`,
+       ORDER BY d.firings DESC, rule`,
       [tenantId, p.from, p.to],
     );
   }
