@@ -3,7 +3,8 @@ import type { TenantContext } from "../platform/context.js";
 import type { FieldViolation } from "../platform/errors.js";
 import { isUuid } from "../platform/ids.js";
 import type { ReportCell, ReportColumn, ReportSection } from "./report-document.js";
-import { DEFAULT_PERIOD_DAYS, isIanaTimeZone, MAX_PERIOD_DAYS, resolvePeriod, type ReportPeriod } from "./report-period.js";
+import { isIanaTimeZone } from "../scheduling/job-schedule.js";
+import { DEFAULT_PERIOD_DAYS, MAX_PERIOD_DAYS, resolvePeriod, type ReportPeriod } from "./report-period.js";
 
 export type ParameterType = "string" | "integer" | "date_or_timestamp" | "time_zone" | "uuid" | "enum";
 

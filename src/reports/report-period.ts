@@ -18,17 +18,6 @@ const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 /** An instant needs its offset: a wall-clock time without one would mean different instants to different readers. */
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
-/** An IANA zone name that both Intl and PostgreSQL know (`UTC`, `Europe/Berlin`); offsets are not zones. */
-export function isIanaTimeZone(name: string): boolean {
-  if (!name || /^[+-]/.test(name) || name.length > 64) return false;
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The zone's offset from UTC at `instant`, in milliseconds. */
 function offsetMs(instant: number, timeZone: string): number {
   const parts = new Intl.DateTimeFormat("en-US", {

@@ -20,7 +20,7 @@ function unprocessable(reason: "INVALID_CRON_EXPRESSION" | "INVALID_TIMEZONE", f
 }
 
 /** An IANA zone name such as `Europe/Berlin` or `UTC`; offsets like `+05:00` are not zones. */
-function isIanaTimeZone(name: string): boolean {
+export function isIanaTimeZone(name: string): boolean {
   if (!name || /^[+-]/.test(name)) return false;
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: name });
