@@ -159,3 +159,19 @@ test("a report that cannot be computed ends failed with its reason, and nothing 
   assert.deepEqual(res.body.artifacts, []);
   assert.equal(receiver.received.length, before);
 });
+
+test("viewers preview; a workspace reset deletes the tenant's templates, schedules, runs and artifacts", async () => {
+  const other = await svc.createTenant("reports-reset");
+  const template = await createTemplate(svc, other.apiKey, { dataSources: [{ sourceKey: "funnel", params: PERIOD }] });
+  const viewer = (await svc.createUser(other.tenantId, "viewer")).apiKey;
+  assert.equal((await call("POST", `/api/v1/reports/templates/${template.id}/preview`, viewer)).status, 200);
+  await call("POST", "/api/v1/reports/schedules", other.apiKey, { templateId: template.id, name: "s", cronExpression: "@daily", timezone: "UTC" });
+  const runId = (await call("POST", `/api/v1/reports/templates/${template.id}/run-now`, other.apiKey)).body.runId;
+  const reset = await call("POST", "/api/v1/workspace/reset", other.apiKey, { confirm: other.tenantId });
+  assert.equal(reset.status, 200, JSON.stringify(reset.body));
+  for (const table of ["report_templates", "report_schedules", "report_runs", "report_artifacts"]) {
+    assert.equal((await svc.sql(`SELECT count(*)::int AS n FROM ${table} WHERE tenant_id = $1`, [other.tenantId]))[0].n, 0, table);
+  }
+  assert.equal((await call("GET", `/api/v1/reports/runs/${runId}`, other.apiKey)).status, 404);
+  assert.ok((await svc.sql("SELECT count(*)::int AS n FROM report_runs WHERE tenant_id = $1", [t.tenantId]))[0].n > 0, "other tenants keep theirs");
+});
