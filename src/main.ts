@@ -48,6 +48,7 @@ import { createAlerts } from "./alerts/alerts.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
 import { createModelRegistry } from "./models/model-registry.js";
 import { createPortability } from "./portability/portability.js";
+import { createReports } from "./reports/reports.js";
 import { createApprovals, type Approvals } from "./approvals/approvals.js";
 import { createScim } from "./scim/scim.js";
 import { createMcp } from "./mcp/mcp.js";
@@ -261,7 +262,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     decisionConfig: catalog.decisionConfig,
     seedTenant: catalog.seedTenant,
     // Alert rules are built after the decisions; a reset reaches them only later.
-    otherWorkspaceData: [(t, tenantId) => alerts.wipeTenant(t, tenantId), (t, tenantId) => ingestion.wipeTenant(t, tenantId)],
+    otherWorkspaceData: [(t, tenantId) => alerts.wipeTenant(t, tenantId), (t, tenantId) => ingestion.wipeTenant(t, tenantId), (t, tenantId) => reports.wipeTenant(t, tenantId)],
     pool,
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,
@@ -305,6 +306,15 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     healthAlerts: observability.healthAlerts,
     providers: { existing: notifications.existingProviderIds },
   });
+  const reports = createReports({
+    db: f.db,
+    audit: auditLog,
+    experiments: { results: experiments.results },
+    narratives: explanations.reportNarratives,
+    dispatcher: notifications.dispatcher,
+    providers: { existing: notifications.existingProviderIds },
+    logger: f.logger,
+  });
   const ingestion = createIngestion({
     db: f.db,
     audit: auditLog,
@@ -333,7 +343,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     providerExists: async (tenantId, id) => (await notifications.existingProviderIds(tenantId, [id])).has(id),
     logger: f.logger,
   });
-  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...events.jobs, ...ingestion.jobs, ...(options.extraJobs?.(f) ?? [])];
+  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...events.jobs, ...ingestion.jobs, ...reports.jobs, ...(options.extraJobs?.(f) ?? [])];
   const redisAt = redisTarget(f.config);
   const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
@@ -406,6 +416,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...alerts.services,
     ...sso.services,
     ...ingestion.services,
+    ...reports.services,
   ];
   const mcp = createMcp({ registrations, authenticator, rateLimits, preview: decisions.preview, logger: f.logger, bodyLimitBytes: f.config.defaultBodyLimitBytes });
   return {
