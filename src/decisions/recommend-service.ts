@@ -38,9 +38,12 @@ export const MAX_OFFERS = 50;
 export const MAX_PLACEMENTS = 20;
 const MAX_CUSTOMER_ID = 255;
 
-/** Where scoring runs when a task is expensive enough (workers/scoring-worker.ts through Piscina). */
+/**
+ * Where scoring runs when a task is expensive enough (workers/scoring-worker.ts through Piscina).
+ * It scores inline itself when no worker answers in time: it never fails a decision.
+ */
 export interface ScoringPool {
-  run(task: ScoreTask): Promise<CandidateScore[]>;
+  score(tenantId: string, task: ScoreTask): Promise<CandidateScore[]>;
 }
 
 /** Told about every decision made and stored (the metrics); must not block or throw. */
@@ -97,8 +100,7 @@ export class RecommendService {
     const task = prepared.scoreTask;
     const scores =
       this.deps.pool && chooseScoringPath(task, this.deps.minTreeWalksForPool) === "pool"
-        ? // A worker that cannot score (crashed, failed to start) costs speed, not the decision.
-          await this.deps.pool.run(task).catch(() => scoreCandidates(task))
+        ? await this.deps.pool.score(ctx.tenantId, task)
         : scoreCandidates(task);
     const decision = completeDecision(prepared, scores);
     const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context }, task.bucketsOverCap);
