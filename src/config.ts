@@ -104,6 +104,12 @@ export class ConfigError extends Error {}
  */
 export const DEFAULT_POOL_MIN_TREE_WALKS = 5_000;
 
+/**
+ * Long enough that only a stuck or dead worker reaches it: a running task that times out ends its
+ * worker, and starting another costs far more than the tasks it saves.
+ */
+export const DEFAULT_POOL_TIMEOUT_MS = 500;
+
 function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
@@ -222,7 +228,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     decisionQuota: optional(env, "DECISION_QUOTA") === null ? null : positiveInt(env, "DECISION_QUOTA", 1),
     scoringPoolMinTreeWalks: positiveInt(env, "SCORING_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS),
     scoringPoolThreads: optional(env, "SCORING_POOL_THREADS") === null ? null : positiveInt(env, "SCORING_POOL_THREADS", 1),
-    scoringPoolTimeoutMs: positiveInt(env, "SCORING_POOL_TIMEOUT_MS", 100),
+    scoringPoolTimeoutMs: positiveInt(env, "SCORING_POOL_TIMEOUT_MS", DEFAULT_POOL_TIMEOUT_MS),
     workers: positiveInt(env, "WORKERS", 1),
     evidenceMaxAgeMs: env.EVIDENCE_MAX_AGE_MS === "0" ? 0 : positiveInt(env, "EVIDENCE_MAX_AGE_MS", 1000),
     schedulerEnabled: onOff(env, "SCHEDULER", true),

@@ -27,7 +27,7 @@ import type { Logger } from "../platform/logger.js";
 import { BucketAdmission } from "./bucket-admission.js";
 import { ExperimentArms, type ExperimentArm } from "./experiment-arms.js";
 import type { Counters } from "./counters.js";
-import type { DecisionStore } from "./decision-store.js";
+import type { RecommendationWriter } from "./recommendation-writer.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 import type { TraceWriter } from "./trace-writer.js";
 import { storedFlowId, toRecommendResponse, toTraceRow } from "./decision-mapper.js";
@@ -56,7 +56,8 @@ export interface RecommendDeps {
   customers: Pick<CustomerCache, "known">;
   /** Everything but the wipe, which is the workspace reset's. */
   counters: Omit<Counters, "wipe">;
-  store: DecisionStore;
+  /** Stores each decision's rows before it is answered (group commit). */
+  recommendations: Pick<RecommendationWriter, "save">;
   traces: TraceWriter;
   pool: ScoringPool | null;
   /** Tree walks (trees × candidates) from which a task goes to the pool. */
@@ -158,9 +159,9 @@ export class RecommendService {
       }
       const singleSlot = (input.placements ?? []).length <= 1;
       const interactionId = singleSlot && offers.length ? newId() : null;
-      const createdAt = await this.deps.store.saveRecommendation(
-        ctx.tenantId,
-        {
+      const createdAt = await this.deps.recommendations.save({
+        tenantId: ctx.tenantId,
+        rec: {
           id: input.seed,
           customer_id: input.customerId,
           flow_id: storedFlowId(decision.flowId) ?? null,
@@ -183,7 +184,7 @@ export class RecommendService {
           ...decisionFunnel(decision, refusals),
         },
         // Multi-placement responses write no interaction rows (spec 4.4): Respond then needs creativeId.
-        singleSlot
+        impressions: singleSlot
           ? offers.map((o) => ({
               id: newId(),
               rank: o.rank,
@@ -194,7 +195,7 @@ export class RecommendService {
               context_bucket: bucket,
             }))
           : [],
-      );
+      });
       return { offers, refusals, interactionId, createdAt };
     } catch (err) {
       await this.giveBack(ctx, held, counted);

@@ -12,6 +12,7 @@ import {
   type ScoringOffer,
   unpackScores,
 } from "../core/index.js";
+import { DEFAULT_POOL_TIMEOUT_MS } from "../config.js";
 import type { Logger } from "./logger.js";
 
 export interface ScoringPoolOptions {
@@ -23,7 +24,8 @@ export interface ScoringPoolOptions {
 
 /** The default thread count: the event loop keeps one core. */
 export const defaultPoolThreads = () => Math.max(1, availableParallelism() - 1);
-export const DEFAULT_POOL_TIMEOUT_MS = 100;
+/** Tasks waiting per thread before further ones are scored inline: a queue longer than this only adds latency. */
+const QUEUE_PER_THREAD = 16;
 
 /** Configuration digests by configuration object: a snapshot's models are hashed once, not per task. */
 const digests = new WeakMap<ModelConfig, string>();
@@ -57,7 +59,7 @@ export function modelVersionRef(tenantId: string, model: ModelConfig): string {
  * workers/scoring-worker.ts, which imports only src/core; under tsx they inherit `--import tsx`.
  * Workers keep compiled models by version reference, so a task carries only what changes per
  * request: candidates, attributes, counts. A worker that dies, fails to start or does not answer
- * in time costs speed, not the decision: `score` then scores inline.
+ * in time, or a pool whose queue is full, costs speed, not the decision: `score` then scores inline.
  */
 export function createScoringPool(logger: Logger, options: ScoringPoolOptions = {}) {
   const threads = options.threads ?? defaultPoolThreads();
@@ -74,14 +76,29 @@ export function createScoringPool(logger: Logger, options: ScoringPoolOptions = 
   // A worker that fails to start must not take the service down: the task fails, scoring falls back.
   pool.on("error", (err) => logger.error({ err }, "scoring worker failed"));
   let fallbacks = 0;
+  /**
+   * Tasks sent and not answered. Bounded here rather than by Piscina's maxQueue, which does not
+   * count tasks that carry an abort signal.
+   */
+  let pending = 0;
+  const maxPending = threads * (QUEUE_PER_THREAD + 1);
 
   /** One pool task with the deadline: a queued task is dropped, a running one ends its worker. */
-  function runTimed(task: PooledScoreTask): Promise<PooledScoreResult> {
-    const signal = AbortSignal.timeout(timeoutMs);
-    return pool.run(task, { signal }) as Promise<PooledScoreResult>;
+  async function runTimed(task: PooledScoreTask): Promise<PooledScoreResult> {
+    pending++;
+    try {
+      return (await pool.run(task, { signal: AbortSignal.timeout(timeoutMs) })) as PooledScoreResult;
+    } finally {
+      pending--;
+    }
   }
 
   async function score(tenantId: string, task: ScoreTask): Promise<CandidateScore[]> {
+    // A full queue: overload spills onto the event loop at once rather than into a longer queue.
+    if (pending >= maxPending) {
+      fallbacks++;
+      return scoreCandidates(task);
+    }
     const { models, candidates, ...rest } = task;
     const modelRefs: Record<string, string> = {};
     for (const key in models) modelRefs[key] = modelVersionRef(tenantId, models[key]);
@@ -100,7 +117,7 @@ export function createScoringPool(logger: Logger, options: ScoringPoolOptions = 
       if ("scores" in result) return unpackScores(result.scores, candidates);
       throw new Error("scoring worker still misses what it was sent");
     } catch (err) {
-      if (fallbacks++ % 100 === 0) logger.warn({ err, fallbacksTotal: fallbacks }, "scoring pool failed or timed out: scored inline");
+      if (fallbacks++ % 100 === 0) logger.warn({ err, fallbacksTotal: fallbacks }, "scoring pool full, failed or timed out: scored inline");
       return scoreCandidates(task);
     }
   }

@@ -130,6 +130,17 @@ describe("scoring pool", () => {
     assert.equal(p.fallbacks(), 1, "a new worker scored the next task");
   });
 
+  test("a full queue: the tasks beyond it are scored inline at once", async () => {
+    const p = pool({ threads: 1, timeoutMs: 60_000 });
+    const t = task(gbt(100), offers(200));
+    await p.score("t1", t); // the thread is up and holds the model and offers
+    // One thread holds 16 waiting tasks: of 40 sent at once, the rest cannot wait.
+    const results = await Promise.all(Array.from({ length: 40 }, () => p.score("t1", t)));
+    for (const scores of results) assert.deepEqual(scores, scoreCandidates(t));
+    assert.ok(p.fallbacks() >= 40 - 17, `fallbacks: ${p.fallbacks()}`);
+    assert.ok(p.fallbacks() < 40);
+  });
+
   test("SCORING_POOL_THREADS and SCORING_POOL_TIMEOUT_MS are read and validated", () => {
     const config = loadConfig({ SCORING_POOL_THREADS: "3", SCORING_POOL_TIMEOUT_MS: "250" });
     assert.equal(config.scoringPoolThreads, 3);
