@@ -105,8 +105,8 @@ export class ConfigError extends Error {}
 export const DEFAULT_POOL_MIN_TREE_WALKS = 5_000;
 
 /**
- * Long enough that only a stuck or dead worker reaches it: a running task that times out ends its
- * worker, and starting another costs far more than the tasks it saves.
+ * A pooled task not answered within this is scored inline. Long enough that only a stuck worker or
+ * a machine far past its capacity reaches it: scoring again inline is then extra work.
  */
 export const DEFAULT_POOL_TIMEOUT_MS = 500;
 

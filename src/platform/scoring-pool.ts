@@ -76,21 +76,25 @@ export function createScoringPool(logger: Logger, options: ScoringPoolOptions = 
   // A worker that fails to start must not take the service down: the task fails, scoring falls back.
   pool.on("error", (err) => logger.error({ err }, "scoring worker failed"));
   let fallbacks = 0;
-  /**
-   * Tasks sent and not answered. Bounded here rather than by Piscina's maxQueue, which does not
-   * count tasks that carry an abort signal.
-   */
+  /** Tasks sent and not answered (those past their deadline included, until their worker is done). */
   let pending = 0;
   const maxPending = threads * (QUEUE_PER_THREAD + 1);
 
-  /** One pool task with the deadline: a queued task is dropped, a running one ends its worker. */
-  async function runTimed(task: PooledScoreTask): Promise<PooledScoreResult> {
+  /**
+   * One pool task with a deadline. A task past it is scored inline by the caller, and the worker
+   * is left to finish it (its answer is dropped): ending a busy worker would cost a thread start,
+   * far more than the task, on a machine that is already late. A dead worker rejects at once.
+   */
+  function runTimed(task: PooledScoreTask): Promise<PooledScoreResult> {
     pending++;
-    try {
-      return (await pool.run(task, { signal: AbortSignal.timeout(timeoutMs) })) as PooledScoreResult;
-    } finally {
-      pending--;
-    }
+    const run = (pool.run(task) as Promise<PooledScoreResult>).finally(() => pending--);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no scoring worker answered within ${timeoutMs} ms`)), timeoutMs);
+    });
+    // The losing side of the race must not surface as an unhandled rejection.
+    run.catch(() => undefined);
+    return Promise.race([run, deadline]).finally(() => clearTimeout(timer));
   }
 
   async function score(tenantId: string, task: ScoreTask): Promise<CandidateScore[]> {
