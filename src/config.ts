@@ -37,6 +37,10 @@ export interface Config {
   decisionQuota: number | null;
   /** Scoring tasks of at least this many tree walks (trees × candidates) go to the worker pool. */
   scoringPoolMinTreeWalks: number;
+  /** Scoring worker threads per service process; null for one per core but one. */
+  scoringPoolThreads: number | null;
+  /** A pooled scoring task not answered within this many ms is scored inline instead. */
+  scoringPoolTimeoutMs: number;
   /** Service processes sharing the ports (node:cluster); 1 runs the service in this process. */
   workers: number;
   /** How old adaptive evidence may be before Recommend refreshes it from Redis; 0 reads it every time. */
@@ -111,11 +115,17 @@ export interface LlmConfig {
 export class ConfigError extends Error {}
 
 /**
- * Measured by `npm run bench` (docs/performance.md): once compiled models are cached per snapshot,
- * scoring inline beat the pool at every size measured (up to 80,000 tree walks), because a task
- * must carry its model to the worker by structured clone. The pool is kept for larger ensembles.
+ * Measured by `npm run bench` (bench/crossover.ts, docs/performance.md): since workers keep models
+ * and offers by reference, a pooled task costs the event loop about 0.1 ms whatever its size, and
+ * the pool saves the loop from 2,000 tree walks at 20 candidates and 5,000 at 200 candidates.
  */
-export const DEFAULT_POOL_MIN_TREE_WALKS = 100_000;
+export const DEFAULT_POOL_MIN_TREE_WALKS = 5_000;
+
+/**
+ * A pooled task not answered within this is scored inline. Long enough that only a stuck worker or
+ * a machine far past its capacity reaches it: scoring again inline is then extra work.
+ */
+export const DEFAULT_POOL_TIMEOUT_MS = 500;
 
 function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
@@ -321,6 +331,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: positiveInt(env, "SHUTDOWN_GRACE_MS", 10_000),
     decisionQuota: optional(env, "DECISION_QUOTA") === null ? null : positiveInt(env, "DECISION_QUOTA", 1),
     scoringPoolMinTreeWalks: positiveInt(env, "SCORING_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS),
+    scoringPoolThreads: optional(env, "SCORING_POOL_THREADS") === null ? null : positiveInt(env, "SCORING_POOL_THREADS", 1),
+    scoringPoolTimeoutMs: positiveInt(env, "SCORING_POOL_TIMEOUT_MS", DEFAULT_POOL_TIMEOUT_MS),
     workers: positiveInt(env, "WORKERS", 1),
     evidenceMaxAgeMs: env.EVIDENCE_MAX_AGE_MS === "0" ? 0 : positiveInt(env, "EVIDENCE_MAX_AGE_MS", 1000),
     schedulerEnabled: onOff(env, "SCHEDULER", true),

@@ -251,7 +251,10 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     changed: (tenantId) => configChanged(tenantId),
   });
   const observability = createObservability({ db: f.db, redis: f.redis, logger: f.logger });
-  const pool = createScoringPool(f.logger);
+  const pool = createScoringPool(f.logger, {
+    threads: f.config.scoringPoolThreads ?? undefined,
+    timeoutMs: f.config.scoringPoolTimeoutMs,
+  });
   const counters = f.redis ? withEvidenceCache(createRedisCounters(f.redis), { maxAgeMs: f.config.evidenceMaxAgeMs }) : createMemoryCounters();
   const decisions = createDecisions({
     db: f.db,
