@@ -62,6 +62,12 @@ export interface Config {
   metricsToken: string | null;
   /** Inbound delivery webhooks (spec 4.18); each unset secret makes its route refuse every request. */
   webhooks: WebhookSecrets;
+  /** PUBLIC_URL (spec 5.5): where people reach the service; links in mails point here. No trailing slash. */
+  publicUrl: string;
+  /** REGISTRATION=off turns self-registration off (docs/sessions.md); the CLI still creates tenants. */
+  registrationEnabled: boolean;
+  /** SESSION_COOKIE_SECURE resolved: whether the session cookie carries `Secure`. */
+  sessionCookieSecure: boolean;
 }
 
 /** The three infrastructure secrets of spec 4.18; null when not set (that route refuses every request). */
@@ -198,7 +204,34 @@ function llmConfig(env: NodeJS.ProcessEnv): LlmConfig | null {
   return { baseUrl: baseUrl.replace(/\/+$/, ""), model, apiKey: optional(env, "LLM_API_KEY") };
 }
 
+/** PUBLIC_URL, an http(s) URL; default `http://localhost:<PORT>` for a first run on one machine. */
+function publicUrl(env: NodeJS.ProcessEnv): string {
+  const raw = optional(env, "PUBLIC_URL") ?? `http://localhost:${port(env, "PORT", 8080)}`;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`PUBLIC_URL must be an http or https URL, got "${raw}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError(`PUBLIC_URL must be an http or https URL, got "${raw}"`);
+  return raw.replace(/\/+$/, "");
+}
+
+/**
+ * SESSION_COOKIE_SECURE=auto|true|false. `auto` (the default) sets `Secure` unless PUBLIC_URL is plain
+ * HTTP on loopback (localhost, 127.0.0.1, [::1]), where browsers would otherwise never send the cookie back.
+ */
+export function sessionCookieSecure(env: NodeJS.ProcessEnv, publicUrlValue: string): boolean {
+  const raw = (optional(env, "SESSION_COOKIE_SECURE") ?? "auto").toLowerCase();
+  if (raw === "true") return true;
+  if (raw === "false") return false;
+  if (raw !== "auto") throw new ConfigError(`SESSION_COOKIE_SECURE must be auto, true or false, got "${env.SESSION_COOKIE_SECURE}"`);
+  const url = new URL(publicUrlValue);
+  return !(url.protocol === "http:" && ["localhost", "127.0.0.1", "[::1]"].includes(url.hostname));
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const publicUrlValue = publicUrl(env);
   return {
     host: env.HOST || "0.0.0.0",
     port: port(env, "PORT", 8080),
@@ -236,5 +269,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: optional(env, "METRICS_PORT") === null ? null : port(env, "METRICS_PORT", 0),
     metricsToken: optional(env, "METRICS_TOKEN"),
     eventStreamMaxLen: positiveInt(env, "EVENT_STREAM_MAXLEN", 10_000),
+    publicUrl: publicUrlValue,
+    registrationEnabled: onOff(env, "REGISTRATION", true),
+    sessionCookieSecure: sessionCookieSecure(env, publicUrlValue),
   };
 }

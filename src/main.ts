@@ -22,6 +22,7 @@ import { IdentityStore } from "./identity/identity-store.js";
 import { IdentityService } from "./identity/identity-service.js";
 import { Authenticator } from "./identity/authenticator.js";
 import { CronAuthenticator } from "./identity/cron-authenticator.js";
+import { createSessionChecks, createSessions, type Sessions } from "./sessions/sessions.js";
 import { ApiKeyService, OAuthService } from "../gen/decisioning/v1/identity_pb.js";
 import { AuditService as AuditServiceDesc } from "../gen/decisioning/v1/audit_pb.js";
 import { CronService as CronServiceDesc } from "../gen/decisioning/v1/scheduling_pb.js";
@@ -172,6 +173,10 @@ export interface Services {
   events: Events;
   /** Who is calling (spec 5.1, 5.4): the gateway's, and the routes outside protobuf authenticate with it too. */
   authenticator: Authenticator;
+  /** Rate limits of every door: the gateway's, and the routes outside protobuf count with it too. */
+  rateLimits: RateLimitPolicy;
+  /** Password sign-in, registration and the session cookie (docs/sessions.md). */
+  sessions: Sessions;
   registrations: ServiceRegistration[];
   /** Doors outside protobuf (src/transport/http-routes.ts): sign-in, SCIM, MCP, downloads. */
   httpRoutes: HttpRoute[];
@@ -194,11 +199,21 @@ export interface ServiceOptions {
   extraJobs?: (f: Foundation) => ScheduledJob[];
   /** Retry policy, claim lease and the onRun hook (metrics) of the scheduler. */
   scheduler?: Pick<SchedulerOptions, "retry" | "leaseMs" | "onRun">;
+  /** The clock of sessions, mailed-link lifetimes and credential caches: tests move it to cross a lifetime. */
+  now?: () => number;
 }
 
 export function createServices(f: Foundation, options: ServiceOptions = {}): Services {
   const identityStore = new IdentityStore(f.db);
-  const authenticator = new Authenticator(identityStore, f.secrets, f.config.internalApiKey, f.logger);
+  const now = options.now ?? Date.now;
+  const sessionChecks = createSessionChecks({ secrets: f.secrets, redis: f.redis, secureCookie: f.config.sessionCookieSecure, now });
+  const authenticator = new Authenticator(identityStore, f.secrets, f.config.internalApiKey, f.logger, now, sessionChecks);
+  const rateLimits = new RateLimitPolicy(
+    f.redis ? createRedisRateLimiter(f.redis) : createMemoryRateLimiter(),
+    f.config.rateLimits,
+    async (tenantId) => (await identityStore.findTenant(tenantId))?.rate_limits ?? {},
+    f.logger,
+  );
   const auditLog = new AuditLog(new AuditStore(f.db));
   const audit = new AuditService(new AuditStore(f.db));
   // The catalog reports committed changes to the decisions' snapshot cache, built after it.
@@ -325,6 +340,21 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     events: events.history,
     journeys: events.journeys,
   });
+  const sessions = createSessions({
+    db: f.db,
+    bus: f.bus,
+    logger: f.logger,
+    checks: sessionChecks,
+    authenticator,
+    identityStore,
+    dispatcher: notifications.dispatcher,
+    audit: auditLog,
+    initializeTenant: catalog.seedTenant,
+    rateLimits,
+    publicUrl: f.config.publicUrl,
+    registrationEnabled: f.config.registrationEnabled,
+    now,
+  });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
     { service: OAuthService, impl: identity as never },
@@ -360,8 +390,10 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     approvals,
     events,
     authenticator,
+    rateLimits,
+    sessions,
     registrations,
-    httpRoutes: [],
+    httpRoutes: [...sessions.routes],
     jobs,
     scheduler,
     listen: async () => {
@@ -371,6 +403,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     },
     close: async () => {
       await events.settled();
+      await sessions.settled();
       await decisions.close();
       await pool.close();
       await observability.close();
@@ -395,18 +428,11 @@ const HEALTH_POLL_MS = 2_000;
 export async function startService(config: Config, logger = createLogger(config.logLevel), options: ServiceOptions = {}): Promise<RunningService> {
   const f = await openFoundation(config, logger);
   const services = createServices(f, options);
-  const { identityStore, authenticator } = services;
+  const { authenticator, rateLimits } = services;
   await services.listen();
   // Before listening, so that the key is on screen when the service answers.
   if (f.embeddedDatabaseCreated) await createFirstTenant(services.identity);
 
-  const limiter = f.redis ? createRedisRateLimiter(f.redis) : createMemoryRateLimiter();
-  const rateLimits = new RateLimitPolicy(
-    limiter,
-    config.rateLimits,
-    async (tenantId) => (await identityStore.findTenant(tenantId))?.rate_limits ?? {},
-    logger,
-  );
   const gateway = new Gateway(
     services.registrations,
     authenticator,

@@ -19,6 +19,7 @@ import * as m0017 from "./0017-delivery-events.js";
 import * as m0018 from "./0018-approvals.js";
 import * as m0019 from "./0019-content.js";
 import * as m0020 from "./0020-user-accounts.js";
+import * as m0024 from "./0024-auth-tokens.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
 export const migrations: Migration[] = [
@@ -42,4 +43,5 @@ export const migrations: Migration[] = [
   { name: "0018-approvals", up: m0018.up },
   { name: "0019-content", up: m0019.up },
   { name: "0020-user-accounts", up: m0020.up },
+  { name: "0024-auth-tokens", up: m0024.up },
 ];
