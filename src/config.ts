@@ -194,27 +194,24 @@ function llmConfig(env: NodeJS.ProcessEnv): LlmConfig | null {
   const model = optional(env, "LLM_MODEL");
   if (baseUrl === null && model === null) return null;
   if (baseUrl === null || model === null) throw new ConfigError("LLM_BASE_URL and LLM_MODEL must be set together");
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new ConfigError(`LLM_BASE_URL must be an http or https URL, got "${baseUrl}"`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError(`LLM_BASE_URL must be an http or https URL, got "${baseUrl}"`);
-  return { baseUrl: baseUrl.replace(/\/+$/, ""), model, apiKey: optional(env, "LLM_API_KEY") };
+  return { baseUrl: httpUrl("LLM_BASE_URL", baseUrl), model, apiKey: optional(env, "LLM_API_KEY") };
 }
 
-/** PUBLIC_URL, an http(s) URL; default `http://localhost:<PORT>` for a first run on one machine. */
-function publicUrl(env: NodeJS.ProcessEnv): string {
-  const raw = optional(env, "PUBLIC_URL") ?? `http://localhost:${port(env, "PORT", 8080)}`;
-  let url: URL;
+/** An http or https URL named `name`, without trailing slashes (paths are appended to it). */
+function httpUrl(name: string, raw: string): string {
+  let url: URL | null = null;
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(`PUBLIC_URL must be an http or https URL, got "${raw}"`);
+    // reported below
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError(`PUBLIC_URL must be an http or https URL, got "${raw}"`);
+  if (url?.protocol !== "http:" && url?.protocol !== "https:") throw new ConfigError(`${name} must be an http or https URL, got "${raw}"`);
   return raw.replace(/\/+$/, "");
+}
+
+/** PUBLIC_URL; default `http://localhost:<PORT>` for a first run on one machine. */
+function publicUrl(env: NodeJS.ProcessEnv): string {
+  return httpUrl("PUBLIC_URL", optional(env, "PUBLIC_URL") ?? `http://localhost:${port(env, "PORT", 8080)}`);
 }
 
 /**

@@ -2,7 +2,7 @@ import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
 import { startTestService, type TestService } from "../support/service.js";
 import { postFrom, rest } from "../support/clients.js";
-import { startSmtpServer } from "../support/outbound-receivers.js";
+import { putPlatformEmailSettings, startSmtpServer } from "../support/outbound-receivers.js";
 import { startPrivateRedis, type PrivateRedis } from "../support/private-redis.js";
 import { auth, linkToken, sessionClaims, sessionCookie, waitForMail } from "../support/session-client.js";
 
@@ -52,19 +52,7 @@ before(async () => {
     { now: () => Date.now() + offset },
   );
   const owner = await svc.identity.createTenant("platform", { platformOwner: true });
-  const put = await rest(svc.baseUrl, "PUT", "/api/v1/platform-settings", {
-    key: owner.apiKey,
-    body: {
-      category: "email",
-      settings: [
-        { key: "smtp_host", value: "127.0.0.1" },
-        { key: "smtp_port", value: String(smtp.port) },
-        { key: "smtp_user", value: "mailer" },
-        { key: "smtp_password", value: "smtp-secret-pass", encrypted: true },
-        { key: "from_email", value: "accounts@decisioning.example" },
-      ],
-    },
-  });
+  const put = await putPlatformEmailSettings(svc.baseUrl, owner.apiKey, smtp.port, "accounts@decisioning.example");
   assert.equal(put.status, 200, JSON.stringify(put.body));
 });
 
@@ -480,11 +468,16 @@ describe("a deployment with REGISTRATION=off, tight source limits, and a Redis t
     const cookie = sessionCookie(res)!;
     assert.equal((await auth(closed.baseUrl, "GET", "/api/auth/session", undefined, cookie)).status, 200);
     await redis.stop();
-    const limited = await auth(closed.baseUrl, "POST", "/api/auth/sign-in", { email, password: PASSWORD });
-    assert.equal(limited.status, 503);
-    assert.equal(limited.headers.get("x-error-reason"), "RATE_LIMITER_UNAVAILABLE");
-    const session = await auth(closed.baseUrl, "GET", "/api/auth/session", undefined, cookie);
-    assert.equal(session.status, 401);
-    assert.equal(session.headers.get("x-error-reason"), "LIVENESS_CHECK_FAILED");
+    try {
+      const limited = await auth(closed.baseUrl, "POST", "/api/auth/sign-in", { email, password: PASSWORD });
+      assert.equal(limited.status, 503);
+      assert.equal(limited.headers.get("x-error-reason"), "RATE_LIMITER_UNAVAILABLE");
+      const session = await auth(closed.baseUrl, "GET", "/api/auth/session", undefined, cookie);
+      assert.equal(session.status, 401);
+      assert.equal(session.headers.get("x-error-reason"), "LIVENESS_CHECK_FAILED");
+    } finally {
+      // Back, so that the service stops cleanly and after() has a server to stop.
+      await redis.start();
+    }
   });
 });
