@@ -231,7 +231,7 @@ export class SessionService {
     const user = await this.d.identityStore.transaction(async (t) => {
       const row = await this.consume("password_reset", token, t);
       const updated = await this.d.accounts.resetPassword(row.tenant_id, row.user_id, passwordHash, now, t);
-      if (!updated) throw badRequest("TOKEN_INVALID", "token: this link is no longer valid; ask for a new one");
+      if (!updated) throw badRequest("LINK_INVALID", "token: this link is no longer valid; ask for a new one");
       await this.d.tokens.retireOthers(row.tenant_id, row.user_id, "password_reset", now, t);
       await this.d.audit.record(t, systemContext(row.tenant_id, updated.id, updated.name, requestId), {
         action: "update",
@@ -252,7 +252,7 @@ export class SessionService {
   private tokenOf(body: Body): string {
     const token = body.token;
     if (typeof token !== "string" || token.trim() === "") throw invalidField("token", "is required");
-    if (token.length > MAX_TOKEN_LENGTH) throw badRequest("TOKEN_INVALID", "token: this link is not valid");
+    if (token.length > MAX_TOKEN_LENGTH) throw badRequest("LINK_INVALID", "token: this link is not valid");
     return token.trim();
   }
 
@@ -262,9 +262,9 @@ export class SessionService {
     const row = await this.d.tokens.consumeAcrossTenants(purpose, hash, new Date(this.d.now()), t);
     if (row) return row;
     const known = await this.d.tokens.findAcrossTenants(purpose, hash);
-    if (known?.used_at) throw badRequest("TOKEN_USED", "token: this link has already been used");
-    if (known) throw badRequest("TOKEN_EXPIRED", "token: this link has expired; ask for a new one");
-    throw badRequest("TOKEN_INVALID", "token: this link is not valid");
+    if (known?.used_at) throw badRequest("LINK_USED", "token: this link has already been used");
+    if (known) throw badRequest("LINK_EXPIRED", "token: this link has expired; ask for a new one");
+    throw badRequest("LINK_INVALID", "token: this link is not valid");
   }
 
   private async newToken(account: AccountRow, purpose: AuthTokenPurpose, t: Transaction): Promise<{ id: string; value: string }> {

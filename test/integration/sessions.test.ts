@@ -110,10 +110,10 @@ describe("registration and e-mail verification", () => {
     assert.match(await posted.text(), /verified/);
     const again = await auth(svc.baseUrl, "POST", "/api/auth/verify-email", { token });
     assert.equal(again.status, 400);
-    assert.equal(again.headers.get("x-error-reason"), "TOKEN_USED");
+    assert.equal(again.headers.get("x-error-reason"), "LINK_USED");
     const unknown = await auth(svc.baseUrl, "POST", "/api/auth/verify-email", { token: "x".repeat(43) });
     assert.equal(unknown.status, 400);
-    assert.equal(unknown.headers.get("x-error-reason"), "TOKEN_INVALID");
+    assert.equal(unknown.headers.get("x-error-reason"), "LINK_INVALID");
     assert.equal((await auth(svc.baseUrl, "POST", "/api/auth/sign-in", { email, password: PASSWORD })).status, 200);
   });
 
@@ -127,7 +127,7 @@ describe("registration and e-mail verification", () => {
     try {
       const res = await auth(svc.baseUrl, "POST", "/api/auth/verify-email", { token });
       assert.equal(res.status, 400);
-      assert.equal(res.headers.get("x-error-reason"), "TOKEN_EXPIRED");
+      assert.equal(res.headers.get("x-error-reason"), "LINK_EXPIRED");
     } finally {
       offset = 0;
     }
@@ -382,7 +382,7 @@ describe("password reset", () => {
     assert.equal(done.status, 200, "a weak password did not use the token up");
     const reused = await auth(svc.baseUrl, "POST", "/api/auth/password-reset/confirm", { token, password: "Brand-New-Pass-4" });
     assert.equal(reused.status, 400);
-    assert.equal(reused.headers.get("x-error-reason"), "TOKEN_USED");
+    assert.equal(reused.headers.get("x-error-reason"), "LINK_USED");
 
     const old = await auth(svc.baseUrl, "GET", "/api/auth/session", undefined, cookie);
     assert.equal(old.status, 401, "the reset bumped tokenVersion");
@@ -399,7 +399,7 @@ describe("password reset", () => {
     try {
       const res = await auth(svc.baseUrl, "POST", "/api/auth/password-reset/confirm", { token, password: "Brand-New-Pass-3" });
       assert.equal(res.status, 400);
-      assert.equal(res.headers.get("x-error-reason"), "TOKEN_EXPIRED");
+      assert.equal(res.headers.get("x-error-reason"), "LINK_EXPIRED");
     } finally {
       offset = 0;
     }
