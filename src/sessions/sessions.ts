@@ -51,6 +51,8 @@ export interface SessionsOptions {
 
 export interface Sessions {
   service: SessionService;
+  /** Issues the cookie for other ways in (identity provider, tenant SSO), so every session is one kind. */
+  issuer: SessionIssuer;
   /** The /api/auth routes, for Services.httpRoutes. */
   routes: HttpRoute[];
   /** Waits for account mails still being sent. */
@@ -77,6 +79,7 @@ export function createSessions(o: SessionsOptions): Sessions {
   });
   return {
     service,
+    issuer: o.checks.issuer,
     routes: createAuthRoutes({ service, authenticator: o.authenticator, issuer: o.checks.issuer, rateLimits: o.rateLimits, logger: o.logger }),
     settled: () => mailer.settled(),
   };
