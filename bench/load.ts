@@ -1,9 +1,7 @@
 /**
- * Load generators and HDR histograms for the benchmark.
+ * The in-process load generator, for the lanes h2load cannot drive (requests that must differ,
+ * bench/h2-client.ts), and the lane result every lane reports.
  *
- * - `openLoop` schedules request i at `start + i / rate` whatever happened to the earlier ones, and
- *   measures each latency from that *scheduled* time, so a stall on either side shows up as latency
- *   instead of silently lowering the offered load (no coordinated omission, as in wrk2).
  * - `closedLoop` keeps a fixed number of requests in flight for a fixed time: the maximum
  *   throughput at that concurrency.
  *
@@ -82,96 +80,6 @@ async function withClientDelay<T>(fn: () => Promise<T>): Promise<{ value: T; p99
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 300);
 
-export interface OpenLoopOptions {
-  rate: number;
-  durationMs: number;
-  /** Beyond this many outstanding requests new ones are not sent but counted as skipped. */
-  maxInFlight?: number;
-  /** How long to wait for stragglers after the last scheduled send. */
-  graceMs?: number;
-}
-
-/** Fixed-rate load: request i is due at start + i/rate; latency counts from that due time. */
-export async function openLoop(call: Call, o: OpenLoopOptions): Promise<LaneResult> {
-  const { rate, durationMs } = o;
-  const maxInFlight = o.maxInFlight ?? 5_000;
-  const graceMs = o.graceMs ?? 5_000;
-  const total = Math.max(1, Math.round((rate * durationMs) / 1000));
-  const intervalMs = 1000 / rate;
-  const h = newHistogram();
-  let sent = 0;
-  let ok = 0;
-  let errors = 0;
-  let skipped = 0;
-  let inFlight = 0;
-  let firstError: string | null = null;
-  let lastDone = 0;
-  const start = performance.now() + 5;
-  const { value: timedOut, p99 } = await withClientDelay(
-    () =>
-      new Promise<number>((resolve) => {
-        let finished = false;
-        let timer: NodeJS.Timeout | undefined;
-        const finish = () => {
-          if (finished) return;
-          finished = true;
-          clearTimeout(timer);
-          clearTimeout(hardStop);
-          resolve(inFlight);
-        };
-        const hardStop = setTimeout(finish, durationMs + graceMs + 50);
-        const tick = () => {
-          const now = performance.now();
-          while (sent < total && start + sent * intervalMs <= now) {
-            const scheduled = start + sent * intervalMs;
-            const i = sent++;
-            if (inFlight >= maxInFlight) {
-              skipped++;
-              continue;
-            }
-            inFlight++;
-            call(i).then(
-              () => {
-                if (finished) return;
-                const end = performance.now();
-                ok++;
-                lastDone = end;
-                recordMs(h, end - scheduled);
-              },
-              (err) => {
-                if (finished) return;
-                errors++;
-                lastDone = performance.now();
-                firstError ??= errorText(err);
-              },
-            ).finally(() => {
-              inFlight--;
-              if (sent >= total && inFlight === 0) finish();
-            });
-          }
-          if (sent < total) timer = setTimeout(tick, Math.max(0, start + sent * intervalMs - performance.now()));
-          else if (inFlight === 0) finish();
-        };
-        timer = setTimeout(tick, Math.max(0, start - performance.now()));
-      }),
-  );
-  const elapsed = Math.max(durationMs, (lastDone || performance.now()) - start);
-  return {
-    mode: "open",
-    targetRate: rate,
-    concurrency: null,
-    durationMs,
-    ok,
-    errors,
-    skipped,
-    timedOut,
-    firstError,
-    throughput: (ok / elapsed) * 1000,
-    latency: summarize(h),
-    clientEventLoopP99Ms: p99,
-  };
-}
-
 export interface ClosedLoopOptions {
   concurrency: number;
   durationMs: number;
@@ -229,16 +137,4 @@ export async function warmUp(call: Call, ms: number, concurrency = 8): Promise<v
 }
 
 /** Calls 0..n-1 once each, `concurrency` at a time, without recording; returns how many were answered. */
-export async function callEachOnce(call: Call, n: number, concurrency: number): Promise<number> {
-  let next = 0;
-  let ok = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < n) await call(next++).then(() => ok++, () => undefined);
-    }),
-  );
-  return ok;
-}
-
-/** Failures of a lane: errors, skipped sends and requests left unanswered. */
 export const failures = (r: LaneResult) => r.errors + r.skipped + r.timedOut;

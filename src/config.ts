@@ -37,6 +37,10 @@ export interface Config {
   decisionQuota: number | null;
   /** Scoring tasks of at least this many tree walks (trees × candidates) go to the worker pool. */
   scoringPoolMinTreeWalks: number;
+  /** Scoring worker threads per service process; null for one per core but one. */
+  scoringPoolThreads: number | null;
+  /** A pooled scoring task not answered within this many ms is scored inline instead. */
+  scoringPoolTimeoutMs: number;
   /** Service processes sharing the ports (node:cluster); 1 runs the service in this process. */
   workers: number;
   /** How old adaptive evidence may be before Recommend refreshes it from Redis; 0 reads it every time. */
@@ -69,8 +73,12 @@ export interface Config {
   webhooks: WebhookSecrets;
   /** INGESTION_STS_ENDPOINT: the STS that iam_role connectors assume roles at; null for AWS's (docs/ingestion.md). */
   ingestionStsEndpoint: string | null;
-  /** PUBLIC_URL (spec 5.5): the service's address as browsers reach it, without a trailing slash; links and redirect URIs start with it. */
-  publicUrl: string | null;
+  /** PUBLIC_URL (spec 5.5): where people reach the service; links in mails point here. No trailing slash. */
+  publicUrl: string;
+  /** REGISTRATION=off turns self-registration off (docs/sessions.md); the CLI still creates tenants. */
+  registrationEnabled: boolean;
+  /** SESSION_COOKIE_SECURE resolved: whether the session cookie carries `Secure`. */
+  sessionCookieSecure: boolean;
   /** The deployment's own identity provider (AUTH_OIDC_*, docs/sso.md); null: that sign-in is off. */
   authOidc: AuthOidcConfig | null;
 }
@@ -111,11 +119,17 @@ export interface LlmConfig {
 export class ConfigError extends Error {}
 
 /**
- * Measured by `npm run bench` (docs/performance.md): once compiled models are cached per snapshot,
- * scoring inline beat the pool at every size measured (up to 80,000 tree walks), because a task
- * must carry its model to the worker by structured clone. The pool is kept for larger ensembles.
+ * Measured by `npm run bench` (bench/crossover.ts, docs/performance.md): since workers keep models
+ * and offers by reference, a pooled task costs the event loop about 0.1 ms whatever its size, and
+ * the pool saves the loop from 2,000 tree walks at 20 candidates and 5,000 at 200 candidates.
  */
-export const DEFAULT_POOL_MIN_TREE_WALKS = 100_000;
+export const DEFAULT_POOL_MIN_TREE_WALKS = 5_000;
+
+/**
+ * A pooled task not answered within this is scored inline. Long enough that only a stuck worker or
+ * a machine far past its capacity reaches it: scoring again inline is then extra work.
+ */
+export const DEFAULT_POOL_TIMEOUT_MS = 500;
 
 function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
@@ -199,18 +213,10 @@ function outbound(env: NodeJS.ProcessEnv): OutboundConfig {
   };
 }
 
-/** An optional http(s) URL. */
-function httpUrl(env: NodeJS.ProcessEnv, name: string): string | null {
+/** An optional http(s) URL setting. */
+function optionalHttpUrl(env: NodeJS.ProcessEnv, name: string): string | null {
   const value = optional(env, name);
-  if (value === null) return null;
-  let url: URL | null = null;
-  try {
-    url = new URL(value);
-  } catch {
-    /* reported below */
-  }
-  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) throw new ConfigError(`${name} must be an http or https URL, got "${value}"`);
-  return value;
+  return value === null ? null : httpUrl(name, value);
 }
 
 /** LLM_BASE_URL and LLM_MODEL together, or neither; LLM_API_KEY optional (a local endpoint needs none). */
@@ -219,14 +225,37 @@ function llmConfig(env: NodeJS.ProcessEnv): LlmConfig | null {
   const model = optional(env, "LLM_MODEL");
   if (baseUrl === null && model === null) return null;
   if (baseUrl === null || model === null) throw new ConfigError("LLM_BASE_URL and LLM_MODEL must be set together");
-  let url: URL;
+  return { baseUrl: httpUrl("LLM_BASE_URL", baseUrl), model, apiKey: optional(env, "LLM_API_KEY") };
+}
+
+/** An http or https URL named `name`, without trailing slashes (paths are appended to it). */
+function httpUrl(name: string, raw: string): string {
+  let url: URL | null = null;
   try {
-    url = new URL(baseUrl);
+    url = new URL(raw);
   } catch {
-    throw new ConfigError(`LLM_BASE_URL must be an http or https URL, got "${baseUrl}"`);
+    // reported below
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError(`LLM_BASE_URL must be an http or https URL, got "${baseUrl}"`);
-  return { baseUrl: baseUrl.replace(/\/+$/, ""), model, apiKey: optional(env, "LLM_API_KEY") };
+  if (url?.protocol !== "http:" && url?.protocol !== "https:") throw new ConfigError(`${name} must be an http or https URL, got "${raw}"`);
+  return raw.replace(/\/+$/, "");
+}
+
+/** PUBLIC_URL; default `http://localhost:<PORT>` for a first run on one machine. */
+function publicUrl(env: NodeJS.ProcessEnv): string {
+  return httpUrl("PUBLIC_URL", optional(env, "PUBLIC_URL") ?? `http://localhost:${port(env, "PORT", 8080)}`);
+}
+
+/**
+ * SESSION_COOKIE_SECURE=auto|true|false. `auto` (the default) sets `Secure` unless PUBLIC_URL is plain
+ * HTTP on loopback (localhost, 127.0.0.1, [::1]), where browsers would otherwise never send the cookie back.
+ */
+export function sessionCookieSecure(env: NodeJS.ProcessEnv, publicUrlValue: string): boolean {
+  const raw = (optional(env, "SESSION_COOKIE_SECURE") ?? "auto").toLowerCase();
+  if (raw === "true") return true;
+  if (raw === "false") return false;
+  if (raw !== "auto") throw new ConfigError(`SESSION_COOKIE_SECURE must be auto, true or false, got "${env.SESSION_COOKIE_SECURE}"`);
+  const url = new URL(publicUrlValue);
+  return !(url.protocol === "http:" && ["localhost", "127.0.0.1", "[::1]"].includes(url.hostname));
 }
 
 /** `host:port,host:port,...`; an IPv6 host in brackets. */
@@ -266,21 +295,6 @@ export function redisTarget(config: Pick<Config, "redisUrl" | "redisClusterNodes
   return config.redisClusterNodes ?? config.redisUrl;
 }
 
-function publicUrl(env: NodeJS.ProcessEnv): string | null {
-  const raw = optional(env, "PUBLIC_URL");
-  if (raw === null) return null;
-  let url: URL | null = null;
-  try {
-    url = new URL(raw);
-  } catch {
-    // reported below
-  }
-  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash) {
-    throw new ConfigError(`PUBLIC_URL must be the http or https address browsers reach the service at, got "${raw}"`);
-  }
-  return raw.replace(/\/+$/, "");
-}
-
 /** All three AUTH_OIDC_* or none; the issuer https unless OUTBOUND_ALLOW_PRIVATE=true; PUBLIC_URL for the redirect URI. */
 function authOidc(env: NodeJS.ProcessEnv, allowPrivate: boolean, publicUrlValue: string | null): AuthOidcConfig | null {
   const issuer = optional(env, "AUTH_OIDC_ISSUER");
@@ -304,6 +318,7 @@ function authOidc(env: NodeJS.ProcessEnv, allowPrivate: boolean, publicUrlValue:
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const publicUrlValue = publicUrl(env);
   return {
     host: env.HOST || "0.0.0.0",
     port: port(env, "PORT", 8080),
@@ -321,6 +336,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: positiveInt(env, "SHUTDOWN_GRACE_MS", 10_000),
     decisionQuota: optional(env, "DECISION_QUOTA") === null ? null : positiveInt(env, "DECISION_QUOTA", 1),
     scoringPoolMinTreeWalks: positiveInt(env, "SCORING_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS),
+    scoringPoolThreads: optional(env, "SCORING_POOL_THREADS") === null ? null : positiveInt(env, "SCORING_POOL_THREADS", 1),
+    scoringPoolTimeoutMs: positiveInt(env, "SCORING_POOL_TIMEOUT_MS", DEFAULT_POOL_TIMEOUT_MS),
     workers: positiveInt(env, "WORKERS", 1),
     evidenceMaxAgeMs: env.EVIDENCE_MAX_AGE_MS === "0" ? 0 : positiveInt(env, "EVIDENCE_MAX_AGE_MS", 1000),
     schedulerEnabled: onOff(env, "SCHEDULER", true),
@@ -341,8 +358,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: optional(env, "METRICS_TOKEN"),
     eventStreamMaxLen: positiveInt(env, "EVENT_STREAM_MAXLEN", 10_000),
     eventRetentionDays: positiveInt(env, "EVENT_RETENTION_DAYS", 365),
-    publicUrl: publicUrl(env),
-    authOidc: authOidc(env, outbound(env).allowPrivate, publicUrl(env)),
-    ingestionStsEndpoint: httpUrl(env, "INGESTION_STS_ENDPOINT"),
+    authOidc: authOidc(env, outbound(env).allowPrivate, optional(env, "PUBLIC_URL") === null ? null : publicUrlValue),
+    ingestionStsEndpoint: optionalHttpUrl(env, "INGESTION_STS_ENDPOINT"),
+    publicUrl: publicUrlValue,
+    registrationEnabled: onOff(env, "REGISTRATION", true),
+    sessionCookieSecure: sessionCookieSecure(env, publicUrlValue),
   };
 }

@@ -22,6 +22,7 @@ import { IdentityStore } from "./identity/identity-store.js";
 import { IdentityService } from "./identity/identity-service.js";
 import { Authenticator } from "./identity/authenticator.js";
 import { CronAuthenticator } from "./identity/cron-authenticator.js";
+import { createSessionChecks, createSessions, type Sessions } from "./sessions/sessions.js";
 import { ApiKeyService, OAuthService } from "../gen/decisioning/v1/identity_pb.js";
 import { AuditService as AuditServiceDesc } from "../gen/decisioning/v1/audit_pb.js";
 import { CronService as CronServiceDesc } from "../gen/decisioning/v1/scheduling_pb.js";
@@ -48,12 +49,12 @@ import { createAlerts } from "./alerts/alerts.js";
 import { createScoringPool } from "./platform/scoring-pool.js";
 import { createModelRegistry } from "./models/model-registry.js";
 import { createPortability } from "./portability/portability.js";
+import { createReports } from "./reports/reports.js";
 import { createApprovals, type Approvals } from "./approvals/approvals.js";
 import { createScim } from "./scim/scim.js";
 import { createMcp } from "./mcp/mcp.js";
 import { createSso, type Sso } from "./sso/sso.js";
 import { createConsoleRoutes } from "./console/console-route.js";
-import { SessionIssuer } from "./sessions/session-issuer.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
@@ -184,6 +185,8 @@ export interface Services {
   rateLimits: RateLimitPolicy;
   /** Tenant SSO and identity-provider sign-in; `sso.passwordSignInPolicy` is the sessions' PasswordSignInPolicy. */
   sso: Sso;
+  /** Password sign-in, registration and the session cookie (docs/sessions.md). */
+  sessions: Sessions;
   registrations: ServiceRegistration[];
   /** Doors outside protobuf (src/transport/http-routes.ts): sign-in, SCIM, MCP, downloads. */
   httpRoutes: HttpRoute[];
@@ -206,11 +209,15 @@ export interface ServiceOptions {
   extraJobs?: (f: Foundation) => ScheduledJob[];
   /** Retry policy, claim lease and the onRun hook (metrics) of the scheduler. */
   scheduler?: Pick<SchedulerOptions, "retry" | "leaseMs" | "onRun">;
+  /** The clock of sessions, mailed-link lifetimes and credential caches: tests move it to cross a lifetime. */
+  now?: () => number;
 }
 
 export function createServices(f: Foundation, options: ServiceOptions = {}): Services {
   const identityStore = new IdentityStore(f.db);
-  const authenticator = new Authenticator(identityStore, f.secrets, f.config.internalApiKey, f.logger);
+  const now = options.now ?? Date.now;
+  const sessionChecks = createSessionChecks({ secrets: f.secrets, redis: f.redis, secureCookie: f.config.sessionCookieSecure, now });
+  const authenticator = new Authenticator(identityStore, f.secrets, f.config.internalApiKey, f.logger, now, sessionChecks);
   const rateLimits = new RateLimitPolicy(
     f.redis ? createRedisRateLimiter(f.redis) : createMemoryRateLimiter(),
     f.config.rateLimits,
@@ -251,7 +258,10 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     changed: (tenantId) => configChanged(tenantId),
   });
   const observability = createObservability({ db: f.db, redis: f.redis, logger: f.logger });
-  const pool = createScoringPool(f.logger);
+  const pool = createScoringPool(f.logger, {
+    threads: f.config.scoringPoolThreads ?? undefined,
+    timeoutMs: f.config.scoringPoolTimeoutMs,
+  });
   const counters = f.redis ? withEvidenceCache(createRedisCounters(f.redis), { maxAgeMs: f.config.evidenceMaxAgeMs }) : createMemoryCounters();
   const decisions = createDecisions({
     db: f.db,
@@ -262,7 +272,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     decisionConfig: catalog.decisionConfig,
     seedTenant: catalog.seedTenant,
     // Alert rules are built after the decisions; a reset reaches them only later.
-    otherWorkspaceData: [(t, tenantId) => alerts.wipeTenant(t, tenantId), (t, tenantId) => ingestion.wipeTenant(t, tenantId)],
+    otherWorkspaceData: [(t, tenantId) => alerts.wipeTenant(t, tenantId), (t, tenantId) => ingestion.wipeTenant(t, tenantId), (t, tenantId) => reports.wipeTenant(t, tenantId)],
     pool,
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,
@@ -306,6 +316,15 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     healthAlerts: observability.healthAlerts,
     providers: { existing: notifications.existingProviderIds },
   });
+  const reports = createReports({
+    db: f.db,
+    audit: auditLog,
+    experiments: { results: experiments.results },
+    narratives: explanations.reportNarratives,
+    dispatcher: notifications.dispatcher,
+    providers: { existing: notifications.existingProviderIds },
+    logger: f.logger,
+  });
   const ingestion = createIngestion({
     db: f.db,
     audit: auditLog,
@@ -334,7 +353,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     providerExists: async (tenantId, id) => (await notifications.existingProviderIds(tenantId, [id])).has(id),
     logger: f.logger,
   });
-  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...events.jobs, ...ingestion.jobs, ...(options.extraJobs?.(f) ?? [])];
+  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...events.jobs, ...ingestion.jobs, ...reports.jobs, ...(options.extraJobs?.(f) ?? [])];
   const redisAt = redisTarget(f.config);
   const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
@@ -378,13 +397,28 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     identity,
     audit: auditLog,
     cipher: f.settingsCipher,
-    // Secure unless PUBLIC_URL is plain http (docs/sso.md); the sessions' own switch replaces this when it lands.
-    sessions: new SessionIssuer(f.secrets, !f.config.publicUrl?.startsWith("http:")),
+    sessions: sessionChecks.issuer,
     rateLimits,
     outbound: f.config.outbound,
     authOidc: f.config.authOidc,
     publicUrl: f.config.publicUrl,
     logger: f.logger,
+  });
+  const sessions = createSessions({
+    db: f.db,
+    bus: f.bus,
+    logger: f.logger,
+    checks: sessionChecks,
+    authenticator,
+    identityStore,
+    dispatcher: notifications.dispatcher,
+    audit: auditLog,
+    initializeTenant: catalog.seedTenant,
+    rateLimits,
+    publicUrl: f.config.publicUrl,
+    registrationEnabled: f.config.registrationEnabled,
+    passwordSignInPolicy: sso.passwordSignInPolicy,
+    now,
   });
   const registrations: ServiceRegistration[] = [
     { service: ApiKeyService, impl: identity as never },
@@ -407,6 +441,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...alerts.services,
     ...sso.services,
     ...ingestion.services,
+    ...reports.services,
   ];
   const mcp = createMcp({ registrations, authenticator, rateLimits, preview: decisions.preview, logger: f.logger, bodyLimitBytes: f.config.defaultBodyLimitBytes });
   return {
@@ -426,8 +461,9 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     authenticator,
     rateLimits,
     sso,
+    sessions,
     registrations,
-    httpRoutes: [scim.route, mcp.route, ...sso.httpRoutes, ...createConsoleRoutes()],
+    httpRoutes: [...sessions.routes, scim.route, mcp.route, ...sso.httpRoutes, ...createConsoleRoutes()],
     jobs,
     scheduler,
     listen: async () => {
@@ -437,6 +473,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     },
     close: async () => {
       await events.settled();
+      await sessions.settled();
       await decisions.close();
       await pool.close();
       await observability.close();

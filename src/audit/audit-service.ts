@@ -185,10 +185,10 @@ function changeFeedPayload(row: AuditRow): JsonValue & Record<string, JsonValue>
 }
 
 /** A file download: the REST door adds Content-Disposition (rest.ts); other domains' exports use it too. */
-export function download(text: string, contentType: string, filename: string): HttpBody {
+export function download(content: string | Uint8Array, contentType: string, filename: string): HttpBody {
   return create(HttpBodySchema, {
     contentType,
-    data: new TextEncoder().encode(text),
+    data: typeof content === "string" ? new TextEncoder().encode(content) : content,
     extensions: [anyPack(DownloadDispositionSchema, create(DownloadDispositionSchema, { filename }))],
   });
 }

@@ -104,6 +104,7 @@ compiled: CompiledTenant,
 
 /** The core's decision for an input, scored in the worker pool when the task is expensive enough. */
 export async function scoreDecision(
+  tenantId: string,
   snapshot: DecisionSnapshot,
   input: DecisionInput,
   pool: ScoringPool | null,
@@ -115,8 +116,7 @@ export async function scoreDecision(
   const task = prepared.scoreTask;
   const scores =
     pool && (preferPool || chooseScoringPath(task, minTreeWalksForPool) === "pool")
-      ? // A worker that cannot score (crashed, failed to start) costs speed, not the decision.
-        await pool.run(task).catch(() => scoreCandidates(task))
+      ? await pool.score(tenantId, task)
       : scoreCandidates(task);
   return { decision: completeDecision(prepared, scores), task };
 }

@@ -44,7 +44,7 @@ export class DecisionPreview {
     const compiled = await this.deps.snapshots.get(ctx.tenantId);
     const { input, experiment } = await readDecisionInput(this.reads, ctx, req, compiled);
     input.explain = true;
-    const { decision } = await scoreDecision(compiled.snapshot, input, this.deps.pool, this.deps.minTreeWalksForPool);
+    const { decision } = await scoreDecision(ctx.tenantId, compiled.snapshot, input, this.deps.pool, this.deps.minTreeWalksForPool);
     return toRecommendResponse({
       recommendationId: "",
       interactionId: null,

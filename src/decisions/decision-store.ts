@@ -51,6 +51,13 @@ export interface TraceRow {
   created_at: Date;
 }
 
+/** One decision's rows as Recommend stores them. */
+export interface RecommendationWrite {
+  tenantId: string;
+  rec: Omit<RecommendationRow, "created_at">;
+  impressions: ImpressionRow[];
+}
+
 /** A trace row whose trace is already gzipped JSON, as the trace writer queues it. */
 export type SerializedTrace = Omit<TraceRow, "trace"> & { trace: Buffer };
 
@@ -128,6 +135,52 @@ export class DecisionStore {
       bind,
     );
     return row.created_at;
+  }
+
+  /**
+   * Several decisions' recommendations and impression rows in one statement (group commit,
+   * recommendation-writer.ts): columns as arrays through unnest, so one prepared statement serves
+   * every batch size, and one commit (one WAL flush) serves the whole batch. All or nothing, like
+   * `saveRecommendation`. Answers each recommendation's created_at, in the order given.
+   */
+  async saveRecommendations(batch: RecommendationWrite[]): Promise<Date[]> {
+    const rec: unknown[][] = Array.from({ length: 15 }, () => []);
+    const imp: unknown[][] = Array.from({ length: 9 }, () => []);
+    for (const { tenantId, rec: r, impressions } of batch) {
+      [tenantId, r.id, r.customer_id, r.flow_id, r.interaction_id, r.channel_id, r.multi_placement, JSON.stringify(r.offers),
+        JSON.stringify(r.context), JSON.stringify(r.scored_by), r.experiment_id, r.experiment_variant, r.qualified_count,
+        r.suppressed_count, r.degraded_scoring].forEach((v, i) => rec[i].push(v));
+      for (const i of impressions) {
+        [tenantId, r.id, i.id, i.rank, i.offer_id, i.creative_id, i.channel_id, i.placement_id, i.context_bucket].forEach((v, k) => imp[k].push(v));
+      }
+    }
+    const rows = await preparedRows<{ id: string; created_at: Date }>(
+      this.db,
+      "save-recommendations",
+      `WITH v AS (
+         SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::uuid[], $5::uuid[], $6::uuid[], $7::boolean[], $8::jsonb[],
+           $9::jsonb[], $10::jsonb[], $11::uuid[], $12::text[], $13::int[], $14::int[], $15::boolean[])
+           AS v(tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context, scored_by,
+             experiment_id, experiment_variant, qualified_count, suppressed_count, degraded_scoring)),
+       rec AS (
+         INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context, scored_by,
+           experiment_id, experiment_variant, qualified_count, suppressed_count, degraded_scoring)
+         SELECT tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context,
+           ARRAY(SELECT jsonb_array_elements_text(scored_by)), experiment_id, experiment_variant, qualified_count, suppressed_count, degraded_scoring
+         FROM v RETURNING tenant_id, id, customer_id, interaction_id, created_at),
+       imp AS (
+         INSERT INTO interactions (tenant_id, id, customer_id, recommendation_id, interaction_id, rank, offer_id, creative_id,
+           channel_id, placement_id, outcome, direction, context_bucket, created_at)
+         SELECT rec.tenant_id, i.id, rec.customer_id, rec.id, rec.interaction_id, i.rank, i.offer_id, i.creative_id, i.channel_id,
+           i.placement_id, 'impression', 'outbound', i.bucket, rec.created_at
+         FROM unnest($16::uuid[], $17::uuid[], $18::uuid[], $19::int[], $20::uuid[], $21::uuid[], $22::uuid[], $23::uuid[], $24::text[])
+           AS i(tenant_id, recommendation_id, id, rank, offer_id, creative_id, channel_id, placement_id, bucket)
+         JOIN rec ON rec.tenant_id = i.tenant_id AND rec.id = i.recommendation_id)
+       SELECT id, created_at FROM rec`,
+      [...rec, ...imp],
+    );
+    const createdAt = new Map(rows.map((r) => [r.id, r.created_at]));
+    return batch.map((w) => createdAt.get(w.rec.id)!);
   }
 
   async insertTraces(rows: SerializedTrace[]): Promise<void> {

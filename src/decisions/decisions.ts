@@ -17,6 +17,7 @@ import { CustomerHistory } from "./customer-history.js";
 import { decideBatch, type BatchCustomer } from "./batch-decisions.js";
 import { CustomerService } from "./customer-service.js";
 import { DecisionStore } from "./decision-store.js";
+import { RecommendationWriter } from "./recommendation-writer.js";
 import { OutcomeLearning } from "./outcome-learning.js";
 import { OutcomeReplay } from "./outcome-replay.js";
 import { OutcomeStore } from "./outcome-store.js";
@@ -91,7 +92,7 @@ export function createDecisions(o: DecisionsOptions) {
     snapshots,
     customers,
     counters: o.counters,
-    store,
+    recommendations: new RecommendationWriter(store),
     traces,
     pool: o.pool,
     minTreeWalksForPool: o.minTreeWalksForPool,

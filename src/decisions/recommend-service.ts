@@ -19,7 +19,7 @@ import type { Logger } from "../platform/logger.js";
 import { BucketAdmission } from "./bucket-admission.js";
 import { ExperimentArms, type ExperimentArm } from "./experiment-arms.js";
 import type { Counters } from "./counters.js";
-import type { DecisionStore } from "./decision-store.js";
+import type { RecommendationWriter } from "./recommendation-writer.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 import type { TraceWriter } from "./trace-writer.js";
 import { storedFlowId, toRecommendResponse, toTraceRow } from "./decision-mapper.js";
@@ -28,9 +28,12 @@ import { traceRecord } from "./trace-record.js";
 import { decisionFunnel } from "./decision-metrics.js";
 
 
-/** Where scoring runs when a task is expensive enough (workers/scoring-worker.ts through Piscina). */
+/**
+ * Where scoring runs when a task is expensive enough (workers/scoring-worker.ts through Piscina).
+ * It scores inline itself when no worker answers in time: it never fails a decision.
+ */
 export interface ScoringPool {
-  run(task: ScoreTask): Promise<CandidateScore[]>;
+  score(tenantId: string, task: ScoreTask): Promise<CandidateScore[]>;
 }
 
 /** Told about every decision made and stored (the metrics); must not block or throw. */
@@ -43,7 +46,8 @@ export interface RecommendDeps {
   customers: Pick<CustomerCache, "known">;
   /** Everything but the wipe, which is the workspace reset's. */
   counters: Omit<Counters, "wipe">;
-  store: DecisionStore;
+  /** Stores each decision's rows before it is answered (group commit). */
+  recommendations: Pick<RecommendationWriter, "save">;
   traces: TraceWriter;
   pool: ScoringPool | null;
   /** Tree walks (trees × candidates) from which a task goes to the pool. */
@@ -88,7 +92,7 @@ export class RecommendService {
     const sampled = settings.decision_trace_enabled && (this.deps.random ?? Math.random)() < settings.decision_trace_sample_rate;
     input.explain = req.explain;
 
-    const { decision, task } = await scoreDecision(snapshot, input, this.deps.pool, this.deps.minTreeWalksForPool, options.preferPool);
+    const { decision, task } = await scoreDecision(ctx.tenantId, snapshot, input, this.deps.pool, this.deps.minTreeWalksForPool, options.preferPool);
     const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context }, task.bucketsOverCap);
     const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket, scoredModelIds(task), experiment);
     this.deps.observer?.decided(offers.length, decision.degradedScoring);
@@ -144,9 +148,9 @@ export class RecommendService {
       }
       const singleSlot = (input.placements ?? []).length <= 1;
       const interactionId = singleSlot && offers.length ? newId() : null;
-      const createdAt = await this.deps.store.saveRecommendation(
-        ctx.tenantId,
-        {
+      const createdAt = await this.deps.recommendations.save({
+        tenantId: ctx.tenantId,
+        rec: {
           id: input.seed,
           customer_id: input.customerId,
           flow_id: storedFlowId(decision.flowId) ?? null,
@@ -169,7 +173,7 @@ export class RecommendService {
           ...decisionFunnel(decision, refusals),
         },
         // Multi-placement responses write no interaction rows (spec 4.4): Respond then needs creativeId.
-        singleSlot
+        impressions: singleSlot
           ? offers.map((o) => ({
               id: newId(),
               rank: o.rank,
@@ -180,7 +184,7 @@ export class RecommendService {
               context_bucket: bucket,
             }))
           : [],
-      );
+      });
       return { offers, refusals, interactionId, createdAt };
     } catch (err) {
       await this.giveBack(ctx, held, counted);

@@ -1,8 +1,13 @@
 import type { Sequelize } from "sequelize";
-import { ExperimentService as ExperimentServiceDesc } from "../../gen/decisioning/v1/experiments_pb.js";
+import {
+  ExperimentService as ExperimentServiceDesc,
+  type ExperimentResults,
+  type GetExperimentResultsRequest,
+} from "../../gen/decisioning/v1/experiments_pb.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import type { ExperimentSplit } from "../core/index.js";
 import type { ModelPromoter } from "../models/model-promotion.js";
+import type { TenantContext } from "../platform/context.js";
 import type { Logger } from "../platform/logger.js";
 import type { ServiceRegistration } from "../platform/service-registration.js";
 import type { ScheduledJob } from "../scheduling/scheduled-job.js";
@@ -27,6 +32,8 @@ export interface Experiments {
   jobs: ScheduledJob[];
   /** Evaluates auto-promotion now, across tenants: the job's body, callable on demand. */
   autoPromotion: AutoPromotion;
+  /** The results of spec 4.12 (`GET /experiments/{id}/results`), for the reports' experiment_results source. */
+  results(ctx: TenantContext, req: GetExperimentResultsRequest): Promise<ExperimentResults>;
   /** The read model Recommend's snapshot loads: active experiments, oldest first. */
   activeExperiments(tenantId: string): Promise<ExperimentSplit[]>;
 }
@@ -52,6 +59,7 @@ export function createExperiments(o: ExperimentsOptions): Experiments {
     ],
     jobs: [autoPromotionJob(autoPromotion)],
     autoPromotion,
+    results: (ctx, req) => service.getExperimentResults(ctx, req),
     activeExperiments: async (tenantId) => (await store.active(tenantId)).map(toSplit),
   };
 }

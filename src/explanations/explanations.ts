@@ -9,6 +9,7 @@ import { ExplanationAccess, type ExplanationSources } from "./explanation-access
 import { ExplanationAudit } from "./explanation-audit.js";
 import { createLlmWriter } from "./llm-writer.js";
 import { NarrativeService } from "./narrative-service.js";
+import { createReportNarrativeWriter, type ReportNarrativeWriter } from "./report-narrative-writer.js";
 import { NarrativeStore } from "./narrative-store.js";
 import { ShapService, type ShapPool } from "./shap-service.js";
 
@@ -25,7 +26,13 @@ export interface ExplanationsOptions {
 }
 
 /** Decision explanations (spec 4.11): SHAP values and narratives, built once at start-up. */
-export function createExplanations(o: ExplanationsOptions): { services: ServiceRegistration[] } {
+export interface Explanations {
+  services: ServiceRegistration[];
+  /** The same writers for reports: their narratives from section data and the template's prompt. */
+  reportNarratives: ReportNarrativeWriter;
+}
+
+export function createExplanations(o: ExplanationsOptions): Explanations {
   const access = new ExplanationAccess(o.sources);
   const audit = new ExplanationAudit(o.db, o.audit);
   const shap = new ShapService(access, audit, o.pool);
@@ -47,5 +54,6 @@ export function createExplanations(o: ExplanationsOptions): { services: ServiceR
         },
       },
     ],
+    reportNarratives: createReportNarrativeWriter(o.llm, o.logger),
   };
 }

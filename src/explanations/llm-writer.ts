@@ -28,35 +28,38 @@ export function createLlmWriter(config: LlmConfig): NarrativeWriter {
       model: config.model,
       label: `Written by the language model ${config.model} from the recorded decision trace's facts only`,
     },
-    async write(facts: NarrativeFacts, mode: NarrativeMode): Promise<string> {
-      const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
-      if (config.apiKey) headers.authorization = `Bearer ${config.apiKey}`;
-      let res: Response;
-      try {
-        res = await fetch(`${config.baseUrl}/chat/completions`, {
-          method: "POST",
-          headers,
-          body: JSON.stringify({
-            model: config.model,
-            temperature: 0,
-            messages: [
-              { role: "system", content: `${RULES}\n${AUDIENCE_BRIEFS[mode]}` },
-              { role: "user", content: JSON.stringify(facts) },
-            ],
-          }),
-          signal: AbortSignal.timeout(LLM_TIMEOUT_MS),
-        });
-      } catch (err) {
-        throw new LlmWriterError((err as Error).name === "TimeoutError" ? "the LLM endpoint did not answer in time" : "the LLM endpoint could not be reached");
-      }
-      if (!res.ok) {
-        await res.body?.cancel();
-        throw new LlmWriterError(`the LLM endpoint answered HTTP ${res.status}`);
-      }
-      const body = (await res.json().catch(() => null)) as { choices?: Array<{ message?: { content?: unknown } }> } | null;
-      const content = body?.choices?.[0]?.message?.content;
-      if (typeof content !== "string" || content.trim() === "") throw new LlmWriterError("the LLM endpoint answered without a message");
-      return content.trim().slice(0, MAX_NARRATIVE_CHARS);
-    },
+    write: (facts: NarrativeFacts, mode: NarrativeMode) =>
+      chatCompletion(config, [
+        { role: "system", content: `${RULES}\n${AUDIENCE_BRIEFS[mode]}` },
+        { role: "user", content: JSON.stringify(facts) },
+      ]),
   };
+}
+
+/**
+ * One chat completion at temperature 0: the text of the first choice, trimmed and bounded. Shared
+ * by the decision narratives and the report narratives (report-narrative-writer.ts).
+ */
+export async function chatCompletion(config: LlmConfig, messages: Array<{ role: "system" | "user"; content: string }>): Promise<string> {
+  const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
+  if (config.apiKey) headers.authorization = `Bearer ${config.apiKey}`;
+  let res: Response;
+  try {
+    res = await fetch(`${config.baseUrl}/chat/completions`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ model: config.model, temperature: 0, messages }),
+      signal: AbortSignal.timeout(LLM_TIMEOUT_MS),
+    });
+  } catch (err) {
+    throw new LlmWriterError((err as Error).name === "TimeoutError" ? "the LLM endpoint did not answer in time" : "the LLM endpoint could not be reached");
+  }
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new LlmWriterError(`the LLM endpoint answered HTTP ${res.status}`);
+  }
+  const body = (await res.json().catch(() => null)) as { choices?: Array<{ message?: { content?: unknown } }> } | null;
+  const content = body?.choices?.[0]?.message?.content;
+  if (typeof content !== "string" || content.trim() === "") throw new LlmWriterError("the LLM endpoint answered without a message");
+  return content.trim().slice(0, MAX_NARRATIVE_CHARS);
 }

@@ -11,6 +11,8 @@ import type { ResolvedPolicy } from "../platform/method-policy.js";
 import type { ApiKeyRow, IdentityStore, OAuthClientRow, UserRow } from "./identity-store.js";
 import { IDENTITY_CHANNEL, hashApiKey, roleForOAuthScopes } from "./identity-service.js";
 import { TokenSigner } from "./token-signer.js";
+import { SESSION_LIFETIME_SECONDS, sessionTokenOf, type SessionIssuer } from "../sessions/session-issuer.js";
+import type { SessionRevocations } from "../sessions/session-revocations.js";
 
 /** Spec 5.4: liveness data may be at most 30 seconds old. */
 export const LIVENESS_CACHE_MS = 30_000;
@@ -22,6 +24,14 @@ export interface Authenticated {
   actorName: string;
   role: RoleName;
   principal: Principal;
+  /** A renewed session cookie (a Set-Cookie value) that the door sends back with its answer. */
+  setCookie?: string;
+}
+
+/** What checks a session cookie: its signature and expiry, and whether it was signed out. */
+export interface SessionChecks {
+  issuer: SessionIssuer;
+  revocations: SessionRevocations;
 }
 
 /**
@@ -44,6 +54,8 @@ export class Authenticator {
     private readonly logger: Logger,
     /** The clock of the caches and expiry checks; tests pass their own to cross the 30 seconds. */
     private readonly now: () => number = Date.now,
+    /** Null: session cookies are not accepted (tests of other credentials build it so). */
+    private readonly sessions: SessionChecks | null = null,
   ) {
     this.signer = new TokenSigner(secrets);
     this.keys = new TtlCache(LIVENESS_CACHE_MS, undefined, now);
@@ -74,7 +86,41 @@ export class Authenticator {
       }
       return this.fromAccessToken(match[1]);
     }
-    throw unauthenticated("Missing credentials: send X-API-Key or Authorization: Bearer <token>", "MISSING_CREDENTIALS");
+    const session = this.sessions ? sessionTokenOf(call.header("cookie")) : null;
+    if (session) return this.fromSession(session);
+    throw unauthenticated("Missing credentials: send X-API-Key, Authorization: Bearer <token>, or sign in", "MISSING_CREDENTIALS");
+  }
+
+  /**
+   * Spec 5.1 and 5.4: a valid, unexpired token that was not signed out, of a live user whose
+   * tokenVersion it still carries. In the second half of its life it is renewed (same sid).
+   */
+  private async fromSession(token: string): Promise<Authenticated> {
+    const { issuer, revocations } = this.sessions!;
+    const claims = await issuer.verify(token);
+    if (!claims) throw unauthenticated("Unauthorized: the session is invalid or has expired; sign in again", "SESSION_INVALID");
+    if (await this.live(() => revocations.isRevoked(claims.tenantId, claims.sid))) {
+      throw unauthenticated("Unauthorized: this session was signed out; sign in again", "SESSION_ENDED");
+    }
+    const user = await this.liveUser(claims.tenantId, claims.userId);
+    if (user.token_version !== claims.tokenVersion) {
+      throw unauthenticated("Unauthorized: the user's role, status or password changed; sign in again", "SESSION_ENDED");
+    }
+    let expiresAt = claims.expiresAt;
+    let setCookie: string | undefined;
+    if (expiresAt.getTime() - this.now() < (SESSION_LIFETIME_SECONDS * 1000) / 2) {
+      const renewed = await issuer.issue({ tenantId: user.tenant_id, userId: user.id, role: user.role, tokenVersion: user.token_version }, claims.sid);
+      expiresAt = renewed.expiresAt;
+      setCookie = renewed.setCookie;
+    }
+    return {
+      tenantId: user.tenant_id,
+      userId: user.id,
+      actorName: user.name,
+      role: user.role,
+      principal: { kind: "session", sid: claims.sid, userId: user.id, expiresAt },
+      setCookie,
+    };
   }
 
   /**
@@ -139,7 +185,7 @@ export class Authenticator {
 
   private async liveUser(tenantId: string, userId: string): Promise<UserRow> {
     const user = await this.live(() => this.users.get(`${tenantId}:${userId}`, () => this.store.findUser(tenantId, userId)));
-    if (!user || user.disabled) throw unauthenticated("Unauthorized: the user behind this credential is disabled or removed", "USER_INACTIVE");
+    if (!user || user.disabled || user.deleted_at) throw unauthenticated("Unauthorized: the user behind this credential is disabled or removed", "USER_INACTIVE");
     return user;
   }
 

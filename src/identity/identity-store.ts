@@ -19,6 +19,8 @@ export interface UserRow {
   role: RoleName;
   token_version: number;
   disabled: boolean;
+  /** Set when a directory removed the user (SCIM DELETE): no credential of theirs works any more. */
+  deleted_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }

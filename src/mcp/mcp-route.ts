@@ -2,11 +2,12 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import type { RecommendRequest, RecommendResponse } from "../../gen/decisioning/v1/decisions_pb.js";
 import { authorize, type Authenticator } from "../identity/authenticator.js";
 import type { TenantContext } from "../platform/context.js";
-import { AppError, forbidden } from "../platform/errors.js";
+import { AppError } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
 import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
 import { rateLimitHeaders, toAppError } from "../transport/error-mapping.js";
-import { csrfSafe, requestIdOf } from "../transport/gateway.js";
+import { requestIdOf } from "../transport/gateway.js";
+import { csrfRefusal } from "../transport/csrf-guard.js";
 import { httpCallInfo, readBody, sendError } from "../transport/http-io.js";
 import type { HttpRoute } from "../transport/http-routes.js";
 import { parseJsonBody } from "../transport/message-codec.js";
@@ -43,9 +44,8 @@ export function createMcpRoute(o: McpRouteOptions): HttpRoute {
           res.setHeader("allow", "POST");
           throw new AppError({ code: "FAILED_PRECONDITION", reason: "METHOD_NOT_ALLOWED", message: "The MCP endpoint is stateless: only POST is served (no SSE stream, no session to delete)" });
         }
-        if (!csrfSafe({ method: "POST", contentType: req.headers["content-type"] }, call)) {
-          throw forbidden("State-changing API-key requests must send Content-Type: application/json or an X-Requested-With header", "CSRF_GUARD");
-        }
+        const csrf = csrfRefusal("POST", req.headers["content-type"], call, true);
+        if (csrf) throw csrf;
         const auth = await o.authenticator.authenticate(call);
         authorize(auth, { plane: "control", minRole: "viewer" });
         // One hit of the tenant's default window per request (spec 8: all API requests).

@@ -20,6 +20,8 @@ import * as m0018 from "./0018-approvals.js";
 import * as m0019 from "./0019-content.js";
 import * as m0020 from "./0020-user-accounts.js";
 import * as m0021 from "./0021-customer-data-upkeep.js";
+import * as m0023 from "./0023-reports.js";
+import * as m0024 from "./0024-auth-tokens.js";
 import * as m0025 from "./0025-sso.js";
 import * as m0026 from "./0026-directory-users.js";
 import * as m0027 from "./0027-ingestion.js";
@@ -47,6 +49,8 @@ export const migrations: Migration[] = [
   { name: "0019-content", up: m0019.up },
   { name: "0020-user-accounts", up: m0020.up },
   { name: "0021-customer-data-upkeep", up: m0021.up },
+  { name: "0023-reports", up: m0023.up },
+  { name: "0024-auth-tokens", up: m0024.up },
   { name: "0025-sso", up: m0025.up },
   { name: "0026-directory-users", up: m0026.up },
   { name: "0027-ingestion", up: m0027.up },

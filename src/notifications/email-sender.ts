@@ -64,6 +64,7 @@ export async function sendEmail(smtp: SmtpSettings, to: string[], message: Outbo
       subject: message.subject,
       text: message.text,
       messageId: `<${deliveryId}@${domain}>`,
+      attachments: message.attachments?.map((a) => ({ filename: a.fileName, contentType: a.contentType, content: Buffer.from(a.content) })),
       headers: { "X-Notification-Kind": message.kind },
     });
     transport.close();

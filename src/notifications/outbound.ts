@@ -20,6 +20,14 @@ export interface OutboundMessage {
   text: string;
   /** The JSON body of webhook deliveries (and of SMS/push providers that take JSON). */
   payload: Record<string, unknown>;
+  /** Files attached to e-mail deliveries (reports' artifacts); other channels carry what `payload` says of them. */
+  attachments?: readonly OutboundAttachment[];
+}
+
+export interface OutboundAttachment {
+  fileName: string;
+  contentType: string;
+  content: Uint8Array;
 }
 
 export interface DeliveryResult {

@@ -5,7 +5,7 @@ import type { DbPoolState } from "../platform/db.js";
 
 /** What the gauges read at scrape time: nothing on the request path pays for them. */
 export interface MetricsSources {
-  scoringPool?: { queueSize(): number; threads(): number };
+  scoringPool?: { queueSize(): number; threads(): number; fallbacks(): number };
   traces?: { readonly queueLength: number; readonly droppedCount: number };
   dbPool?: () => DbPoolState | null;
 }
@@ -113,6 +113,15 @@ export class Metrics implements RequestObserver {
       collect() {
         this.reset();
         this.inc(sources().traces?.droppedCount ?? 0);
+      },
+    });
+    new Counter({
+      name: "decisioning_scoring_pool_fallbacks_total",
+      help: "Pooled scoring tasks scored inline because a worker failed or did not answer in time",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(sources().scoringPool?.fallbacks() ?? 0);
       },
     });
     const pool = () => sources().dbPool?.() ?? undefined;

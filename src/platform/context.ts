@@ -14,6 +14,8 @@ export function isRole(value: string): value is RoleName {
 export type Principal =
   | { kind: "api_key"; keyId: string; userId: string; scopes: string[] }
   | { kind: "oauth_client"; clientId: string; scopes: string[] }
+  /** A person's browser session (spec 5.1): first-party, so it reaches both planes with the user's role. */
+  | { kind: "session"; sid: string; userId: string; expiresAt: Date }
   | { kind: "internal" }
   /** Public methods (the token endpoint): credentials travel in the body. */
   | { kind: "anonymous" }

@@ -20,7 +20,7 @@ function unprocessable(reason: "INVALID_CRON_EXPRESSION" | "INVALID_TIMEZONE", f
 }
 
 /** An IANA zone name such as `Europe/Berlin` or `UTC`; offsets like `+05:00` are not zones. */
-function isIanaTimeZone(name: string): boolean {
+export function isIanaTimeZone(name: string): boolean {
   if (!name || /^[+-]/.test(name)) return false;
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: name });
@@ -40,7 +40,11 @@ function cronOf(expression: string, timezone: string): Cron {
  * names the field, `<field>.cron` or `<field>.timezone`. An expression that can never fire
  * (`0 0 30 2 *`) is invalid too. An interval must be a whole number of milliseconds, at least one second.
  */
-export function validateSchedule(schedule: JobSchedule, field = "schedule"): void {
+export function validateSchedule(
+  schedule: JobSchedule,
+  field = "schedule",
+  names: { cron: string; timezone: string } = { cron: `${field}.cron`, timezone: `${field}.timezone` },
+): void {
   if ("everyMs" in schedule) {
     if (!Number.isInteger(schedule.everyMs) || schedule.everyMs < 1000) {
       throw invalidField(`${field}.everyMs`, "must be a whole number of milliseconds, at least 1000");
@@ -50,13 +54,13 @@ export function validateSchedule(schedule: JobSchedule, field = "schedule"): voi
   try {
     cronOf(schedule.cron, "UTC");
   } catch (err) {
-    throw unprocessable("INVALID_CRON_EXPRESSION", `${field}.cron`, `invalid cron expression "${schedule.cron}": ${(err as Error).message.replace(/^CronPattern: /, "")}`);
+    throw unprocessable("INVALID_CRON_EXPRESSION", names.cron, `invalid cron expression "${schedule.cron}": ${(err as Error).message.replace(/^CronPattern: /, "")}`);
   }
   if (!isIanaTimeZone(schedule.timezone)) {
-    throw unprocessable("INVALID_TIMEZONE", `${field}.timezone`, `unknown IANA time zone "${schedule.timezone}"`);
+    throw unprocessable("INVALID_TIMEZONE", names.timezone, `unknown IANA time zone "${schedule.timezone}"`);
   }
   if (cronOf(schedule.cron, schedule.timezone).nextRun() === null) {
-    throw unprocessable("INVALID_CRON_EXPRESSION", `${field}.cron`, `cron expression "${schedule.cron}" never fires`);
+    throw unprocessable("INVALID_CRON_EXPRESSION", names.cron, `cron expression "${schedule.cron}" never fires`);
   }
 }
 

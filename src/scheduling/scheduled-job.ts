@@ -16,6 +16,20 @@ export interface ScheduledJob {
   schedule: JobSchedule;
   /** The cron route that also runs this job on demand, if any. */
   route?: CronRoute;
-  /** Runs the slot that started at `slot`. Must be idempotent per slot: a retry runs it again. */
-  run(slot: Date): Promise<void>;
+  /**
+   * Runs the slot that started at `slot`. Must be idempotent per slot: a retry runs it again.
+   * `claims` runs work of the job's own that has slots of its own (a report schedule's) once
+   * across processes, through the same claim as the job's slots. The scheduler always passes it;
+   * a test that calls a job's handler directly may leave it out.
+   */
+  run(slot: Date, claims?: SlotClaims): Promise<void>;
+}
+
+/**
+ * Dynamic slots inside a job (docs/operations.md, "Dynamic slots"): `name` is a stable key such as
+ * `reports.schedule:<id>`; `run` happens at most once per (name, slot) whichever process asks,
+ * retried under the job's retry policy when it throws. Resolves with the attempt's outcome.
+ */
+export interface SlotClaims {
+  runOnce(name: string, slot: Date, run: () => Promise<void>): Promise<"succeeded" | "failed" | "skipped">;
 }

@@ -1,5 +1,5 @@
 import type { Logger } from "../platform/logger.js";
-import type { ScheduledJob } from "./scheduled-job.js";
+import type { ScheduledJob, SlotClaims } from "./scheduled-job.js";
 import type { ScheduledRunStore } from "./scheduled-run-store.js";
 import type { RetryPolicy } from "./retry-policy.js";
 
@@ -41,7 +41,11 @@ export class SlotRunner {
     return this.options.retry;
   }
 
-  async attempt(job: ScheduledJob, slot: Date, trigger: RunTrigger): Promise<RunOutcome> {
+  /**
+   * `reportAs` names the attempt for the onRun hook: a dynamic slot reports under its job's name,
+   * so that metrics keep one series per job however many schedules a domain holds.
+   */
+  async attempt(job: ScheduledJob, slot: Date, trigger: RunTrigger, reportAs = job.name): Promise<RunOutcome> {
     const { store, logger, retry, leaseMs } = this.options;
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
@@ -51,7 +55,7 @@ export class SlotRunner {
       const { status, attempts } = claim.current;
       const reason: SkipReason = status === "running" ? "already_running" : status === "succeeded" ? "already_succeeded" : "attempts_exhausted";
       logger.debug({ ...log, reason }, "scheduled slot skipped");
-      return this.report(job, slot, { status: "skipped", reason, attempts, durationMs: elapsed() });
+      return this.report(reportAs, slot, { status: "skipped", reason, attempts, durationMs: elapsed() });
     }
     const attempt = claim.attempt;
     const renew = setInterval(() => {
@@ -61,7 +65,7 @@ export class SlotRunner {
       );
     }, Math.max(1, Math.floor(leaseMs / 3)));
     try {
-      await job.run(slot);
+      await job.run(slot, this.claims(job, trigger));
     } catch (err) {
       const error = (err instanceof Error ? err.message : String(err)).slice(0, MAX_ERROR_CHARS);
       const retryable = attempt < retry.attempts;
@@ -70,21 +74,29 @@ export class SlotRunner {
         { ...log, attempt, maxAttempts: retry.attempts, err },
         retryable ? "scheduled job failed; the slot has attempts left" : "scheduled job failed; no attempts left",
       );
-      return this.report(job, slot, { status: "failed", attempt, error, retryable, durationMs: elapsed() });
+      return this.report(reportAs, slot, { status: "failed", attempt, error, retryable, durationMs: elapsed() });
     } finally {
       clearInterval(renew);
     }
     await store.finishAcrossTenants(job.name, slot, attempt, "succeeded", null);
     logger.info({ ...log, attempt, durationMs: elapsed() }, "scheduled job ran");
-    return this.report(job, slot, { status: "succeeded", attempt, durationMs: elapsed() });
+    return this.report(reportAs, slot, { status: "succeeded", attempt, durationMs: elapsed() });
+  }
+
+  /** A job's dynamic slots: each claimed in `scheduled_runs` under its own name, like a job's. */
+  private claims(parent: ScheduledJob, trigger: RunTrigger): SlotClaims {
+    return {
+      runOnce: async (name, slot, run) =>
+        (await this.attempt({ name, schedule: parent.schedule, run: () => run() }, slot, trigger, parent.name)).status,
+    };
   }
 
   /** A failing hook (metrics) must not fail the job or its bookkeeping. */
-  private report(job: ScheduledJob, slot: Date, outcome: RunOutcome): RunOutcome {
+  private report(jobName: string, slot: Date, outcome: RunOutcome): RunOutcome {
     try {
-      this.options.onRun?.(job.name, slot, outcome.status, outcome.durationMs);
+      this.options.onRun?.(jobName, slot, outcome.status, outcome.durationMs);
     } catch (err) {
-      this.options.logger.warn({ job: job.name, err }, "scheduler onRun hook failed");
+      this.options.logger.warn({ job: jobName, err }, "scheduler onRun hook failed");
     }
     return outcome;
   }

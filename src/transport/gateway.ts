@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { DescMethod, Message } from "@bufbuild/protobuf";
 import type { CallInfo, TenantContext } from "../platform/context.js";
 import type { Handler, ServiceRegistration } from "../platform/service-registration.js";
-import { AppError, forbidden } from "../platform/errors.js";
+import { AppError } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
 import { methodPolicy, type ResolvedPolicy } from "../platform/method-policy.js";
 import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
@@ -10,6 +10,7 @@ import type { RateLimitDecision } from "../platform/rate-limiter.js";
 import { authorize, type Authenticator } from "../identity/authenticator.js";
 import type { CronAuthenticator } from "../identity/cron-authenticator.js";
 import { screenRequest } from "./request-screen.js";
+import { csrfRefusal } from "./csrf-guard.js";
 import type { Door, RequestObserver } from "../platform/request-observer.js";
 import { statusOfFailure } from "./error-mapping.js";
 
@@ -36,25 +37,8 @@ export interface InvocationResult {
   response: Message;
   requestId: string;
   rateLimit: RateLimitDecision | null;
-}
-
-const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
-
-/**
- * Spec 5.1 rule 3: a state-changing API-key request over HTTP must carry a content type a browser
- * form cannot send cross-site, or X-Requested-With. Native gRPC is exempt (it never reaches here with http).
- */
-export function csrfSafe(http: HttpFacts, call: CallInfo): boolean {
-  if (!STATE_CHANGING.has(http.method) || !call.header("x-api-key")) return true;
-  if (call.header("x-requested-with")) return true;
-  const type = (http.contentType ?? "").split(";")[0].trim().toLowerCase();
-  return (
-    type === "application/json" ||
-    type.endsWith("+json") ||
-    type === "application/proto" ||
-    type === "application/connect+proto" ||
-    type.startsWith("application/grpc")
-  );
+  /** A renewed session cookie to send with the answer (HTTP doors only). */
+  setCookie: string | null;
 }
 
 /**
@@ -120,21 +104,19 @@ export class Gateway {
     if (!handler) throw new AppError({ code: "UNIMPLEMENTED", reason: "UNIMPLEMENTED", message: `${method.name} is not served` });
     const policy = this.policy(method);
     const requestId = inv.requestId;
-    if (inv.http && !csrfSafe(inv.http, inv.call)) {
-      throw forbidden(
-        "State-changing API-key requests must send Content-Type: application/json or an X-Requested-With header",
-        "CSRF_GUARD",
-      );
-    }
+    const csrf = inv.http && csrfRefusal(inv.http.method, inv.http.contentType, inv.call, policy.plane !== "public" && policy.plane !== "cron");
+    if (csrf) throw csrf;
     let ctx: TenantContext;
+    let setCookie: string | null = null;
     if (policy.plane === "public") {
       ctx = { tenantId: "", userId: null, actorName: "anonymous", role: "viewer", principal: { kind: "anonymous" }, requestId };
     } else if (policy.plane === "cron") {
       ctx = { ...this.cronAuthenticator.authenticate(inv.call), requestId };
     } else {
-      const auth = await this.authenticator.authenticate(inv.call);
+      const { setCookie: renewed, ...auth } = await this.authenticator.authenticate(inv.call);
       authorize(auth, policy);
       ctx = { ...auth, requestId };
+      setCookie = renewed ?? null;
     }
     caller.tenantId = ctx.tenantId;
     const request = await decode();
@@ -147,7 +129,7 @@ export class Gateway {
       source: inv.call.remoteAddress,
     };
     const { result: response, rateLimit } = await this.rateLimits.limit(policy.rateLimit, subject, () => handler(ctx, request, inv.call), hitCost(policy, request));
-    return { response, requestId, rateLimit };
+    return { response, requestId, rateLimit, setCookie };
   }
 }
 

@@ -267,6 +267,7 @@ export class RestTranscoder {
       });
       for (const [name, value] of Object.entries(rateLimitHeaders(result.rateLimit))) res.setHeader(name, value);
       res.setHeader("x-request-id", requestId);
+      if (result.setCookie) res.setHeader("set-cookie", result.setCookie);
       if (route.method.output.typeName === HttpBodySchema.typeName) {
         const body = result.response as HttpBody;
         const headers: Record<string, string> = { "content-type": body.contentType || "application/octet-stream" };

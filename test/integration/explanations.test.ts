@@ -234,7 +234,7 @@ describe("POST /api/v1/decisions/{id}/shap", () => {
       models: { big: { id: "big", key: "big", type: "gradient_boosted", trees: stumps, featureMap: { age: "customer.age" } } },
     };
     assert.equal(chooseScoringPath(task, SHAP_POOL_MIN_TREE_WALKS), "pool");
-    const pool = createScoringPool(createLogger("silent"), 1);
+    const pool = createScoringPool(createLogger("silent"), { threads: 1 });
     try {
       const viaPool = await pool.explainShap(task);
       assert.deepEqual(viaPool, explainScoreTask(task));

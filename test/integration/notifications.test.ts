@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import pg from "pg";
 import { startTestService, type TestService } from "../support/service.js";
 import { rest } from "../support/clients.js";
-import { startHttpReceiver, startSmtpServer } from "../support/outbound-receivers.js";
+import { putPlatformEmailSettings, startHttpReceiver, startSmtpServer } from "../support/outbound-receivers.js";
 import type { OutboundConfig } from "../../src/config.js";
 import { OutboundDispatcher } from "../../src/notifications/dispatcher.js";
 import { DeliveryStore } from "../../src/notifications/delivery-store.js";
@@ -216,19 +216,7 @@ describe("notification providers and the outbound dispatcher", () => {
 
         // Legacy {type: email, target}: the platform's e-mail settings, set by the platform owner.
         const owner = await svc.identity.createTenant("platform", { platformOwner: true });
-        const put = await rest(svc.baseUrl, "PUT", "/api/v1/platform-settings", {
-          key: owner.apiKey,
-          body: {
-            category: "email",
-            settings: [
-              { key: "smtp_host", value: "127.0.0.1" },
-              { key: "smtp_port", value: String(smtp.port) },
-              { key: "smtp_user", value: "mailer" },
-              { key: "smtp_password", value: "smtp-secret-pass", encrypted: true },
-              { key: "from_email", value: "platform@acme.example" },
-            ],
-          },
-        });
+        const put = await putPlatformEmailSettings(svc.baseUrl, owner.apiKey, smtp.port, "platform@acme.example");
         assert.equal(put.status, 200, JSON.stringify(put.body));
         const [legacy] = await dispatcher().dispatch(tenant.tenantId, [{ type: "email", target: "oncall@acme.example" }], message({ subject: "legacy" }));
         assert.equal(legacy.accepted, true, legacy.error);

@@ -4,6 +4,7 @@ import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { SMTPServer } from "smtp-server";
 import { simpleParser, type ParsedMail } from "mailparser";
+import { rest, type RestResponse } from "./clients.js";
 
 export interface Received {
   path: string;
@@ -89,4 +90,24 @@ export async function startSmtpServer(user: string, password: string): Promise<{
     mails,
     close: () => new Promise((r) => server.close(() => r())),
   };
+}
+
+/**
+ * Points the platform e-mail settings (spec 2.13) at a sink from startSmtpServer("mailer",
+ * "smtp-secret-pass"), as the platform owner's admin would; `from` becomes from_email.
+ */
+export async function putPlatformEmailSettings(baseUrl: string, ownerApiKey: string, smtpPort: number, from: string): Promise<RestResponse> {
+  return rest(baseUrl, "PUT", "/api/v1/platform-settings", {
+    key: ownerApiKey,
+    body: {
+      category: "email",
+      settings: [
+        { key: "smtp_host", value: "127.0.0.1" },
+        { key: "smtp_port", value: String(smtpPort) },
+        { key: "smtp_user", value: "mailer" },
+        { key: "smtp_password", value: "smtp-secret-pass", encrypted: true },
+        { key: "from_email", value: from },
+      ],
+    },
+  });
 }

@@ -9,6 +9,7 @@ export * from "./impact.js";
 export * from "./link.js";
 export * from "./logistic-regression.js";
 export * from "./models.js";
+export * from "./pooled-task.js";
 export * from "./score-candidates.js";
 export * from "./scorer.js";
 export * from "./scoring-path.js";

@@ -1,7 +1,7 @@
 /**
- * Where a scoring task runs. Posting a task to a worker thread costs a structured clone and a
- * thread hop (tens to hundreds of microseconds), which only pays off when scoring itself is
- * expensive. Native models and logistic regression are a few arithmetic operations per candidate
+ * Where a scoring task runs. Posting a task to a worker thread costs a thread hop and the clone of
+ * what changes per request (about 0.1 ms of the event loop's time, pooled-task.ts), which only
+ * pays off when scoring itself is expensive. Native models and logistic regression are a few arithmetic operations per candidate
  * and always stay inline; tree ensembles cost about one root-to-leaf walk per tree per candidate,
  * so a task goes to the pool when trees × candidates over its primary and shadow gradient-boosted
  * models reaches the threshold. The threshold is the caller's: measure the crossover (bench/).

@@ -1,0 +1,66 @@
+import type { Dispatcher } from "../notifications/outbound.js";
+import type { RenderedArtifact } from "./report-document.js";
+import type { StoredDelivery } from "./report-mapper.js";
+
+/** Artifacts up to this size travel inside a webhook's JSON (base64); larger ones as their download path only. */
+export const WEBHOOK_INLINE_MAX_BYTES = 256 * 1024;
+
+export interface DeliveredRun {
+  tenantId: string;
+  runId: string;
+  templateId: string;
+  scheduleId: string | null;
+  title: string;
+  triggeredBy: "manual" | "cron";
+  period: { from: Date; to: Date } | null;
+  timeZone: string;
+  artifacts: readonly RenderedArtifact[];
+}
+
+/**
+ * Sends a run to its destinations through the one dispatcher (docs/reports.md, "Delivery"): e-mail
+ * with every artifact attached; webhooks with the run's metadata, each artifact's authenticated
+ * download path, and the artifact itself in base64 when it is at most WEBHOOK_INLINE_MAX_BYTES. One
+ * result per destination; a failed destination never stops the others (the dispatcher sends each
+ * on its own and never throws for a failed delivery).
+ */
+export async function deliverRun(dispatcher: Dispatcher, destinations: readonly string[], run: DeliveredRun): Promise<StoredDelivery[]> {
+  if (!destinations.length) return [];
+  const period = run.period ? `${run.period.from.toISOString()} to ${run.period.to.toISOString()} (${run.timeZone})` : `time zone ${run.timeZone}`;
+  const results = await dispatcher.dispatch(
+    run.tenantId,
+    destinations.map((providerId) => ({ providerId })),
+    {
+      kind: "report",
+      dedupeKey: `report:${run.runId}`,
+      subject: `Report: ${run.title}`,
+      text: `${run.title}\n${period}\nAttached: ${run.artifacts.map((a) => a.fileName).join(", ") || "nothing"}\nRun ${run.runId}`,
+      payload: {
+        event: "report.run",
+        runId: run.runId,
+        templateId: run.templateId,
+        scheduleId: run.scheduleId,
+        title: run.title,
+        triggeredBy: run.triggeredBy,
+        periodFrom: run.period?.from.toISOString() ?? null,
+        periodTo: run.period?.to.toISOString() ?? null,
+        timeZone: run.timeZone,
+        artifacts: run.artifacts.map((a) => ({
+          format: a.format,
+          mimeType: a.mimeType,
+          fileName: a.fileName,
+          bytes: a.bytes.byteLength,
+          downloadPath: `/api/v1/reports/runs/${run.runId}/artifacts/${a.format}`,
+          base64: a.bytes.byteLength <= WEBHOOK_INLINE_MAX_BYTES ? Buffer.from(a.bytes).toString("base64") : null,
+        })),
+      },
+      attachments: run.artifacts.map((a) => ({ fileName: a.fileName, contentType: a.mimeType, content: a.bytes })),
+    },
+  );
+  return results.map((r) => ({
+    providerId: "providerId" in r.destination ? r.destination.providerId : r.destination.target,
+    ok: r.accepted,
+    providerMessageId: r.messageId ?? null,
+    error: r.accepted ? null : (r.error ?? "not accepted"),
+  }));
+}

@@ -1,0 +1,136 @@
+import type { Sequelize } from "sequelize";
+import { execReturning, retryingTransaction, selectRows, type Transaction } from "../platform/db.js";
+import type { ReportNarrative, RenderedArtifact } from "./report-document.js";
+import type { ArtifactMeta, StoredDelivery, StoredSection } from "./report-mapper.js";
+
+export type ReportRunStatus = "running" | "completed" | "partially_delivered" | "failed";
+
+export interface ReportRunRow {
+  tenant_id: string;
+  id: string;
+  template_id: string;
+  schedule_id: string | null;
+  slot: Date | null;
+  status: ReportRunStatus;
+  triggered_by: "manual" | "cron";
+  started_at: Date;
+  completed_at: Date | null;
+  duration_ms: number | null;
+  delivery_results: StoredDelivery[];
+  error: string | null;
+  time_zone: string;
+  period_from: Date | null;
+  period_to: Date | null;
+}
+
+export interface ReportRunDetailRow extends ReportRunRow {
+  sections_data: StoredSection[];
+  narrative_output: ReportNarrative | null;
+}
+
+/** The columns a list reads: never the section data, never a payload. */
+const SUMMARY = `tenant_id, id, template_id, schedule_id, slot, status, triggered_by, started_at, completed_at, duration_ms,
+  delivery_results, error, time_zone, period_from, period_to`;
+
+export interface RunStart {
+  id: string;
+  templateId: string;
+  scheduleId: string | null;
+  slot: Date | null;
+  triggeredBy: "manual" | "cron";
+}
+
+export interface RunProduct {
+  sections: StoredSection[];
+  narrative: ReportNarrative | null;
+  timeZone: string;
+  period: { from: Date; to: Date } | null;
+  artifacts: RenderedArtifact[];
+}
+
+/** report_runs and report_artifacts, tenant first. */
+export class ReportRunStore {
+  constructor(private readonly db: Sequelize) {}
+
+  /** A new running run; null when the schedule's slot already has one (the unique index). */
+  async start(tenantId: string, r: RunStart): Promise<ReportRunRow | null> {
+    const [row] = await execReturning<ReportRunRow>(
+      this.db,
+      `INSERT INTO report_runs (tenant_id, id, template_id, schedule_id, slot, status, triggered_by)
+       VALUES ($1, $2, $3, $4, $5, 'running', $6)
+       ON CONFLICT (tenant_id, schedule_id, slot) WHERE schedule_id IS NOT NULL DO NOTHING RETURNING ${SUMMARY}`,
+      [tenantId, r.id, r.templateId, r.scheduleId, r.slot, r.triggeredBy],
+    );
+    return row ?? null;
+  }
+
+  /** The computed sections, narrative and artifacts, in one transaction: a run has all of them or none. */
+  async saveProduct(tenantId: string, runId: string, p: RunProduct): Promise<void> {
+    await retryingTransaction(this.db, async (t) => {
+      await this.db.query(
+        `UPDATE report_runs SET sections_data = $3, narrative_output = $4, time_zone = $5, period_from = $6, period_to = $7
+         WHERE tenant_id = $1 AND id = $2`,
+        { bind: [tenantId, runId, JSON.stringify(p.sections), p.narrative ? JSON.stringify(p.narrative) : null, p.timeZone, p.period?.from ?? null, p.period?.to ?? null], transaction: t },
+      );
+      for (const a of p.artifacts) {
+        await this.db.query(
+          `INSERT INTO report_artifacts (tenant_id, run_id, format, mime_type, file_name, bytes, content) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+          { bind: [tenantId, runId, a.format, a.mimeType, a.fileName, a.bytes.byteLength, Buffer.from(a.bytes)], transaction: t },
+        );
+      }
+    });
+  }
+
+  async finish(tenantId: string, runId: string, status: Exclude<ReportRunStatus, "running">, deliveries: StoredDelivery[], error: string | null): Promise<ReportRunRow> {
+    const [row] = await execReturning<ReportRunRow>(
+      this.db,
+      `UPDATE report_runs SET status = $3, delivery_results = $4, error = $5, completed_at = now(),
+         duration_ms = round(extract(epoch FROM now() - started_at) * 1000)::int
+       WHERE tenant_id = $1 AND id = $2 RETURNING ${SUMMARY}`,
+      [tenantId, runId, status, JSON.stringify(deliveries), error],
+    );
+    return row;
+  }
+
+  async page(tenantId: string, templateId: string | null, limit: number, offset: number): Promise<{ rows: ReportRunRow[]; total: number }> {
+    const bind = [tenantId, templateId];
+    const where = `tenant_id = $1 AND ($2::uuid IS NULL OR template_id = $2)`;
+    const [rows, [count]] = await Promise.all([
+      selectRows<ReportRunRow>(this.db, `SELECT ${SUMMARY} FROM report_runs WHERE ${where} ORDER BY started_at DESC, id DESC LIMIT $3 OFFSET $4`, [...bind, limit, offset]),
+      selectRows<{ total: number }>(this.db, `SELECT count(*)::int AS total FROM report_runs WHERE ${where}`, bind),
+    ]);
+    return { rows, total: count.total };
+  }
+
+  async find(tenantId: string, id: string): Promise<ReportRunDetailRow | null> {
+    const [row] = await selectRows<ReportRunDetailRow>(this.db, "SELECT * FROM report_runs WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
+    return row ?? null;
+  }
+
+  /** Artifact metadata of these runs, without payloads. */
+  async artifactMeta(tenantId: string, runIds: readonly string[]): Promise<Map<string, ArtifactMeta[]>> {
+    const rows = await selectRows<ArtifactMeta & { runId: string }>(
+      this.db,
+      `SELECT run_id AS "runId", format, mime_type AS "mimeType", file_name AS "fileName", bytes FROM report_artifacts
+       WHERE tenant_id = $1 AND run_id = ANY($2::uuid[]) ORDER BY run_id, array_position(ARRAY['pdf', 'csv', 'markdown', 'html'], format)`,
+      [tenantId, runIds],
+    );
+    const out = new Map<string, ArtifactMeta[]>();
+    for (const { runId, ...meta } of rows) out.set(runId, [...(out.get(runId) ?? []), meta]);
+    return out;
+  }
+
+  async artifact(tenantId: string, runId: string, format: string): Promise<(ArtifactMeta & { content: Buffer }) | null> {
+    const [row] = await selectRows<ArtifactMeta & { content: Buffer }>(
+      this.db,
+      `SELECT format, mime_type AS "mimeType", file_name AS "fileName", bytes, content FROM report_artifacts WHERE tenant_id = $1 AND run_id = $2 AND format = $3`,
+      [tenantId, runId, format],
+    );
+    return row ?? null;
+  }
+
+  /** Part of the workspace reset, in its transaction (artifacts go with their runs). */
+  async deleteAll(t: Transaction, tenantId: string): Promise<void> {
+    await this.db.query("DELETE FROM report_runs WHERE tenant_id = $1", { bind: [tenantId], transaction: t });
+  }
+}

@@ -1,0 +1,77 @@
+import type { Sequelize } from "sequelize";
+import { ReportService as ReportServiceDesc } from "../../gen/decisioning/v1/reports_pb.js";
+import type { AuditLog } from "../audit/audit-log.js";
+import type { ReportNarrativeWriter } from "../explanations/report-narrative-writer.js";
+import type { Dispatcher } from "../notifications/outbound.js";
+import type { Transaction } from "../platform/db.js";
+import type { Logger } from "../platform/logger.js";
+import type { Handler, ServiceRegistration } from "../platform/service-registration.js";
+import type { ScheduledJob } from "../scheduling/scheduled-job.js";
+import { createDataSources, type ExperimentResultsReader } from "./data-sources.js";
+import { renderArtifact } from "./render/render-artifact.js";
+import { ReportComposer } from "./report-composer.js";
+import { ReportDataStore } from "./report-data-store.js";
+import { ReportRunService } from "./report-run-service.js";
+import { ReportRunStore } from "./report-run-store.js";
+import { createDueSchedulesJob } from "./report-schedule-job.js";
+import { ReportScheduleService } from "./report-schedule-service.js";
+import { ReportScheduleStore } from "./report-schedule-store.js";
+import { ReportTemplateService, type ProviderDirectory } from "./report-template-service.js";
+import { ReportTemplateStore } from "./report-template-store.js";
+
+export interface ReportsOptions {
+  db: Sequelize;
+  audit: AuditLog;
+  /** The experiments' results, for the experiment_results data source. */
+  experiments: ExperimentResultsReader;
+  /** The explanations' writers, for the narrative. */
+  narratives: ReportNarrativeWriter;
+  dispatcher: Dispatcher;
+  providers: ProviderDirectory;
+  logger: Logger;
+}
+
+export interface Reports {
+  services: ServiceRegistration[];
+  /** `reports.due-schedules`: every minute (and on `/api/cron/tick`), each due schedule's slot once. */
+  jobs: ScheduledJob[];
+  /** Deletes the tenant's templates (their schedules with them) and runs inside a workspace reset's transaction. */
+  wipeTenant(t: Transaction, tenantId: string): Promise<void>;
+}
+
+/** Reports (spec 2.9, 4.7; docs/reports.md), built once at start-up. */
+export function createReports(o: ReportsOptions): Reports {
+  const templateStore = new ReportTemplateStore(o.db);
+  const scheduleStore = new ReportScheduleStore(o.db);
+  const registry = createDataSources(new ReportDataStore(o.db), o.experiments);
+  const templates = new ReportTemplateService(o.db, templateStore, o.audit, registry, o.providers);
+  const runStore = new ReportRunStore(o.db);
+  const runs = new ReportRunService(templates, new ReportComposer(registry, o.narratives, renderArtifact), runStore, o.dispatcher, o.logger);
+  const schedules = new ReportScheduleService(o.db, scheduleStore, templates, o.audit, o.providers);
+  const impl = {
+    listReportDataSources: () => templates.listReportDataSources(),
+    listReportTemplates: (ctx, _req) => templates.listReportTemplates(ctx),
+    createReportTemplate: (ctx, req) => templates.createReportTemplate(ctx, req),
+    getReportTemplate: (ctx, req) => templates.getReportTemplate(ctx, req),
+    updateReportTemplate: (ctx, req) => templates.updateReportTemplate(ctx, req),
+    deleteReportTemplate: (ctx, req) => templates.deleteReportTemplate(ctx, req),
+    previewReport: (ctx, req) => runs.previewReport(ctx, req),
+    runReportNow: (ctx, req) => runs.runReportNow(ctx, req),
+    listReportSchedules: (ctx, req) => schedules.listReportSchedules(ctx, req),
+    createReportSchedule: (ctx, req) => schedules.createReportSchedule(ctx, req),
+    getReportSchedule: (ctx, req) => schedules.getReportSchedule(ctx, req),
+    updateReportSchedule: (ctx, req) => schedules.updateReportSchedule(ctx, req),
+    deleteReportSchedule: (ctx, req) => schedules.deleteReportSchedule(ctx, req),
+    listReportRuns: (ctx, req) => runs.listReportRuns(ctx, req),
+    getReportRun: (ctx, req) => runs.getReportRun(ctx, req),
+    downloadReportArtifact: (ctx, req) => runs.downloadReportArtifact(ctx, req),
+  } satisfies Record<string, Handler>;
+  return {
+    services: [{ service: ReportServiceDesc, impl }],
+    jobs: [createDueSchedulesJob({ schedules: scheduleStore, templates: templateStore, runs, logger: o.logger })],
+    wipeTenant: async (t, tenantId) => {
+      await runStore.deleteAll(t, tenantId);
+      await templateStore.deleteAll(t, tenantId);
+    },
+  };
+}
