@@ -37,6 +37,11 @@ export function formatNumber(n: number | null | undefined, digits = 4): string {
   return typeof n === "number" && Number.isFinite(n) ? n.toFixed(digits).replace(/\.?0+$/, "") || "0" : "—";
 }
 
+/** A p-value as people read it: tiny ones as "< 0.000001" rather than a rounded 0. */
+export function formatP(p: number | null | undefined): string {
+  return typeof p === "number" && p > 0 && p < 1e-6 ? "< 0.000001" : formatNumber(p, 6);
+}
+
 export function percent(n: number | null | undefined, digits = 1): string {
   return typeof n === "number" && Number.isFinite(n) ? `${(n * 100).toFixed(digits)}%` : "—";
 }

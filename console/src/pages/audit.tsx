@@ -5,6 +5,15 @@ import { navigate, useRoute } from "../router";
 import type { PageProps } from "../app";
 
 const PAGE_SIZE = 25;
+const BOOKKEEPING = new Set(["version", "updatedAt", "createdAt"]);
+
+/** What an entry changed: the writer's own `changes`, else the fields that differ between before and after. */
+function changedFields(entry: any): string[] {
+  const recorded = Object.keys(entry.changes ?? {});
+  if (recorded.length > 0 || !entry.before || !entry.after) return recorded;
+  const keys = new Set([...Object.keys(entry.before), ...Object.keys(entry.after)]);
+  return [...keys].filter((k) => !BOOKKEEPING.has(k) && JSON.stringify(entry.before[k]) !== JSON.stringify(entry.after[k]));
+}
 
 /** The audit log (admin), filtered by entity type, with the hash chain's verification. */
 export function Audit(_: PageProps) {
@@ -91,7 +100,7 @@ export function Audit(_: PageProps) {
                     {l.entityType} {l.entityName ?? l.entityId}
                   </td>
                   <td>{l.entityVersion ?? "—"}</td>
-                  <td>{Object.keys(l.changes ?? {}).join(", ") || "—"}</td>
+                  <td>{changedFields(l).join(", ") || "—"}</td>
                 </tr>
               ))}
             </tbody>

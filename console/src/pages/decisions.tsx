@@ -391,7 +391,7 @@ function Explanations({ traceId }: { traceId: string }) {
         <figure class="narrative">
           <blockquote>{narrative.narrative}</blockquote>
           <figcaption>
-            Written by {narrative.writer.label} ({narrative.writer.kind}, {narrative.writer.model})
+            {narrative.writer.label} ({narrative.writer.kind}, {narrative.writer.model})
             {narrative.writer.fallbackReason ? `; ${narrative.writer.fallbackReason}` : ""}
             {narrative.cached ? ", from the cache" : ""}
           </figcaption>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
-import { ErrorMessage, formatNumber, formatTime, IntervalChart, Link, Loading, percent } from "../components";
+import { ErrorMessage, formatNumber, formatP, formatTime, IntervalChart, Link, Loading, percent } from "../components";
 import { useRoute } from "../router";
 import type { PageProps } from "../app";
 
@@ -91,7 +91,7 @@ function ExperimentResults({ id }: { id: string }) {
       {results.srm?.mismatch && (
         <div class="banner danger" role="alert" data-testid="srm-banner">
           <strong>Sample ratio mismatch.</strong> The variants' sample sizes do not match the configured split (chi-square{" "}
-          {formatNumber(results.srm.chiSquare, 2)}, p = {formatNumber(results.srm.pValue, 6)}). Assignment or logging may be broken, or the split
+          {formatNumber(results.srm.chiSquare, 2)}, p {formatP(results.srm.pValue).startsWith("<") ? "" : "= "}{formatP(results.srm.pValue)}). Assignment or logging may be broken, or the split
           was changed while customers kept their variants. Do not trust the uplifts below until this is explained.
         </div>
       )}
@@ -126,14 +126,14 @@ function ExperimentResults({ id }: { id: string }) {
               <td>
                 {v.absoluteUplift === undefined ? "—" : `${percent(v.absoluteUplift, 2)} (${v.relativeUplift === undefined ? "—" : percent(v.relativeUplift, 1)} relative)`}
               </td>
-              <td>{formatNumber(v.pValue, 5)}</td>
+              <td>{formatP(v.pValue)}</td>
               <td>{v.significant === undefined ? "—" : v.significant ? "yes" : "no"}</td>
             </tr>
           ))}
         </tbody>
       </table>
       <p class="muted">
-        Sample ratio check: chi-square {formatNumber(results.srm?.chiSquare, 3)}, p = {formatNumber(results.srm?.pValue, 5)}. Samples needed per
+        Sample ratio check: chi-square {formatNumber(results.srm?.chiSquare, 3)}, p {formatP(results.srm?.pValue).startsWith("<") ? "" : "= "}{formatP(results.srm?.pValue)}. Samples needed per
         variant to detect a {percent(results.parameters?.minimumDetectableEffect, 0)} lift: {results.requiredSampleSize ?? "—"}.
       </p>
     </section>
