@@ -7,6 +7,7 @@ import axe from "axe-core";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { startTestService, type TestService } from "../support/service.js";
 import { rest } from "../support/clients.js";
+import { TREES } from "../support/shap-trees.js";
 import { hashPassword } from "../../src/sessions/password-hasher.js";
 import { CHAMPION_VARIANT, HOLDOUT_VARIANT } from "../../src/core/index.js";
 
@@ -29,20 +30,6 @@ let viewerEmail: string;
 let experimentId: string;
 const CUSTOMER = "console-customer-1";
 const SCORED_CUSTOMER = "console-customer-2";
-
-/** Two trees over customer age (through featureMap) and offer priority, as XGBoost dumps them. */
-const TREES = [
-  {
-    nodeid: 0, split: "age", split_condition: 30, yes: 1, no: 2, missing: 1, cover: 100,
-    children: [
-      { nodeid: 1, leaf: -0.5, cover: 40 },
-      {
-        nodeid: 2, split: "offer.priority", split_condition: 60, yes: 3, no: 4, missing: 3, cover: 60,
-        children: [{ nodeid: 3, leaf: 0.2, cover: 45 }, { nodeid: 4, leaf: 0.9, cover: 15 }],
-      },
-    ],
-  },
-];
 
 const call = async (method: string, path: string, body?: unknown, key = tenant.apiKey) => {
   const res = await rest(svc.baseUrl, method, path, { key, body, headers: { "x-requested-with": "test" } });
