@@ -43,13 +43,14 @@ export function App() {
       });
   }, []);
 
-  if (session === undefined && !error) return <Loading />;
+  const mustSignIn = session === null && route.path !== "/sign-in";
+  useEffect(() => {
+    if (mustSignIn) navigate(`/sign-in?next=${encodeURIComponent(here())}`, true);
+  }, [mustSignIn]);
+
+  if ((session === undefined && !error) || mustSignIn) return <Loading />;
 
   if (!session || route.path === "/sign-in") {
-    if (route.path !== "/sign-in") {
-      navigate(`/sign-in?next=${encodeURIComponent(here())}`, true);
-      return null;
-    }
     return (
       <main id="main" class="sign-in-page">
         <ErrorMessage error={error} />

@@ -215,6 +215,11 @@ describe("the console in Chromium", () => {
       await page.getByTestId("srm-banner").waitFor();
       assert.match((await page.getByTestId("srm-banner").textContent()) ?? "", /Sample ratio mismatch/);
       await page.getByRole("img", { name: /Wilson intervals/ }).waitFor();
+      const results = await call("GET", `/api/v1/experiments/${experimentId}/results`);
+      const champion = results.variants.find((v: any) => v.variant === CHAMPION_VARIANT);
+      const championRow = (await page.getByRole("row", { name: /^Champion/ }).textContent()) ?? "";
+      assert.ok(championRow.includes(`${(champion.rate * 100).toFixed(2)}%`), `${championRow} shows the API's rate ${champion.rate}`);
+      assert.ok(championRow.includes(`${(champion.wilsonLower * 100).toFixed(2)}% – ${(champion.wilsonUpper * 100).toFixed(2)}%`), championRow);
       await check(page, "04-experiment");
 
       // Offers: the list, then an edit the service refuses, with its message at the field.
@@ -284,8 +289,13 @@ describe("the console in Chromium", () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const { page, problems, statuses } = await openPage(context);
     try {
+      // By keyboard alone: the form's fields in tab order, Enter submits.
       await page.goto(`${svc.baseUrl}/console/offers`);
-      await signIn(page, viewerEmail);
+      await page.getByLabel("E-mail address").focus();
+      await page.keyboard.type(viewerEmail);
+      await page.keyboard.press("Tab");
+      await page.keyboard.type(PASSWORD);
+      await page.keyboard.press("Enter");
       await page.locator('tr[data-offer="Gold card"]').waitFor();
       assert.equal(await page.getByTestId("role").textContent(), "viewer");
       assert.equal(await page.getByRole("link", { name: "New offer" }).count(), 0);
