@@ -93,6 +93,8 @@ before(async () => {
   await expose(CHAMPION_VARIANT, 450, 40, goldCard.id);
   await expose("b", 300, 30, goldCard.id);
 
+  await call("POST", "/api/v1/alerts", { name: "Low acceptance", metric: "acceptance_rate", operator: "lt", threshold: 0.05, channels: [{ type: "email", target: "ops@example.com" }] });
+
   // A decision scored by a gradient-boosted model, explained (the tenant opts in) by TreeSHAP and a narrative.
   await call("PUT", "/api/v1/tenant-settings", { aiAnalyzerSettings: { llmExplanationsEnabled: true } });
   const premium = await call("POST", "/api/v1/offers", { name: "Premium card", status: "active", priority: 80 });
@@ -243,6 +245,15 @@ describe("the console in Chromium", () => {
       await page.getByRole("status").filter({ hasText: "Saved." }).waitFor();
       assert.equal((await call("GET", "/api/v1/offers/Gold%20card")).priority, 60);
 
+      // Create an offer; the form lands on the new offer's page.
+      await page.getByRole("link", { name: "← All offers" }).click();
+      await page.getByRole("link", { name: "New offer" }).click();
+      await page.getByLabel("Name").fill("Travel miles");
+      await page.getByLabel("Priority (0-100)").fill("30");
+      await page.getByRole("button", { name: "Create offer" }).click();
+      await page.getByRole("heading", { name: "Offer Travel miles" }).waitFor();
+      assert.equal((await call("GET", "/api/v1/offers/Travel%20miles")).priority, 30);
+
       // Pause from the list, through the same API.
       await page.getByRole("link", { name: "← All offers" }).click();
       await page.getByRole("button", { name: "Pause Gold card" }).click();
@@ -251,7 +262,8 @@ describe("the console in Chromium", () => {
 
       await page.getByRole("link", { name: "Health" }).click();
       await page.getByRole("heading", { name: "Alert rules" }).waitFor();
-      await page.getByText("No alert rules.").waitFor();
+      const rule = (await page.getByRole("row", { name: /^Low acceptance/ }).textContent()) ?? "";
+      assert.match(rule, /acceptance_rate lt 0\.05 over 5 min.*yes.*ok/);
       await check(page, "07-health");
 
       await page.getByRole("link", { name: "Audit" }).click();
