@@ -93,6 +93,11 @@ before(async () => {
   await expose(CHAMPION_VARIANT, 450, 40, goldCard.id);
   await expose("b", 300, 30, goldCard.id);
 
+  // A condition a health monitor found, as the monitor records it.
+  await svc.sql(
+    `INSERT INTO health_alerts (tenant_id, id, key, severity, message) VALUES ($1, gen_random_uuid(), 'funnel:suppression_rate', 'warning', 'Suppression rate is 62% over the last hour')`,
+    [tenant.tenantId],
+  );
   await call("POST", "/api/v1/alerts", { name: "Low acceptance", metric: "acceptance_rate", operator: "lt", threshold: 0.05, channels: [{ type: "email", target: "ops@example.com" }] });
 
   // A decision scored by a gradient-boosted model, explained (the tenant opts in) by TreeSHAP and a narrative.
@@ -262,6 +267,7 @@ describe("the console in Chromium", () => {
 
       await page.getByRole("link", { name: "Health" }).click();
       await page.getByRole("heading", { name: "Alert rules" }).waitFor();
+      await page.getByRole("cell", { name: "Suppression rate is 62% over the last hour" }).waitFor();
       const rule = (await page.getByRole("row", { name: /^Low acceptance/ }).textContent()) ?? "";
       assert.match(rule, /acceptance_rate lt 0\.05 over 5 min.*yes.*ok/);
       await check(page, "07-health");
