@@ -100,6 +100,15 @@ before(async () => {
   );
   await call("POST", "/api/v1/alerts", { name: "Low acceptance", metric: "acceptance_rate", operator: "lt", threshold: 0.05, channels: [{ type: "email", target: "ops@example.com" }] });
 
+  // A report run, made now by hand.
+  const template = await call("POST", "/api/v1/reports/templates", {
+    name: "Weekly offers",
+    dataSources: [{ sourceKey: "offer_performance", params: { days: 7 } }],
+    sections: [{ id: "offers", title: "Offer performance", dataSourceIndex: 0 }],
+    formats: ["csv"],
+  });
+  await call("POST", `/api/v1/reports/templates/${template.id}/run-now`, {});
+
   // A decision scored by a gradient-boosted model, explained (the tenant opts in) by TreeSHAP and a narrative.
   await call("PUT", "/api/v1/tenant-settings", { aiAnalyzerSettings: { llmExplanationsEnabled: true } });
   const premium = await call("POST", "/api/v1/offers", { name: "Premium card", status: "active", priority: 80 });
@@ -111,6 +120,10 @@ before(async () => {
   await call("PUT", `/api/v1/customers/${SCORED_CUSTOMER}`, { attributes: { age: 45 } });
   await call("POST", "/api/v1/recommend", { customerId: SCORED_CUSTOMER, flow: "scored" }, sdkKey);
   await svc.running.services.decisions.traces.flush();
+  for (let i = 0; (await call("GET", "/api/v1/reports/runs")).data[0]?.status !== "completed"; i++) {
+    assert.ok(i < 200, "the report run never completed");
+    await new Promise((r) => setTimeout(r, 50));
+  }
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
   console.log(`console screenshots: ${SHOTS}`);
 });
@@ -268,6 +281,7 @@ describe("the console in Chromium", () => {
       await page.getByRole("link", { name: "Health" }).click();
       await page.getByRole("heading", { name: "Alert rules" }).waitFor();
       await page.getByRole("cell", { name: "Suppression rate is 62% over the last hour" }).waitFor();
+      assert.match((await page.getByRole("row", { name: /Weekly offers/ }).textContent()) ?? "", /Weekly offers.*completed.*manual.*\d+ ms.*csv/);
       const rule = (await page.getByRole("row", { name: /^Low acceptance/ }).textContent()) ?? "";
       assert.match(rule, /acceptance_rate lt 0\.05 over 5 min.*yes.*ok/);
       await check(page, "07-health");

@@ -20,6 +20,8 @@ export function Health(_: PageProps) {
   const alerts = useApi<any>(withQuery("/api/v1/system-health", { status, limit: 50 }));
   const rules = useApi<any>("/api/v1/alerts");
   const runs = useApi<any>(withQuery("/api/v1/reports/runs", { limit: 20 }));
+  const templates = useApi<any>("/api/v1/reports/templates");
+  const templateName = (id: string) => templates.data?.data?.find((t: any) => t.id === id)?.name ?? id;
   return (
     <section aria-labelledby="health-title">
       <h1 id="health-title">Health</h1>
@@ -109,17 +111,19 @@ export function Health(_: PageProps) {
               <th scope="col">Status</th>
               <th scope="col">Triggered by</th>
               <th scope="col">Duration</th>
+              <th scope="col">Formats</th>
               <th scope="col">Error</th>
             </tr>
           </thead>
           <tbody>
             {runs.data.data.map((r: any) => (
               <tr key={r.id}>
-                <td>{formatTime(r.startedAt ?? r.createdAt)}</td>
-                <td>{r.templateName ?? r.templateId}</td>
+                <td>{formatTime(r.startedAt)}</td>
+                <td>{templateName(r.templateId)}</td>
                 <td>{r.status}</td>
                 <td>{r.triggeredBy}</td>
                 <td>{r.durationMs === undefined || r.durationMs === null ? "—" : `${r.durationMs} ms`}</td>
+                <td>{(r.artifacts ?? []).map((a: any) => a.format).join(", ") || "—"}</td>
                 <td>{r.error ?? "—"}</td>
               </tr>
             ))}
