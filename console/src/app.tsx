@@ -1,4 +1,5 @@
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useErrorBoundary, useState } from "preact/hooks";
+import type { ComponentChildren } from "preact";
 import { api, whenSessionLost, type Session } from "./api";
 import { ErrorMessage, Link, Loading } from "./components";
 import { here, navigate, useRoute } from "./router";
@@ -108,8 +109,24 @@ export function App() {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
-        <Page session={session} canWrite={session.role !== "viewer"} />
+        <PageBoundary key={active.path}>
+          <Page session={session} canWrite={session.role !== "viewer"} />
+        </PageBoundary>
       </main>
     </>
+  );
+}
+
+/** A page that fails while drawing shows a message, never a blank page or a stack trace. */
+function PageBoundary(props: { children: ComponentChildren }) {
+  const [error, reset] = useErrorBoundary();
+  if (!error) return <>{props.children}</>;
+  return (
+    <div>
+      <ErrorMessage error={error} />
+      <button type="button" onClick={reset}>
+        Try again
+      </button>
+    </div>
   );
 }
