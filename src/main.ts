@@ -52,6 +52,7 @@ import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
 import { createHttpServer } from "./transport/http-server.js";
 import type { HttpRoute } from "./transport/http-routes.js";
+import { openApiRoutes } from "./openapi/openapi-routes.js";
 import { createGrpcServer, bindGrpc } from "./transport/grpc.js";
 import { superviseWorkers } from "./supervisor.js";
 import type { ScheduledJob } from "./scheduling/scheduled-job.js";
@@ -363,7 +364,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     events,
     authenticator,
     registrations,
-    httpRoutes: [],
+    httpRoutes: [...openApiRoutes()],
     jobs,
     scheduler,
     listen: async () => {
