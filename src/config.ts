@@ -65,6 +65,8 @@ export interface Config {
   metricsToken: string | null;
   /** Inbound delivery webhooks (spec 4.18); each unset secret makes its route refuse every request. */
   webhooks: WebhookSecrets;
+  /** Where OpenTelemetry traces go (OTLP); null keeps tracing off, with no SDK loaded (docs/observability.md). */
+  otlpTracesEndpoint: string | null;
 }
 
 /** The three infrastructure secrets of spec 4.18; null when not set (that route refuses every request). */
@@ -201,6 +203,21 @@ function llmConfig(env: NodeJS.ProcessEnv): LlmConfig | null {
   return { baseUrl: baseUrl.replace(/\/+$/, ""), model, apiKey: optional(env, "LLM_API_KEY") };
 }
 
+/**
+ * The standard OTLP variables: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT;
+ * OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turn tracing off. The SDK reads the rest.
+ */
+function otlpTracesEndpoint(env: NodeJS.ProcessEnv): string | null {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true" || env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === "none") return null;
+  const name = optional(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") !== null ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
+  const endpoint = optional(env, name);
+  if (endpoint === null) return null;
+  if (!URL.canParse(endpoint) || !["http:", "https:"].includes(new URL(endpoint).protocol)) {
+    throw new ConfigError(`${name} must be an http or https URL, got "${endpoint}"`);
+  }
+  return endpoint;
+}
+
 /** `host:port,host:port,...`; an IPv6 host in brackets. */
 function redisClusterNodes(env: NodeJS.ProcessEnv): RedisNode[] | null {
   const raw = optional(env, "REDIS_CLUSTER_NODES");
@@ -275,5 +292,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort: optional(env, "METRICS_PORT") === null ? null : port(env, "METRICS_PORT", 0),
     metricsToken: optional(env, "METRICS_TOKEN"),
     eventStreamMaxLen: positiveInt(env, "EVENT_STREAM_MAXLEN", 10_000),
+    otlpTracesEndpoint: otlpTracesEndpoint(env),
   };
 }

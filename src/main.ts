@@ -5,6 +5,7 @@ import { pathToFileURL } from "node:url";
 import type { Sequelize } from "sequelize";
 import { loadConfig, ConfigError, redisTarget, type Config } from "./config.js";
 import { createLogger, type Logger } from "./platform/logger.js";
+import { startTracing } from "./platform/tracing.js";
 import { createSequelize } from "./platform/db.js";
 import { migrate } from "./platform/migrator.js";
 import { createRedis, connectRedis, redisTargetName, type RedisClient } from "./platform/redis.js";
@@ -520,6 +521,9 @@ async function main(): Promise<void> {
     }
     logger.warn({ workers: config.workers }, "WORKERS needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES); running one process");
   }
+  // Before the service opens its pools, so that PostgreSQL and Redis calls are traced from the first request.
+  const tracing = await startTracing(config.otlpTracesEndpoint);
+  if (tracing) logger.info("OpenTelemetry tracing on: spans are exported over OTLP");
   const service = await startService(config, logger);
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     // `on`, not `once`: a second signal (a terminal's Ctrl-C reaches a supervisor's processes too)
@@ -527,7 +531,11 @@ async function main(): Promise<void> {
     process.on(signal, () => {
       logger.info({ signal }, "draining");
       service.stop().then(
-        () => process.exit(0),
+        async () => {
+          // The last spans are exported before the process goes; an exporter failure does not fail the drain.
+          await tracing?.shutdown().catch(() => undefined);
+          process.exit(0);
+        },
         (err) => {
           logger.error({ err }, "shutdown failed");
           process.exit(1);

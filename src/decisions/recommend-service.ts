@@ -33,6 +33,7 @@ import type { TraceWriter } from "./trace-writer.js";
 import { storedFlowId, toRecommendResponse, toTraceRow } from "./decision-mapper.js";
 import { traceRecord } from "./trace-record.js";
 import { decisionFunnel } from "./decision-metrics.js";
+import { activeTraceIds, inSpan, traceStage } from "../platform/tracing.js";
 
 export const MAX_OFFERS = 50;
 export const MAX_PLACEMENTS = 20;
@@ -93,19 +94,24 @@ export class RecommendService {
     const sampled = settings.decision_trace_enabled && (this.deps.random ?? Math.random)() < settings.decision_trace_sample_rate;
     input.explain = req.explain;
 
-    const prepared = prepareDecision(snapshot, input);
+    const prepared = prepareDecision(snapshot, input, traceStage);
     const task = prepared.scoreTask;
-    const scores =
-      this.deps.pool && chooseScoringPath(task, this.deps.minTreeWalksForPool) === "pool"
-        ? // A worker that cannot score (crashed, failed to start) costs speed, not the decision.
-          await this.deps.pool.run(task).catch(() => scoreCandidates(task))
-        : scoreCandidates(task);
-    const decision = completeDecision(prepared, scores);
+    const path = this.deps.pool ? chooseScoringPath(task, this.deps.minTreeWalksForPool) : "inline";
+    const scores = await inSpan(
+      "decision.scoring",
+      () =>
+        this.deps.pool && path === "pool"
+          ? // A worker that cannot score (crashed, failed to start) costs speed, not the decision.
+            this.deps.pool.run(task).catch(() => scoreCandidates(task))
+          : scoreCandidates(task),
+      { "decision.scoring.path": path, "decision.candidates": task.candidates.length },
+    );
+    const decision = completeDecision(prepared, scores, traceStage);
     const bucket = evidenceBucket(task.models[task.modelKey], { customer: task.customer, context: task.context }, task.bucketsOverCap);
     const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket, scoredModelIds(task), experiment);
     this.deps.observer?.decided(offers.length, decision.degradedScoring);
     if (sampled) {
-      const record = traceRecord(input, evidence, offers, refusals, experiment);
+      const record = traceRecord(input, evidence, offers, refusals, experiment, activeTraceIds()?.traceId);
       this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, record, createdAt), snapshot.config);
     }
     return toRecommendResponse({
