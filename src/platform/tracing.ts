@@ -44,7 +44,12 @@ export async function startTracing(endpoint: string | null): Promise<Tracing | n
     metricReaders: [],
     logRecordProcessors: [],
     // Only inside a request: pool upkeep, the bus's subscriber and the scheduler's polling would be noise.
-    instrumentations: [new PgInstrumentation({ requireParentSpan: true }), new IORedisInstrumentation({ requireParentSpan: true })],
+    // No connect spans (the pool's), and Redis commands by name: their arguments are keys and
+    // customer data, long (EVALSHA's) and not for a tracing backend.
+    instrumentations: [
+      new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
+      new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
+    ],
   });
   sdk.start();
   // The instrumentations hook require(); an ESM import of these CommonJS packages may not pass
