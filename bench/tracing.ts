@@ -92,8 +92,8 @@ async function main(): Promise<void> {
     const rounds: Round[] = [];
     for (let r = 0; r < PAIRS * 2; r++) {
       const tracing = r % 2 === 0 ? "off" : "on";
-      const sampler = process.env.BENCH_OTEL_SAMPLER ? { OTEL_TRACES_SAMPLER: process.env.BENCH_OTEL_SAMPLER } : {};
-      const otel: Record<string, string> = tracing === "on" ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, ...sampler } : {};
+      const otel: Record<string, string> = tracing === "on" ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : {};
+      if (tracing === "on" && process.env.BENCH_OTEL_SAMPLER) otel.OTEL_TRACES_SAMPLER = process.env.BENCH_OTEL_SAMPLER;
       const service = await spawnProbed(
         "src/main.ts",
         { ...env, ...otel, HOST: "127.0.0.1", PORT: "0", GRPC_PORT: "0", LOG_LEVEL: "info" },

@@ -173,41 +173,20 @@ class SchemaBuilder {
     return schema;
   }
 
+  /** One value of the field: the field itself, or an element of its list or map. */
+  private valueSchema(field: DescField, kind: "scalar" | "enum" | "message", mode: Mode): Schema {
+    if (kind === "scalar") return scalarSchema(field.scalar!);
+    if (kind === "enum") return { type: "string", enum: field.enum!.values.map((v) => v.name) };
+    return this.ref(field.message!, mode, field);
+  }
+
   fieldSchema(field: DescField, mode: Mode): Schema {
-    let schema: Schema;
-    switch (field.fieldKind) {
-      case "scalar":
-        schema = scalarSchema(field.scalar);
-        break;
-      case "enum":
-        schema = { type: "string", enum: field.enum.values.map((v) => v.name) };
-        break;
-      case "message":
-        schema = this.ref(field.message, mode, field);
-        break;
-      case "list":
-        schema = {
-          type: "array",
-          items:
-            field.listKind === "scalar"
-              ? scalarSchema(field.scalar)
-              : field.listKind === "enum"
-                ? { type: "string", enum: field.enum.values.map((v) => v.name) }
-                : this.ref(field.message, mode, field),
-        };
-        break;
-      case "map":
-        schema = {
-          type: "object",
-          additionalProperties:
-            field.mapKind === "scalar"
-              ? scalarSchema(field.scalar)
-              : field.mapKind === "enum"
-                ? { type: "string", enum: field.enum.values.map((v) => v.name) }
-                : this.ref(field.message, mode, field),
-        };
-        break;
-    }
+    let schema: Schema =
+      field.fieldKind === "list"
+        ? { type: "array", items: this.valueSchema(field, field.listKind, mode) }
+        : field.fieldKind === "map"
+          ? { type: "object", additionalProperties: this.valueSchema(field, field.mapKind, mode) }
+          : this.valueSchema(field, field.fieldKind, mode);
     const policy = this.fieldPolicy(field);
     if (mode === "response" && policy?.nullable) schema = { anyOf: [schema, { type: "null" }] };
     if (mode === "request" && field.fieldKind === "message" && field.message.typeName !== "google.protobuf.Value") {
