@@ -6,16 +6,21 @@
  *   source test/services.sh && node --import tsx bench/tracing.ts
  *   (or with TEST_DATABASE_URL and TEST_REDIS_URL already set)
  *
- * The service runs as `node src/main.ts` (with `npm start`'s node options and bench/probe.mjs), once
- * per round, alternating off and on so that drift of a shared machine falls on both alike. With
- * tracing on, spans go over OTLP/HTTP (protobuf, the SDK's default) to a sink in this process that
- * reads and acknowledges them, so the export is paid for as it would be towards a collector.
- * Load: a closed loop of gRPC Recommend calls (200 active offers, the default flow, 2,000 customers).
+ * Two services run side by side as `node src/main.ts` (with `npm start`'s node options and
+ * bench/probe.mjs) on the same database and Redis, one with tracing off and one with it on, and the
+ * load alternates between them in short windows (which goes first alternates too). On a machine
+ * shared with other work, load that comes and goes then falls on both alike, where one long lane
+ * each would measure the neighbours. With tracing on, spans go over OTLP/HTTP (protobuf, the SDK's
+ * default) to a sink in this process that reads and acknowledges them, so the export is paid for as
+ * it would be towards a collector. Load: a closed loop of gRPC Recommend calls (200 active offers,
+ * the default flow, 2,000 customers). The figures are medians over the windows, and the median of
+ * the on/off ratio of each pair of windows.
  *
- * Knobs: BENCH_LANE_SECONDS (10), BENCH_WARMUP_SECONDS (3), BENCH_CONCURRENCY (16),
- * BENCH_TRACING_PAIRS (rounds of off then on, 2), BENCH_JSON (a path to write the figures to),
- * BENCH_OTEL_SAMPLER (OTEL_TRACES_SAMPLER of the "on" rounds, to tell recording and export from the
- * context propagation and instrumentation every request pays: `always_off`).
+ * Both services are first warmed up for 10 s each (the JIT, caches and pools of a fresh process).
+ * Knobs: BENCH_LANE_SECONDS (window length, 3), BENCH_WARMUP_SECONDS (before each window, 1),
+ * BENCH_CONCURRENCY (16), BENCH_TRACING_PAIRS (pairs of windows, 10), BENCH_JSON (a path to write
+ * the figures to), BENCH_OTEL_SAMPLER (OTEL_TRACES_SAMPLER of the traced service, to tell recording
+ * and export from what every request pays once the SDK runs: `always_off`).
  */
 import { createServer } from "node:http";
 import { once } from "node:events";
@@ -28,24 +33,29 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { DecisionService, RecommendRequestSchema } from "../gen/decisioning/v1/decisions_pb.js";
 import { closedLoop, failures, warmUp, type LaneResult } from "./load.js";
-import { BENCH_SECRETS, SERVICE_NODE_OPTIONS, createDatabase, deleteRedisPrefix, expectExits, restOk, runCli, spawnProbed } from "./stack.js";
+import { BENCH_SECRETS, SERVICE_NODE_OPTIONS, createDatabase, deleteRedisPrefix, expectExits, restOk, runCli, spawnProbed, type ProbedProcess } from "./stack.js";
 import { customers, offerBody } from "./workload.js";
 
 const seconds = (name: string, fallback: number) => (Number(process.env[name]) > 0 ? Number(process.env[name]) : fallback) * 1000;
-const LANE_MS = seconds("BENCH_LANE_SECONDS", 10);
-const WARM_MS = seconds("BENCH_WARMUP_SECONDS", 3);
+const LANE_MS = seconds("BENCH_LANE_SECONDS", 3);
+const WARM_MS = seconds("BENCH_WARMUP_SECONDS", 1);
 const CONCURRENCY = Math.max(1, Number(process.env.BENCH_CONCURRENCY) || 16);
-const PAIRS = Math.max(1, Number(process.env.BENCH_TRACING_PAIRS) || 2);
+const PAIRS = Math.max(1, Number(process.env.BENCH_TRACING_PAIRS) || 10);
 const OFFERS = 200;
+const INITIAL_WARM_MS = 10_000;
 
-interface Round {
-  tracing: "off" | "on";
+type Mode = "off" | "on";
+
+interface Window {
+  tracing: Mode;
   lane: LaneResult;
   serverCpuMsPerRequest: number;
-  /** OTLP export requests and bytes the sink received during the round. */
-  exports: number;
-  exportedBytes: number;
 }
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
 
 /** An OTLP/HTTP receiver that reads every export and answers it with an empty ExportTraceServiceResponse. */
 async function startSink() {
@@ -67,7 +77,7 @@ async function main(): Promise<void> {
   const redisUrl = process.env.TEST_REDIS_URL;
   if (!dbBase || !redisUrl) throw new Error("set TEST_DATABASE_URL and TEST_REDIS_URL (source test/services.sh)");
   console.log(`bench tracing: ${new Date().toISOString()}, ${availableParallelism()} CPUs (${cpus()[0]?.model}), node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
-  console.log(`bench tracing: ${PAIRS} pairs of rounds (off, on), ${LANE_MS / 1000} s each after ${WARM_MS / 1000} s of warm-up, ${CONCURRENCY} in flight`);
+  console.log(`bench tracing: ${PAIRS} pairs of windows (off and on, alternating), ${LANE_MS / 1000} s each after ${WARM_MS / 1000} s of warm-up, ${CONCURRENCY} in flight`);
 
   const closers: Array<() => Promise<unknown>> = [];
   const cleanup = async () => {
@@ -87,11 +97,8 @@ async function main(): Promise<void> {
     const sink = await startSink();
     closers.push(() => sink.close());
 
-    const requests = customers(2_000).map((p) => create(RecommendRequestSchema, { customerId: p.customerId, attributes: p.attributes, context: p.context }));
-    let dataKey = "";
-    const rounds: Round[] = [];
-    for (let r = 0; r < PAIRS * 2; r++) {
-      const tracing = r % 2 === 0 ? "off" : "on";
+    const services = {} as Record<Mode, ProbedProcess>;
+    for (const tracing of ["off", "on"] as const) {
       const otel: Record<string, string> = tracing === "on" ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : {};
       if (tracing === "on" && process.env.BENCH_OTEL_SAMPLER) otel.OTEL_TRACES_SAMPLER = process.env.BENCH_OTEL_SAMPLER;
       const service = await spawnProbed(
@@ -100,52 +107,54 @@ async function main(): Promise<void> {
         `the service (tracing ${tracing})`,
         SERVICE_NODE_OPTIONS,
       );
-      try {
-        const baseUrl = `http://127.0.0.1:${service.ports.httpPort}`;
-        if (!dataKey) {
-          for (let i = 0; i < OFFERS; i += 10) {
-            await Promise.all(Array.from({ length: 10 }, (_, j) => restOk(baseUrl, "POST", "/api/v1/offers", tenant.apiKey, offerBody(i + j), 201)));
-          }
-          dataKey = (await restOk(baseUrl, "POST", "/api/v1/api-keys", tenant.apiKey, { name: "bench" }, 201)).key;
-        }
-        const client = createClient(DecisionService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${service.ports.grpcPort}` }));
-        const headers = { "x-api-key": dataKey };
-        const call = (i: number) => client.recommend(requests[i % requests.length], { headers, timeoutMs: 10_000 });
-        await warmUp(call, WARM_MS, CONCURRENCY);
-        await service.probe.reset();
-        const sent = { ...sink.stats };
-        const lane = await closedLoop(call, { concurrency: CONCURRENCY, durationMs: LANE_MS });
-        const report = await service.probe.report();
-        const round: Round = {
-          tracing,
-          lane,
-          serverCpuMsPerRequest: report.cpuMs / Math.max(1, lane.ok),
-          exports: sink.stats.exports - sent.exports,
-          exportedBytes: sink.stats.bytes - sent.bytes,
-        };
-        rounds.push(round);
+      closers.push(() => service.stop());
+      services[tracing] = service;
+    }
+    const baseUrl = `http://127.0.0.1:${services.off.ports.httpPort}`;
+    for (let i = 0; i < OFFERS; i += 10) {
+      await Promise.all(Array.from({ length: 10 }, (_, j) => restOk(baseUrl, "POST", "/api/v1/offers", tenant.apiKey, offerBody(i + j), 201)));
+    }
+    const headers = { "x-api-key": (await restOk(baseUrl, "POST", "/api/v1/api-keys", tenant.apiKey, { name: "bench" }, 201)).key as string };
+    const requests = customers(2_000).map((p) => create(RecommendRequestSchema, { customerId: p.customerId, attributes: p.attributes, context: p.context }));
+    const calls = Object.fromEntries(
+      (["off", "on"] as const).map((mode) => {
+        const client = createClient(DecisionService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${services[mode].ports.grpcPort}` }));
+        return [mode, (i: number) => client.recommend(requests[i % requests.length], { headers, timeoutMs: 10_000 })];
+      }),
+    ) as Record<Mode, (i: number) => Promise<unknown>>;
+
+    for (const mode of ["off", "on"] as const) await warmUp(calls[mode], INITIAL_WARM_MS, CONCURRENCY);
+    const windows: Window[] = [];
+    const sent = { ...sink.stats };
+    for (let pair = 0; pair < PAIRS; pair++) {
+      for (const tracing of pair % 2 === 0 ? (["off", "on"] as const) : (["on", "off"] as const)) {
+        await warmUp(calls[tracing], WARM_MS, CONCURRENCY);
+        await services[tracing].probe.reset();
+        const lane = await closedLoop(calls[tracing], { concurrency: CONCURRENCY, durationMs: LANE_MS });
+        const report = await services[tracing].probe.report();
+        windows.push({ tracing, lane, serverCpuMsPerRequest: report.cpuMs / Math.max(1, lane.ok) });
         console.log(
-          `  round ${r + 1} tracing ${tracing.padEnd(3)} ${lane.throughput.toFixed(0).padStart(6)} req/s  p50 ${lane.latency.p50.toFixed(2)}  p99 ${lane.latency.p99.toFixed(2)} ms` +
-            `  server CPU ${round.serverCpuMsPerRequest.toFixed(3)} ms/req  fail ${failures(lane)}  OTLP exports ${round.exports} (${(round.exportedBytes / 1024).toFixed(0)} KiB)`,
+          `  pair ${String(pair + 1).padStart(2)} tracing ${tracing.padEnd(3)} ${lane.throughput.toFixed(0).padStart(6)} req/s  p50 ${lane.latency.p50.toFixed(2)}  p99 ${lane.latency.p99.toFixed(2)} ms` +
+            `  server CPU ${(report.cpuMs / Math.max(1, lane.ok)).toFixed(3)} ms/req  fail ${failures(lane)}` +
+            (lane.firstError ? `  first error: ${lane.firstError}` : ""),
         );
-        if (lane.firstError) console.log(`    first error: ${lane.firstError}`);
-      } finally {
-        await service.stop();
       }
     }
-    const mean = (t: "off" | "on", f: (r: Round) => number) => {
-      const xs = rounds.filter((r) => r.tracing === t).map(f);
-      return xs.reduce((a, b) => a + b, 0) / xs.length;
-    };
-    const off = mean("off", (r) => r.lane.throughput);
-    const on = mean("on", (r) => r.lane.throughput);
-    const change = (on / off - 1) * 100;
+    const of = (t: Mode, f: (w: Window) => number) => windows.filter((w) => w.tracing === t).map(f);
+    const off = median(of("off", (w) => w.lane.throughput));
+    const on = median(of("on", (w) => w.lane.throughput));
+    const onWindows = of("on", (w) => w.lane.throughput);
+    const pairRatio = median(of("off", (w) => w.lane.throughput).map((x, i) => onWindows[i] / x));
+    const change = (pairRatio - 1) * 100;
+    const cpu = (t: Mode) => median(of(t, (w) => w.serverCpuMsPerRequest));
+    const exported = { exports: sink.stats.exports - sent.exports, kib: (sink.stats.bytes - sent.bytes) / 1024 };
+    const onRequests = windows.filter((w) => w.tracing === "on").reduce((n, w) => n + w.lane.ok, 0);
     console.log(
-      `bench tracing: off ${off.toFixed(0)} req/s, on ${on.toFixed(0)} req/s: ${change.toFixed(1)}% ` +
-        `(server CPU ${mean("off", (r) => r.serverCpuMsPerRequest).toFixed(3)} -> ${mean("on", (r) => r.serverCpuMsPerRequest).toFixed(3)} ms/req); ` +
-        `target: within 10%: ${change >= -10 ? "met" : "MISSED"}`,
+      `bench tracing: median throughput off ${off.toFixed(0)} req/s, on ${on.toFixed(0)} req/s; median on/off per pair ${change.toFixed(1)}%; ` +
+        `median server CPU ${cpu("off").toFixed(3)} -> ${cpu("on").toFixed(3)} ms/req; OTLP ${exported.exports} exports, ${exported.kib.toFixed(0)} KiB ` +
+        `(${((exported.kib * 1024) / Math.max(1, onRequests)).toFixed(0)} B per traced request); target within 10%: ${change >= -10 ? "met" : "MISSED"}`,
     );
-    if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify({ rounds, off, on, changePercent: change }, null, 2));
+    if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify({ windows, off, on, changePercent: change, exported }, null, 2));
   } finally {
     await cleanup();
   }
