@@ -79,6 +79,8 @@ export interface Config {
   registrationEnabled: boolean;
   /** SESSION_COOKIE_SECURE resolved: whether the session cookie carries `Secure`. */
   sessionCookieSecure: boolean;
+  /** Where OpenTelemetry traces go (OTLP); null keeps tracing off, with no SDK loaded (docs/observability.md). */
+  otlpTracesEndpoint: string | null;
   /** The deployment's own identity provider (AUTH_OIDC_*, docs/sso.md); null: that sign-in is off. */
   authOidc: AuthOidcConfig | null;
 }
@@ -258,6 +260,21 @@ export function sessionCookieSecure(env: NodeJS.ProcessEnv, publicUrlValue: stri
   return !(url.protocol === "http:" && ["localhost", "127.0.0.1", "[::1]"].includes(url.hostname));
 }
 
+/**
+ * The standard OTLP variables: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT;
+ * OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turn tracing off. The SDK reads the rest.
+ */
+function otlpTracesEndpoint(env: NodeJS.ProcessEnv): string | null {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true" || env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === "none") return null;
+  const name = optional(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") !== null ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
+  const endpoint = optional(env, name);
+  if (endpoint === null) return null;
+  if (!URL.canParse(endpoint) || !["http:", "https:"].includes(new URL(endpoint).protocol)) {
+    throw new ConfigError(`${name} must be an http or https URL, got "${endpoint}"`);
+  }
+  return endpoint;
+}
+
 /** `host:port,host:port,...`; an IPv6 host in brackets. */
 function redisClusterNodes(env: NodeJS.ProcessEnv): RedisNode[] | null {
   const raw = optional(env, "REDIS_CLUSTER_NODES");
@@ -363,5 +380,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: publicUrlValue,
     registrationEnabled: onOff(env, "REGISTRATION", true),
     sessionCookieSecure: sessionCookieSecure(env, publicUrlValue),
+    otlpTracesEndpoint: otlpTracesEndpoint(env),
   };
 }

@@ -5,6 +5,7 @@ import { pathToFileURL } from "node:url";
 import type { Sequelize } from "sequelize";
 import { loadConfig, ConfigError, redisTarget, type Config } from "./config.js";
 import { createLogger, type Logger } from "./platform/logger.js";
+import { startTracing } from "./platform/tracing.js";
 import { createSequelize } from "./platform/db.js";
 import { migrate } from "./platform/migrator.js";
 import { createRedis, connectRedis, redisTargetName, type RedisClient } from "./platform/redis.js";
@@ -60,6 +61,7 @@ import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
 import { createHttpServer } from "./transport/http-server.js";
 import type { HttpRoute } from "./transport/http-routes.js";
+import { openApiRoutes } from "./openapi/openapi-routes.js";
 import { createGrpcServer, bindGrpc } from "./transport/grpc.js";
 import { superviseWorkers } from "./supervisor.js";
 import type { ScheduledJob } from "./scheduling/scheduled-job.js";
@@ -463,7 +465,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     sso,
     sessions,
     registrations,
-    httpRoutes: [...sessions.routes, scim.route, mcp.route, ...sso.httpRoutes, ...createConsoleRoutes()],
+    httpRoutes: [...sessions.routes, scim.route, mcp.route, ...sso.httpRoutes, ...openApiRoutes(), ...createConsoleRoutes()],
     jobs,
     scheduler,
     listen: async () => {
@@ -613,6 +615,9 @@ async function main(): Promise<void> {
     }
     logger.warn({ workers: config.workers }, "WORKERS needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES); running one process");
   }
+  // Before the service opens its pools, so that PostgreSQL and Redis calls are traced from the first request.
+  const tracing = await startTracing(config.otlpTracesEndpoint);
+  if (tracing) logger.info("OpenTelemetry tracing on: spans are exported over OTLP");
   const service = await startService(config, logger);
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     // `on`, not `once`: a second signal (a terminal's Ctrl-C reaches a supervisor's processes too)
@@ -620,7 +625,11 @@ async function main(): Promise<void> {
     process.on(signal, () => {
       logger.info({ signal }, "draining");
       service.stop().then(
-        () => process.exit(0),
+        async () => {
+          // The last spans are exported before the process goes; an exporter failure does not fail the drain.
+          await tracing?.shutdown().catch(() => undefined);
+          process.exit(0);
+        },
         (err) => {
           logger.error({ err }, "shutdown failed");
           process.exit(1);

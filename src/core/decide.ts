@@ -109,17 +109,25 @@ export interface PreparedDecision {
   policyVersionHash: string;
 }
 
+/** The stages of a decision that a caller may want to observe (the service records a span for each). */
+export type DecisionStage = "qualification" | "contact_policy" | "ranking";
+
+/** Runs one stage; the default just runs it, so that the core stays free of any tracing. */
+export type StageRunner = <T>(stage: DecisionStage, run: () => T) => T;
+
+const runStage: StageRunner = (_stage, run) => run();
+
 export function decide(snapshot: DecisionSnapshot, input: DecisionInput): Decision {
   const prepared = prepareDecision(snapshot, input);
   return completeDecision(prepared, scoreCandidates(prepared.scoreTask));
 }
 
-export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput): PreparedDecision {
+export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput, stage: StageRunner = runStage): PreparedDecision {
   const scope = resolveRequestScope(snapshot, input);
   const bag: AttributeBag = { customer: input.customer, context: input.context };
   const explain = input.explain ?? false;
-  const qualification = qualify(scope.candidates, snapshot.qualificationRules, bag, scope.nowMs, explain);
-  const contact = applyContactPolicies(qualification.qualified, snapshot, {
+  const qualification = stage("qualification", () => qualify(scope.candidates, snapshot.qualificationRules, bag, scope.nowMs, explain));
+  const contact = stage("contact_policy", () => applyContactPolicies(qualification.qualified, snapshot, {
     customerId: input.customerId,
     bag,
     channel: scope.channel,
@@ -128,7 +136,7 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
     counterChecks: input.counterChecks,
     recentOutcomes: input.recentOutcomes ?? [],
     explain,
-  });
+  }));
   const reservations = new Map(contact.allowed.map((a) => [a.offer.id, a.reservations]));
   const coupling = coupleCreatives(
     contact.allowed.map((a) => a.offer),
@@ -172,7 +180,7 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
 }
 
 /** Ranks with the scores of `prepared.scoreTask` (one per candidate, in any order). */
-export function completeDecision(prepared: PreparedDecision, scores: readonly CandidateScore[]): Decision {
+export function completeDecision(prepared: PreparedDecision, scores: readonly CandidateScore[], stage: StageRunner = runStage): Decision {
   // Scorers answer in candidate order; a map is built only for scores that come back otherwise.
   let byOffer: Map<string, CandidateScore> | undefined;
   const inputs = prepared.candidates.map((c, i) => {
@@ -183,9 +191,10 @@ export function completeDecision(prepared: PreparedDecision, scores: readonly Ca
     // objects, and the core took twice as long.
     return { offer: c.offer, options: c.options, reservations: c.reservations, score };
   });
-  const pool = orderCandidates(inputs, prepared.rankingWeights, prepared.clv, prepared.nowMs);
   const explain = prepared.scoreTask.explain;
-  const selection = selectOffers(pool, prepared.selectionPlan, undefined, explain);
+  const selection = stage("ranking", () =>
+    selectOffers(orderCandidates(inputs, prepared.rankingWeights, prepared.clv, prepared.nowMs), prepared.selectionPlan, undefined, explain),
+  );
   const scoringResults = !explain
     ? []
     : inputs

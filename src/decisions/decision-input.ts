@@ -21,6 +21,7 @@ import type { Counters } from "./counters.js";
 import type { ExperimentArm, ExperimentArms } from "./experiment-arms.js";
 import type { ScoringPool } from "./recommend-service.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
+import { inSpan, traceStage } from "../platform/tracing.js";
 
 export const MAX_OFFERS = 50;
 export const MAX_PLACEMENTS = 20;
@@ -112,13 +113,14 @@ export async function scoreDecision(
   /** Score in the worker pool whatever the task's size (batch decisions keep the main thread for commits). */
   preferPool = false,
 ): Promise<{ decision: Decision; task: ScoreTask }> {
-  const prepared = prepareDecision(snapshot, input);
+  const prepared = prepareDecision(snapshot, input, traceStage);
   const task = prepared.scoreTask;
-  const scores =
-    pool && (preferPool || chooseScoringPath(task, minTreeWalksForPool) === "pool")
-      ? await pool.score(tenantId, task)
-      : scoreCandidates(task);
-  return { decision: completeDecision(prepared, scores), task };
+  const path = pool && (preferPool || chooseScoringPath(task, minTreeWalksForPool) === "pool") ? "pool" : "inline";
+  const scores = await inSpan("decision.scoring", () => (pool && path === "pool" ? pool.score(tenantId, task) : scoreCandidates(task)), {
+    "decision.scoring.path": path,
+    "decision.candidates": task.candidates.length,
+  });
+  return { decision: completeDecision(prepared, scores, traceStage), task };
 }
 
 /**

@@ -26,6 +26,7 @@ import { storedFlowId, toRecommendResponse, toTraceRow } from "./decision-mapper
 import { readDecisionInput, scoreDecision, type DecisionReads } from "./decision-input.js";
 import { traceRecord } from "./trace-record.js";
 import { decisionFunnel } from "./decision-metrics.js";
+import { activeTraceIds } from "../platform/tracing.js";
 
 
 /**
@@ -97,7 +98,7 @@ export class RecommendService {
     const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket, scoredModelIds(task), experiment);
     this.deps.observer?.decided(offers.length, decision.degradedScoring);
     if (sampled) {
-      const record = traceRecord(input, evidence, offers, refusals, experiment);
+      const record = traceRecord(input, evidence, offers, refusals, experiment, activeTraceIds()?.traceId);
       this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, record, createdAt), snapshot.config);
     }
     return toRecommendResponse({

@@ -64,6 +64,8 @@ export interface TraceRecord {
   refusals: Rejection[];
   /** The experiment that covered the decision; its variant's model is `inputs.modelKey`. Absent when none. */
   experiment?: Pick<ExperimentArm, "id" | "key" | "variant">;
+  /** The OpenTelemetry trace of the request that decided, when tracing was on; outside the inputs, so outside inputsHash. */
+  otelTraceId?: string;
 }
 
 /** The record of a decision; `keys` are the evidence keys the service read (evidenceKeys). */
@@ -73,6 +75,7 @@ export function traceRecord(
   offers: RankedOffer[],
   refusals: Rejection[],
   experiment: ExperimentArm | null = null,
+  otelTraceId?: string,
 ): TraceRecord {
   const counts = input.adaptiveCounts ?? {};
   return {
@@ -96,6 +99,7 @@ export function traceRecord(
     selectedOffers: offers.map(({ reservations: _r, options: _o, ...o }) => o),
     refusals,
     ...(experiment && { experiment: { id: experiment.id, key: experiment.key, variant: experiment.variant } }),
+    ...(otelTraceId && { otelTraceId }),
   };
 }
 
@@ -167,6 +171,7 @@ export function renderTrace(
     rankingWeights: decision.rankingWeights,
     inputs: { ...shown, adaptiveCounts: input.adaptiveCounts },
     ...(record.experiment && { experiment: experimentAssignment(record.experiment) }),
+    ...(record.otelTraceId && { otelTraceId: record.otelTraceId }),
   });
   return { trace, decision, scoreTask: prepared.scoreTask };
 }
@@ -181,6 +186,7 @@ export interface TraceExplanation {
   rankingWeights: unknown;
   inputs: unknown;
   experiment?: ReturnType<typeof experimentAssignment>;
+  otelTraceId?: string;
 }
 
 /** The trace message: the row's columns and an explanation, through JSON so that any plain value fits. */

@@ -14,6 +14,7 @@ import {
 } from "../core/index.js";
 import { DEFAULT_POOL_TIMEOUT_MS } from "../config.js";
 import type { Logger } from "./logger.js";
+import { inSpan } from "./tracing.js";
 
 export interface ScoringPoolOptions {
   /** Worker threads (SCORING_POOL_THREADS); default one per core but one. */
@@ -128,9 +129,10 @@ export function createScoringPool(logger: Logger, options: ScoringPoolOptions = 
 
   return {
     /** Scores a task in a worker, or inline when no worker answers in time; never rejects for the pool's sake. */
-    score,
+    // Spans from the queue to the answer: a worker thread has no trace context of its own.
+    score: (tenantId: string, task: ScoreTask) => inSpan("scoring_pool.run", () => score(tenantId, task)),
     /** TreeSHAP of a task's model (an explanation can cost far more CPU than scoring). */
-    explainShap: (task: ScoreTask) => pool.run(task, { name: "explainShap" }) as Promise<DecisionShapOutcome>,
+    explainShap: (task: ScoreTask) => inSpan("scoring_pool.explain_shap", () => pool.run(task, { name: "explainShap" }) as Promise<DecisionShapOutcome>),
     /** Tasks waiting for a thread, and threads running: what the metrics show. */
     queueSize: () => pool.queueSize,
     threads: () => pool.threads.length,

@@ -8,6 +8,7 @@ import type { CallInfo } from "../platform/context.js";
 import { isAppError } from "../platform/errors.js";
 import { CONNECT_CODES, errorHeaders, rateLimitHeaders, toAppError } from "./error-mapping.js";
 import { requestIdOf, type Gateway } from "./gateway.js";
+import { inRequestSpan } from "../platform/tracing.js";
 import { httpCallInfo, mediaType, readBody, sendError } from "./http-io.js";
 import { connectJson, parseJsonBody, readBinary, readJson } from "./message-codec.js";
 
@@ -49,26 +50,28 @@ export function createConnectHandler(gateway: Gateway) {
   });
   for (const { service } of gateway.registrations) {
     for (const method of service.methods) {
-      router.rpc(method as DescMethod & { methodKind: "unary" }, async (_empty: unknown, ctx: HandlerContext) => {
+      router.rpc(method as DescMethod & { methodKind: "unary" }, (_empty: unknown, ctx: HandlerContext) => {
         const call = ctx.values.get(callKey);
         const requestId = requestIdOf(call);
-        try {
-          let request: Message | undefined;
-          const result = await gateway.invoke(method, () => (request = decode(method, ctx)), {
-            door: "connect",
-            call,
-            http: { method: "POST", contentType: ctx.requestHeader.get("content-type") ?? undefined },
-            requestId,
-          });
-          ctx.responseHeader.set("x-request-id", result.requestId);
-          if (result.setCookie) ctx.responseHeader.set("set-cookie", result.setCookie);
-          for (const [name, value] of Object.entries(rateLimitHeaders(result.rateLimit))) ctx.responseHeader.set(name, value);
-          if (!isBinary(ctx)) ctx.values.set(answerKey, connectJson(method.output, result.response, request!));
-          return result.response as never;
-        } catch (err) {
-          const app = toAppError(err, gateway.logger, requestId);
-          throw new ConnectError(app.message, CONNECT_CODES[app.code], errorHeaders(app, requestId));
-        }
+        return inRequestSpan(`${service.typeName}/${method.name}`, "connect", call, async () => {
+          try {
+            let request: Message | undefined;
+            const result = await gateway.invoke(method, () => (request = decode(method, ctx)), {
+              door: "connect",
+              call,
+              http: { method: "POST", contentType: ctx.requestHeader.get("content-type") ?? undefined },
+              requestId,
+            });
+            ctx.responseHeader.set("x-request-id", result.requestId);
+            if (result.setCookie) ctx.responseHeader.set("set-cookie", result.setCookie);
+            for (const [name, value] of Object.entries(rateLimitHeaders(result.rateLimit))) ctx.responseHeader.set(name, value);
+            if (!isBinary(ctx)) ctx.values.set(answerKey, connectJson(method.output, result.response, request!));
+            return result.response as never;
+          } catch (err) {
+            const app = toAppError(err, gateway.logger, requestId);
+            throw new ConnectError(app.message, CONNECT_CODES[app.code], errorHeaders(app, requestId));
+          }
+        });
       });
     }
   }

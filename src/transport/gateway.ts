@@ -13,6 +13,7 @@ import { screenRequest } from "./request-screen.js";
 import { csrfRefusal } from "./csrf-guard.js";
 import type { Door, RequestObserver } from "../platform/request-observer.js";
 import { statusOfFailure } from "./error-mapping.js";
+import { annotateRequest } from "../platform/tracing.js";
 
 
 /** What an HTTP door knows that gRPC does not: the CSRF guard needs it. */
@@ -87,6 +88,7 @@ export class Gateway {
       throw err;
     } finally {
       this.observer.observe(inv.door, method, status, performance.now() - started, caller.tenantId);
+      annotateRequest(status, caller.tenantId);
     }
   }
 

@@ -9,6 +9,7 @@ import { GRPC_CODES, errorHeaders, rateLimitHeaders, toAppError } from "./error-
 import { payloadTooLarge, requestIdOf, type Gateway } from "./gateway.js";
 import { GRPC_SERVER_OPTIONS } from "./grpc-options.js";
 import { readBinary } from "./message-codec.js";
+import { inRequestSpan } from "../platform/tracing.js";
 
 function callInfo(call: grpc.ServerUnaryCall<unknown, unknown>): CallInfo {
   return {
@@ -74,24 +75,26 @@ export function createGrpcServer(gateway: Gateway): { server: grpc.Server; healt
 
 function unaryHandler(gateway: Gateway, method: DescMethod): grpc.handleUnaryCall<Buffer, unknown> {
   const limit = gateway.policy(method).maxBodyBytes;
-  return async (call, callback) => {
+  return (call, callback) => {
     const info = callInfo(call);
     const requestId = requestIdOf(info);
-    try {
-      const result = await gateway.invoke(
-        method,
-        () => {
-          if (call.request.length > limit) throw payloadTooLarge(limit);
-          return readBinary(method.input, call.request);
-        },
-        { door: "grpc", call: info, http: null, requestId },
-      );
-      call.sendMetadata(metadata({ "x-request-id": result.requestId, ...rateLimitHeaders(result.rateLimit) }));
-      callback(null, result.response);
-    } catch (err) {
-      const app = toAppError(err, gateway.logger, requestId);
-      callback({ code: GRPC_CODES[app.code], details: app.message, metadata: metadata(errorHeaders(app, requestId)) });
-    }
+    return inRequestSpan(`${method.parent.typeName}/${method.name}`, "grpc", info, async () => {
+      try {
+        const result = await gateway.invoke(
+          method,
+          () => {
+            if (call.request.length > limit) throw payloadTooLarge(limit);
+            return readBinary(method.input, call.request);
+          },
+          { door: "grpc", call: info, http: null, requestId },
+        );
+        call.sendMetadata(metadata({ "x-request-id": result.requestId, ...rateLimitHeaders(result.rateLimit) }));
+        callback(null, result.response);
+      } catch (err) {
+        const app = toAppError(err, gateway.logger, requestId);
+        callback({ code: GRPC_CODES[app.code], details: app.message, metadata: metadata(errorHeaders(app, requestId)) });
+      }
+    });
   };
 }
 

@@ -12,6 +12,7 @@ import { parseJsonBody, readJson, writeJson } from "./message-codec.js";
 import { rateLimitHeaders, toAppError } from "./error-mapping.js";
 import { httpCallInfo, isJsonMediaType, mediaType, readBody, sendError } from "./http-io.js";
 import { requestIdOf, type Gateway } from "./gateway.js";
+import { inRequestSpan } from "../platform/tracing.js";
 
 /** A literal segment, a variable, or a variable bound to one literal (`{collection=categories}`). */
 type Segment = { literal: string; variable?: string } | { variable: string; literal?: undefined };
@@ -210,7 +211,8 @@ export class RestTranscoder {
       if (!vars) continue;
       matchedTier = route.literalCount;
       if (route.verb !== verb) continue;
-      await this.serve(route, vars, url, req, res, call);
+      const method = route.method;
+      await inRequestSpan(`${method.parent.typeName}/${method.name}`, "rest", call, () => this.serve(route, vars, url, req, res, call));
       return;
     }
     const err = matchedTier !== null

@@ -280,7 +280,11 @@ describe("inbound delivery webhooks", () => {
       const unknown = await postDelivery(JSON.stringify({ providerMessageId: "nobody-knows-me", event: "delivered" }), {}, undefined, child.baseUrl);
       assert.deepEqual(unknown.body, { format: "native", received: 1, recorded: 0, duplicates: 0, ignored: 1 });
       assert.equal((await eventsOf("nobody-knows-me")).length, 0);
-      const logged = child.logs.find((l) => /no tenant knows/.test(l.msg)) as { messageIds?: string[] } | undefined;
+      // The child's log line reaches this process through its stdout, possibly after the answer.
+      const deadline = Date.now() + 5_000;
+      const find = () => child.logs.find((l) => /no tenant knows/.test(l.msg)) as { messageIds?: string[] } | undefined;
+      while (!find() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      const logged = find();
       assert.deepEqual(logged?.messageIds, ["nobody-knows-me"]);
     } finally {
       child.child.kill("SIGTERM");

@@ -4,6 +4,8 @@ import { TEST_INTERNAL_KEY, TEST_JWT_SECRET, TEST_PEPPER, type TestService } fro
 export interface ChildService {
   baseUrl: string;
   grpcAddress: string;
+  /** Its JSON log lines so far. */
+  logs: Array<{ level: number; msg: string }>;
   stop(): Promise<void>;
 }
 
@@ -30,6 +32,7 @@ export async function startChildService(svc: TestService, options: { entry?: str
   return {
     baseUrl: server.baseUrl,
     grpcAddress: server.grpcAddress,
+    logs: server.logs,
     async stop() {
       server.child.kill("SIGTERM");
       await server.exited;

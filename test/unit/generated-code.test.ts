@@ -17,15 +17,16 @@ function files(dir: string): string[] {
   });
 }
 
-test("gen/ is what buf generates from proto/ (run npm run generate and commit gen/)", () => {
+test("gen/ is what buf generates from proto/, gen/openapi/openapi.json included (run npm run generate and commit gen/)", () => {
   const out = mkdtempSync(join(tmpdir(), "gen-"));
   try {
-    const template = readFileSync(join(root, "buf.gen.yaml"), "utf8").replace(/out: gen/, `out: ${out}`);
+    const template = readFileSync(join(root, "buf.gen.yaml"), "utf8").replace(/out: gen$/gm, `out: ${out}`);
     const templateFile = join(out, "..", `${out.split("/").pop()}.buf.gen.yaml`);
     writeFileSync(templateFile, template);
     execFileSync(buf, ["generate", "--template", templateFile], { cwd: root, stdio: "pipe", env });
     rmSync(templateFile);
     const fresh = files(out).map((f) => relative(out, f)).sort();
+    assert.ok(fresh.includes("openapi/openapi.json"), "buf.gen.yaml runs the OpenAPI plugin");
     const committed = files(join(root, "gen")).map((f) => relative(join(root, "gen"), f)).sort();
     assert.deepEqual(committed, fresh);
     for (const f of fresh) {
