@@ -55,6 +55,7 @@ import { createApprovals, type Approvals } from "./approvals/approvals.js";
 import { createScim } from "./scim/scim.js";
 import { createMcp } from "./mcp/mcp.js";
 import { createSso, type Sso } from "./sso/sso.js";
+import { createConsoleRoutes } from "./console/console-route.js";
 import type { ModelPromoter } from "./models/model-promotion.js";
 import { Gateway } from "./transport/gateway.js";
 import type { ServiceRegistration } from "./platform/service-registration.js";
@@ -464,7 +465,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     sso,
     sessions,
     registrations,
-    httpRoutes: [...sessions.routes, scim.route, mcp.route, ...sso.httpRoutes, ...openApiRoutes()],
+    httpRoutes: [...sessions.routes, scim.route, mcp.route, ...sso.httpRoutes, ...openApiRoutes(), ...createConsoleRoutes()],
     jobs,
     scheduler,
     listen: async () => {
