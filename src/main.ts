@@ -324,6 +324,9 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     narratives: explanations.reportNarratives,
     dispatcher: notifications.dispatcher,
     providers: { existing: notifications.existingProviderIds },
+    secrets: f.secrets,
+    publicUrl: f.config.publicUrl,
+    rateLimits,
     logger: f.logger,
   });
   const ingestion = createIngestion({
@@ -464,7 +467,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     sso,
     sessions,
     registrations,
-    httpRoutes: [...sessions.routes, scim.route, mcp.route, ...sso.httpRoutes, ...openApiRoutes()],
+    httpRoutes: [...sessions.routes, scim.route, mcp.route, ...sso.httpRoutes, ...reports.httpRoutes, ...openApiRoutes()],
     jobs,
     scheduler,
     listen: async () => {
