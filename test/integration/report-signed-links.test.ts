@@ -162,3 +162,21 @@ test("a genuinely signed link reaches only its own tenant's runs: 404 for anothe
   const forged = signedDownloadUrl(PUBLIC_URL, downloadLinkKey("another-secret-0123456789abcdef0123456789"), { tenantId: t.tenantId, runId, format: "html", expires: future });
   await refused(forged, 401, "DOWNLOAD_LINK_INVALID");
 });
+
+test("hostile signed requests are 4xx, never 5xx: odd run ids, encodings and oversize values; other verbs go on to the generated routes", async () => {
+  const sig = new URL(html.downloadUrl).searchParams.get("signature")!;
+  const query = new URL(html.downloadUrl).search;
+  for (const path of [`/api/v1/reports/runs/%00/artifacts/html`, `/api/v1/reports/runs/%E0%A4%A/artifacts/html`, `/api/v1/reports/runs/${runId}/artifacts/%2e%2e`]) {
+    const res = await fetch(`${svc.baseUrl}${path}${query}`);
+    assert.equal(res.status, 401, path);
+  }
+  const changes: Record<string, string>[] = [{ expires: "9".repeat(400) }, { expires: "-1" }, { tenant: "x".repeat(5000) }, { signature: `${sig}${sig}` }];
+  for (const change of changes) {
+    await refused(withQuery(html.downloadUrl, change), 401, "DOWNLOAD_LINK_INVALID");
+  }
+  // A signature on another verb, or on a run's own path, is not a download link.
+  const post = await fetch(local(html.downloadUrl), { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  assert.ok(post.status >= 400 && post.status < 500 && post.status !== 401, String(post.status));
+  const runRead = await fetch(`${svc.baseUrl}/api/v1/reports/runs/${runId}${query}`);
+  assert.equal(runRead.status, 401, "the run's read still needs credentials");
+});
