@@ -325,6 +325,9 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     narratives: explanations.reportNarratives,
     dispatcher: notifications.dispatcher,
     providers: { existing: notifications.existingProviderIds },
+    secrets: f.secrets,
+    publicUrl: f.config.publicUrl,
+    rateLimits,
     logger: f.logger,
   });
   const ingestion = createIngestion({
@@ -465,7 +468,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     sso,
     sessions,
     registrations,
-    httpRoutes: [...sessions.routes, scim.route, mcp.route, ...sso.httpRoutes, ...openApiRoutes(), ...createConsoleRoutes()],
+    httpRoutes: [...sessions.routes, scim.route, mcp.route, ...sso.httpRoutes, ...reports.httpRoutes, ...openApiRoutes(), ...createConsoleRoutes()],
     jobs,
     scheduler,
     listen: async () => {

@@ -1,8 +1,9 @@
 import type { Dispatcher } from "../notifications/outbound.js";
 import type { RenderedArtifact } from "./report-document.js";
+import type { DownloadLinks } from "./report-download-links.js";
 import type { StoredDelivery } from "./report-mapper.js";
 
-/** Artifacts up to this size travel inside a webhook's JSON (base64); larger ones as their download path only. */
+/** Artifacts up to this size travel inside a webhook's JSON (base64); larger ones as their download links only. */
 export const WEBHOOK_INLINE_MAX_BYTES = 256 * 1024;
 
 export interface DeliveredRun {
@@ -20,11 +21,12 @@ export interface DeliveredRun {
 /**
  * Sends a run to its destinations through the one dispatcher (docs/reports.md, "Delivery"): e-mail
  * with every artifact attached; webhooks with the run's metadata, each artifact's authenticated
- * download path, and the artifact itself in base64 when it is at most WEBHOOK_INLINE_MAX_BYTES. One
+ * download path and signed download link (report-download-links.ts), and the artifact itself in
+ * base64 when it is at most WEBHOOK_INLINE_MAX_BYTES. One
  * result per destination; a failed destination never stops the others (the dispatcher sends each
  * on its own and never throws for a failed delivery).
  */
-export async function deliverRun(dispatcher: Dispatcher, destinations: readonly string[], run: DeliveredRun): Promise<StoredDelivery[]> {
+export async function deliverRun(dispatcher: Dispatcher, links: DownloadLinks, destinations: readonly string[], run: DeliveredRun): Promise<StoredDelivery[]> {
   if (!destinations.length) return [];
   const period = run.period ? `${run.period.from.toISOString()} to ${run.period.to.toISOString()} (${run.timeZone})` : `time zone ${run.timeZone}`;
   const results = await dispatcher.dispatch(
@@ -45,14 +47,19 @@ export async function deliverRun(dispatcher: Dispatcher, destinations: readonly 
         periodFrom: run.period?.from.toISOString() ?? null,
         periodTo: run.period?.to.toISOString() ?? null,
         timeZone: run.timeZone,
-        artifacts: run.artifacts.map((a) => ({
-          format: a.format,
-          mimeType: a.mimeType,
-          fileName: a.fileName,
-          bytes: a.bytes.byteLength,
-          downloadPath: `/api/v1/reports/runs/${run.runId}/artifacts/${a.format}`,
-          base64: a.bytes.byteLength <= WEBHOOK_INLINE_MAX_BYTES ? Buffer.from(a.bytes).toString("base64") : null,
-        })),
+        artifacts: run.artifacts.map((a) => {
+          const link = links.link(run.tenantId, run.runId, a.format);
+          return {
+            format: a.format,
+            mimeType: a.mimeType,
+            fileName: a.fileName,
+            bytes: a.bytes.byteLength,
+            downloadPath: `/api/v1/reports/runs/${run.runId}/artifacts/${a.format}`,
+            downloadUrl: link?.url ?? null,
+            downloadUrlExpiresAt: link?.expiresAt.toISOString() ?? null,
+            base64: a.bytes.byteLength <= WEBHOOK_INLINE_MAX_BYTES ? Buffer.from(a.bytes).toString("base64") : null,
+          };
+        }),
       },
       attachments: run.artifacts.map((a) => ({ fileName: a.fileName, contentType: a.mimeType, content: a.bytes })),
     },

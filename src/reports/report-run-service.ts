@@ -25,6 +25,7 @@ import { isUuid, newId } from "../platform/ids.js";
 import type { Logger } from "../platform/logger.js";
 import type { ReportComposer } from "./report-composer.js";
 import { deliverRun } from "./report-delivery.js";
+import type { DownloadLinks } from "./report-download-links.js";
 import { REPORT_FORMATS, type ReportFormat } from "./report-document.js";
 import { toArtifactInfo, toDeliveryResult, toNarrativeMessage, toSectionData, type ArtifactMeta, type StoredDelivery } from "./report-mapper.js";
 import type { ReportRunRow, ReportRunStatus, ReportRunStore } from "./report-run-store.js";
@@ -70,6 +71,7 @@ export class ReportRunService {
     private readonly composer: ReportComposer,
     private readonly runs: ReportRunStore,
     private readonly dispatcher: Dispatcher,
+    private readonly links: DownloadLinks,
     private readonly logger: Logger,
     private readonly now: () => Date = () => new Date(),
   ) {}
@@ -124,7 +126,7 @@ export class ReportRunService {
         artifacts: composed.artifacts,
       });
       artifacts = composed.artifacts.map((a) => ({ format: a.format, mimeType: a.mimeType, fileName: a.fileName, bytes: a.bytes.byteLength }));
-      const deliveries = await deliverRun(this.dispatcher, trigger.destinations, {
+      const deliveries = await deliverRun(this.dispatcher, this.links, trigger.destinations, {
         tenantId: ctx.tenantId,
         runId: started.id,
         templateId: template.id,
@@ -173,10 +175,19 @@ export class ReportRunService {
   }
 
   /** Spec 4.7: the file; 404 for another tenant's run and for a format that was not rendered. */
-  async downloadReportArtifact(ctx: TenantContext, req: DownloadReportArtifactRequest): Promise<HttpBody> {
-    if (!REPORT_FORMATS.includes(req.format as ReportFormat)) throw invalidField("format", `must be one of ${REPORT_FORMATS.join(", ")}`);
-    const artifact = isUuid(req.id) ? await this.runs.artifact(ctx.tenantId, req.id, req.format) : null;
-    if (!artifact) throw notFound(`${req.format} artifact of report run`, req.id);
+  downloadReportArtifact(ctx: TenantContext, req: DownloadReportArtifactRequest): Promise<HttpBody> {
+    return this.artifactFile(ctx.tenantId, req.id, req.format);
+  }
+
+  /**
+   * One stored artifact as the file a download answers, for the authenticated route and the signed
+   * link alike (report-download-route.ts): 400 for a format that does not exist, 404 for a run of
+   * another tenant or a format that was not rendered.
+   */
+  async artifactFile(tenantId: string, runId: string, format: string): Promise<HttpBody> {
+    if (!REPORT_FORMATS.includes(format as ReportFormat)) throw invalidField("format", `must be one of ${REPORT_FORMATS.join(", ")}`);
+    const artifact = isUuid(runId) ? await this.runs.artifact(tenantId, runId, format) : null;
+    if (!artifact) throw notFound(`${format} artifact of report run`, runId);
     return download(new Uint8Array(artifact.content), artifact.mimeType, artifact.fileName);
   }
 }

@@ -5,12 +5,17 @@ import type { ReportNarrativeWriter } from "../explanations/report-narrative-wri
 import type { Dispatcher } from "../notifications/outbound.js";
 import type { Transaction } from "../platform/db.js";
 import type { Logger } from "../platform/logger.js";
+import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
+import type { Secrets } from "../platform/secrets.js";
 import type { Handler, ServiceRegistration } from "../platform/service-registration.js";
 import type { ScheduledJob } from "../scheduling/scheduled-job.js";
+import type { HttpRoute } from "../transport/http-routes.js";
 import { createDataSources, type ExperimentResultsReader } from "./data-sources.js";
 import { renderArtifact } from "./render/render-artifact.js";
 import { ReportComposer } from "./report-composer.js";
 import { ReportDataStore } from "./report-data-store.js";
+import { DownloadLinks } from "./report-download-links.js";
+import { createSignedDownloadRoute } from "./report-download-route.js";
 import { ReportRunService } from "./report-run-service.js";
 import { ReportRunStore } from "./report-run-store.js";
 import { createDueSchedulesJob } from "./report-schedule-job.js";
@@ -28,6 +33,11 @@ export interface ReportsOptions {
   narratives: ReportNarrativeWriter;
   dispatcher: Dispatcher;
   providers: ProviderDirectory;
+  /** The JWT signing secret, from which the webhooks' download links are signed. */
+  secrets: Secrets;
+  /** PUBLIC_URL: where the download links point. */
+  publicUrl: string;
+  rateLimits: RateLimitPolicy;
   logger: Logger;
 }
 
@@ -35,6 +45,8 @@ export interface Reports {
   services: ServiceRegistration[];
   /** `reports.due-schedules`: every minute (and on `/api/cron/tick`), each due schedule's slot once. */
   jobs: ScheduledJob[];
+  /** The signed form of the artifact download (report-download-route.ts). */
+  httpRoutes: HttpRoute[];
   /** Deletes the tenant's templates (their schedules with them) and runs inside a workspace reset's transaction. */
   wipeTenant(t: Transaction, tenantId: string): Promise<void>;
 }
@@ -46,7 +58,8 @@ export function createReports(o: ReportsOptions): Reports {
   const registry = createDataSources(new ReportDataStore(o.db), o.experiments);
   const templates = new ReportTemplateService(o.db, templateStore, o.audit, registry, o.providers);
   const runStore = new ReportRunStore(o.db);
-  const runs = new ReportRunService(templates, new ReportComposer(registry, o.narratives, renderArtifact), runStore, o.dispatcher, o.logger);
+  const links = new DownloadLinks(o.secrets, o.publicUrl);
+  const runs = new ReportRunService(templates, new ReportComposer(registry, o.narratives, renderArtifact), runStore, o.dispatcher, links, o.logger);
   const schedules = new ReportScheduleService(o.db, scheduleStore, templates, o.audit, o.providers);
   const impl = {
     listReportDataSources: () => templates.listReportDataSources(),
@@ -69,6 +82,7 @@ export function createReports(o: ReportsOptions): Reports {
   return {
     services: [{ service: ReportServiceDesc, impl }],
     jobs: [createDueSchedulesJob({ schedules: scheduleStore, templates: templateStore, runs, logger: o.logger })],
+    httpRoutes: [createSignedDownloadRoute(links, runs, o.rateLimits, o.logger)],
     wipeTenant: async (t, tenantId) => {
       await runStore.deleteAll(t, tenantId);
       await templateStore.deleteAll(t, tenantId);

@@ -1,4 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { fromBinary } from "@bufbuild/protobuf";
+import type { HttpBody } from "../../gen/google/api/httpbody_pb.js";
+import { DownloadDispositionSchema } from "../../gen/decisioning/v1/common_pb.js";
 import type { CallInfo } from "../platform/context.js";
 import { badRequest, type AppError } from "../platform/errors.js";
 import type { ErrorFormatName } from "../platform/method-policy.js";
@@ -69,4 +72,18 @@ export function sendError(
   const out = httpErrorResponse(err, format, requestId);
   res.writeHead(out.status, { ...out.headers, "content-type": "application/json; charset=utf-8" });
   res.end(JSON.stringify({ ...extra, ...out.body }));
+}
+
+/**
+ * A google.api.HttpBody answer: its bytes with its Content-Type, and, when a DownloadDisposition is
+ * packed into its extensions, `Content-Disposition: attachment` with that file name. The REST door
+ * and the routes outside protobuf that answer files (a signed report download) both write it here.
+ */
+export function sendHttpBody(res: ServerResponse, status: number, body: HttpBody): void {
+  const headers: Record<string, string> = { "content-type": body.contentType || "application/octet-stream" };
+  const ext = body.extensions.find((a) => a.typeUrl === `type.googleapis.com/${DownloadDispositionSchema.typeName}`);
+  const filename = ext ? fromBinary(DownloadDispositionSchema, ext.value).filename : null;
+  if (filename) headers["content-disposition"] = `attachment; filename="${filename.replace(/["\\\r\n]/g, "_")}"`;
+  res.writeHead(status, headers);
+  res.end(Buffer.from(body.data));
 }

@@ -52,7 +52,7 @@ export function createHttpServer(
       return;
     }
     if (pathname.startsWith(`${CONNECT_PREFIX}/grpc.reflection.`)) return reflection(req, res);
-    const route = findHttpRoute(routes, pathname);
+    const route = findHttpRoute(routes, pathname, req);
     if (route) {
       route.handle(req, res).catch((err) => sendError(res, toAppError(err, gateway.logger), "problem", ""));
       return;

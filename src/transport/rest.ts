@@ -1,16 +1,15 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { create, fromBinary, getOption, type DescField, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { create, getOption, type DescField, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { ScalarType } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { http as httpExt } from "../../gen/google/api/annotations_pb.js";
 import { HttpBodySchema, type HttpBody } from "../../gen/google/api/httpbody_pb.js";
-import { DownloadDispositionSchema } from "../../gen/decisioning/v1/common_pb.js";
 import { AppError, invalidField } from "../platform/errors.js";
 import type { CallInfo } from "../platform/context.js";
 import type { ResolvedPolicy } from "../platform/method-policy.js";
 import { parseJsonBody, readJson, writeJson } from "./message-codec.js";
 import { rateLimitHeaders, toAppError } from "./error-mapping.js";
-import { httpCallInfo, isJsonMediaType, mediaType, readBody, sendError } from "./http-io.js";
+import { httpCallInfo, isJsonMediaType, mediaType, readBody, sendError, sendHttpBody } from "./http-io.js";
 import { requestIdOf, type Gateway } from "./gateway.js";
 import { inRequestSpan } from "../platform/tracing.js";
 
@@ -271,12 +270,7 @@ export class RestTranscoder {
       res.setHeader("x-request-id", requestId);
       if (result.setCookie) res.setHeader("set-cookie", result.setCookie);
       if (route.method.output.typeName === HttpBodySchema.typeName) {
-        const body = result.response as HttpBody;
-        const headers: Record<string, string> = { "content-type": body.contentType || "application/octet-stream" };
-        const filename = downloadFilename(body);
-        if (filename) headers["content-disposition"] = `attachment; filename="${filename.replace(/["\\\r\n]/g, "_")}"`;
-        res.writeHead(policy.httpStatus, headers);
-        res.end(Buffer.from(body.data));
+        sendHttpBody(res, policy.httpStatus, result.response as HttpBody);
         return;
       }
       if (policy.httpStatus === 204) {
@@ -333,10 +327,4 @@ function responseJson(route: Route, response: Message, request?: Message): JsonV
   if (!route.responseBody) return json;
   const field = route.method.output.fields.find((f) => f.name === route.responseBody)!;
   return (json as Record<string, JsonValue>)[field.jsonName] ?? null;
-}
-
-/** A DownloadDisposition packed into HttpBody.extensions makes the answer a file download. */
-function downloadFilename(body: HttpBody): string | null {
-  const ext = body.extensions.find((a) => a.typeUrl === `type.googleapis.com/${DownloadDispositionSchema.typeName}`);
-  return ext ? fromBinary(DownloadDispositionSchema, ext.value).filename : null;
 }

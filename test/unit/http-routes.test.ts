@@ -12,3 +12,10 @@ test("an exact path wins, then the longest prefix; a path outside every route fi
   assert.equal(findHttpRoute(routes, "/api/v1/scim"), undefined);
   assert.equal(findHttpRoute(routes, "/api/v1/offers"), undefined);
 });
+
+test("a route that does not claim a request is passed over, so that it goes on to Connect and REST", () => {
+  const signed: HttpRoute = { path: "/api/v1/reports/runs/", claims: (req) => (req.url ?? "").includes("signature="), handle: async () => {} };
+  const req = (url: string) => ({ url }) as never;
+  assert.equal(findHttpRoute([signed], "/api/v1/reports/runs/r/artifacts/csv", req("/api/v1/reports/runs/r/artifacts/csv?signature=ab")), signed);
+  assert.equal(findHttpRoute([signed], "/api/v1/reports/runs/r/artifacts/csv", req("/api/v1/reports/runs/r/artifacts/csv")), undefined);
+});
