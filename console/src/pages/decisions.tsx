@@ -40,9 +40,14 @@ function DecisionList() {
   useEffect(() => {
     setResult(null);
     setError(null);
+    // A slower answer for an older window must not replace the newer one.
+    let current = true;
     api("GET", withQuery("/api/v1/decision-traces", { customerId, since, until, limit: PAGE_SIZE, offset }))
-      .then(setResult)
-      .catch(setError);
+      .then((r) => current && setResult(r))
+      .catch((err) => current && setError(err));
+    return () => {
+      current = false;
+    };
   }, [customerId, since, until, offset]);
 
   const go = (q: Record<string, string | number>) => navigate(withQuery("/decisions", { customerId, since, until, offset, ...q }));
