@@ -12,7 +12,10 @@ import type { AuditLog } from "../audit/audit-log.js";
 import type { CatalogRow, CatalogStore, CatalogTable, EntryKind, RowFilter } from "./catalog-store.js";
 import { snapshot } from "./catalog-mapper.js";
 import { columnsFromWrite, type ColumnValues, type FieldRule } from "./write-fields.js";
-import { referenceViolations, throwIfInvalid } from "./catalog-support.js";
+import { listFilters, referenceViolations, throwIfInvalid } from "./catalog-support.js";
+
+/** The lists of budgets, models and flows carry `q` and `status`; those of creatives and entries do not. */
+type ListRequest = { limit?: number; cursor: string; includeDeleted: boolean; q?: string; status?: string };
 
 export interface CollectionSpec<M extends DescMessage, L extends DescMessage> {
   table: CatalogTable;
@@ -51,9 +54,10 @@ export class CatalogCollection<M extends DescMessage, L extends DescMessage> {
     readonly spec: CollectionSpec<M, L>,
   ) {}
 
-  async list(ctx: TenantContext, req: { limit?: number; cursor: string; includeDeleted: boolean }, filter: RowFilter = {}): Promise<MessageShape<L>> {
+  async list(ctx: TenantContext, req: ListRequest, filter: RowFilter = {}): Promise<MessageShape<L>> {
     const page = cursorPageRequest(req);
-    const rows = await this.store.page(this.spec.table, ctx.tenantId, page, req.includeDeleted, { ...this.spec.filter, ...filter });
+    const search = listFilters(req, this.spec.rules);
+    const rows = await this.store.page(this.spec.table, ctx.tenantId, page, req.includeDeleted, { ...this.spec.filter, ...filter, ...search.filter }, search.nameContains);
     const result = cursorPage(rows, page.limit);
     return create(this.spec.listSchema, { data: result.rows.map(this.spec.toMessage), pagination: result.pagination } as never);
   }

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { execReturning, selectRows, type Transaction } from "../platform/db.js";
+import { containsPattern, execReturning, selectRows, type Transaction } from "../platform/db.js";
 import { lockTenantWrites, tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import type { CursorPageRequest } from "../platform/pagination.js";
 import type { ColumnValues } from "./write-fields.js";
@@ -32,7 +32,7 @@ export interface CatalogRow {
 }
 
 /** Extra equality filters a list may apply (kind of entry, parent offer). */
-export type RowFilter = Partial<Record<"kind" | "offer_id", string>>;
+export type RowFilter = Partial<Record<"kind" | "offer_id" | "status", string>>;
 
 function filterSql(filter: RowFilter, bind: unknown[]): string {
   return Object.entries(filter)
@@ -142,7 +142,15 @@ export class CatalogStore {
   }
 
   /** A keyset page, newest first, fetching one extra row to tell whether more exist. */
-  page(table: CatalogTable, tenantId: string, page: CursorPageRequest, includeDeleted: boolean, filter: RowFilter = {}): Promise<CatalogRow[]> {
+  /** Newest first after the cursor; `nameContains` matches the name anywhere, in any case. */
+  page(
+    table: CatalogTable,
+    tenantId: string,
+    page: CursorPageRequest,
+    includeDeleted: boolean,
+    filter: RowFilter = {},
+    nameContains: string | null = null,
+  ): Promise<CatalogRow[]> {
     const bind: unknown[] = [tenantId, page.limit + 1];
     let where = "tenant_id = $1";
     if (page.cursor) {
@@ -151,6 +159,10 @@ export class CatalogStore {
     }
     if (!includeDeleted) where += " AND deleted_at IS NULL";
     where += filterSql(filter, bind);
+    if (nameContains) {
+      bind.push(containsPattern(nameContains));
+      where += ` AND name ILIKE $${bind.length}`;
+    }
     return selectRows<CatalogRow>(this.db, `SELECT * FROM ${table} WHERE ${where} ORDER BY id DESC LIMIT $2`, bind);
   }
 

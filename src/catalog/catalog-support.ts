@@ -1,8 +1,28 @@
-import { conflict, invalidFields, isAppError, type FieldViolation } from "../platform/errors.js";
+import { conflict, invalidField, invalidFields, isAppError, type FieldViolation } from "../platform/errors.js";
 import { isUniqueViolation } from "../platform/db.js";
 import { isUuid } from "../platform/ids.js";
-import type { CatalogStore, EntryKind } from "./catalog-store.js";
+import type { CatalogStore, EntryKind, RowFilter } from "./catalog-store.js";
 import { ENTRY_KINDS } from "./catalog-rules.js";
+import type { FieldRule } from "./write-fields.js";
+
+/** Longest `q` a catalog list accepts: the longest name (catalog-rules.ts). */
+const MAX_NAME_FILTER = 255;
+
+/**
+ * The `q` and `status` filters of a catalog list (an extension beyond spec 4.3, docs/catalog.md):
+ * `status` must be one the list's own rules allow, so a typo is a 400 rather than an empty page.
+ */
+export function listFilters(req: { q?: string; status?: string }, rules: readonly FieldRule[]): { filter: RowFilter; nameContains: string | null } {
+  if (req.q && req.q.length > MAX_NAME_FILTER) throw invalidField("q", `must be at most ${MAX_NAME_FILTER} characters`);
+  const filter: RowFilter = {};
+  if (req.status) {
+    const allowed = rules.find((r) => r.name === "status")?.oneOf;
+    if (!allowed) throw invalidField("status", "is not a filter of this list");
+    if (!allowed.includes(req.status)) throw invalidField("status", `must be one of ${allowed.join(", ")}`);
+    filter.status = req.status;
+  }
+  return { filter, nameContains: req.q || null };
+}
 
 /**
  * Foreign references inside a body must name live entries of the caller's tenant (spec 7: 400, never

@@ -24,7 +24,7 @@ import type { CatalogRow, CatalogStore } from "./catalog-store.js";
 import { snapshot, toOffer, toOfferWithRelations } from "./catalog-mapper.js";
 import { OFFER_PATCH_RULES, OFFER_RULES } from "./catalog-rules.js";
 import { columnsFromWrite, type ColumnValues } from "./write-fields.js";
-import { configViolations, mapConflict, referenceViolations, throwIfInvalid } from "./catalog-support.js";
+import { configViolations, listFilters, mapConflict, referenceViolations, throwIfInvalid } from "./catalog-support.js";
 import type { OfferEvent, OfferEventListener } from "./offer-events.js";
 import { validateCondition, validateOfferBudget, validateOfferSchedule } from "../core/index.js";
 
@@ -63,7 +63,8 @@ export class OfferService {
 
   async listOffers(ctx: TenantContext, req: CatalogListRequest): Promise<ListOffersResponse> {
     const page = cursorPageRequest(req);
-    const { rows, pagination } = cursorPage(await this.store.page("offers", ctx.tenantId, page, req.includeDeleted), page.limit);
+    const { filter, nameContains } = listFilters(req, OFFER_RULES);
+    const { rows, pagination } = cursorPage(await this.store.page("offers", ctx.tenantId, page, req.includeDeleted, filter, nameContains), page.limit);
     return create(ListOffersResponseSchema, {
       data: await this.withRelations(ctx.tenantId, rows, req.includeDeleted),
       pagination,

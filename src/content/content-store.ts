@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { execReturning, selectRows, type Transaction } from "../platform/db.js";
+import { containsPattern, execReturning, selectRows, type Transaction } from "../platform/db.js";
 import type { CursorPageRequest } from "../platform/pagination.js";
 import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import type { ContentStatus } from "../core/index.js";
@@ -65,7 +65,7 @@ export class ContentStore {
 
   /** Newest first; `text` matches title or body in any case (ILIKE with its wildcards escaped). */
   page(tenantId: string, page: CursorPageRequest, filter: { status: ContentStatus | null; text: string | null }): Promise<ContentRow[]> {
-    const pattern = filter.text === null ? null : `%${filter.text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const pattern = filter.text === null ? null : containsPattern(filter.text);
     return selectRows<ContentRow>(
       this.db,
       `SELECT ${ITEM_COLUMNS} FROM content_items

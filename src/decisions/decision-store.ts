@@ -219,7 +219,8 @@ export class DecisionStore {
     return row ? JSON.parse(gunzipSync(row.config).toString("utf8")) : null;
   }
 
-  async traces(tenantId: string, filter: { customerId?: string; recommendationId?: string }, limit: number, offset: number) {
+  /** Newest first; `since` and `until` bound the trace's `created_at`, both inclusive. */
+  async traces(tenantId: string, filter: { customerId?: string; recommendationId?: string; since?: Date; until?: Date }, limit: number, offset: number) {
     const bind: unknown[] = [tenantId];
     let where = "tenant_id = $1";
     if (filter.customerId) {
@@ -229,6 +230,14 @@ export class DecisionStore {
     if (filter.recommendationId) {
       bind.push(filter.recommendationId);
       where += ` AND recommendation_id = $${bind.length}`;
+    }
+    if (filter.since) {
+      bind.push(filter.since);
+      where += ` AND created_at >= $${bind.length}`;
+    }
+    if (filter.until) {
+      bind.push(filter.until);
+      where += ` AND created_at <= $${bind.length}`;
     }
     const [rows, [count]] = await Promise.all([
       selectRows<Omit<TraceRow, "trace">>(

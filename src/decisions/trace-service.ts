@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import {
   ListDecisionTracesResponseSchema,
   type DecisionTrace,
@@ -25,8 +26,12 @@ export class TraceService {
     const violations: FieldViolation[] = [];
     const { limit, offset } = limitOffsetRequest(req, 100, 50, violations);
     if (req.recommendationId && !isUuid(req.recommendationId)) violations.push({ field: "recommendationId", message: "must be a recommendation id" });
+    const since = req.since ? timestampDate(req.since) : undefined;
+    const until = req.until ? timestampDate(req.until) : undefined;
+    if (since && until && since > until) violations.push({ field: "until", message: "must not be before since" });
     if (violations.length) throw invalidFields(violations);
-    const { rows, total } = await this.store.traces(ctx.tenantId, { customerId: req.customerId || undefined, recommendationId: req.recommendationId || undefined }, limit, offset);
+    const filter = { customerId: req.customerId || undefined, recommendationId: req.recommendationId || undefined, since, until };
+    const { rows, total } = await this.store.traces(ctx.tenantId, filter, limit, offset);
     return create(ListDecisionTracesResponseSchema, { data: rows.map(toTraceSummary), pagination: { total, limit, offset } });
   }
 

@@ -28,6 +28,11 @@ export async function selectRows<T>(
   return (await db.query(sql, { bind, type: QueryTypes.SELECT, transaction })) as T[];
 }
 
+/** An ILIKE pattern matching `text` anywhere, its own `%`, `_` and `\\` standing for themselves. */
+export function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
 /** Bound-parameter statement with RETURNING; yields the returned rows. */
 export async function execReturning<T>(
   db: Sequelize,

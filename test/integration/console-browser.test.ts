@@ -37,6 +37,12 @@ const call = async (method: string, path: string, body?: unknown, key = tenant.a
   return res.body;
 };
 
+/** A `datetime-local` value `deltaMs` from now, in this machine's zone (the browser's too). */
+function localMinute(deltaMs: number): string {
+  const at = new Date(Date.now() + deltaMs);
+  return new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+}
+
 async function userWithPassword(userId: string): Promise<string> {
   await svc.sql("UPDATE users SET password_hash = $3, email_verified_at = now() WHERE tenant_id = $1 AND id = $2", [
     tenant.tenantId,
@@ -199,6 +205,15 @@ describe("the console in Chromium", () => {
       await page.getByLabel("Customer id").fill(CUSTOMER);
       await page.getByRole("button", { name: "Find decisions" }).click();
       await page.getByText("Decisions 1–1 of 1").waitFor();
+      // A window that ends before the decision finds nothing; one around now finds it again.
+      await page.getByLabel("To", { exact: true }).fill("2020-01-01T00:00");
+      await page.getByRole("button", { name: "Find decisions" }).click();
+      await page.getByText("No decisions found.").waitFor();
+      assert.match(page.url(), /until=2020-01-01T/);
+      await page.getByLabel("From", { exact: true }).fill(localMinute(-3_600_000));
+      await page.getByLabel("To", { exact: true }).fill(localMinute(3_600_000));
+      await page.getByRole("button", { name: "Find decisions" }).click();
+      await page.getByText("Decisions 1–1 of 1").waitFor();
       await check(page, "02-decisions");
       await page.locator("table tbody tr a").first().click();
       await page.getByRole("heading", { name: `Decision for ${CUSTOMER}` }).waitFor();
@@ -245,10 +260,22 @@ describe("the console in Chromium", () => {
       // Offers: the list, then an edit the service refuses, with its message at the field.
       await page.getByRole("link", { name: "Offers" }).click();
       await page.locator('tr[data-offer="Gold card"]').waitFor();
+      // The filters are the list route's own (q, status): the old page leaves before the filtered one comes.
       await page.getByLabel("Status").selectOption("paused");
+      await page.locator('tr[data-offer="Gold card"]').waitFor({ state: "detached" });
       await page.locator('tr[data-offer="Paused promo"]').waitFor();
       assert.equal(await page.locator('tr[data-offer="Gold card"]').count(), 0, "the status filter hides active offers");
+      assert.match(page.url(), /status=paused/);
       await page.getByLabel("Status").selectOption("");
+      await page.getByLabel("Name contains").fill("GOLD");
+      await page.getByRole("button", { name: "Search" }).click();
+      await page.waitForURL(/q=GOLD/);
+      await page.locator('tr[data-offer="Paused promo"]').waitFor({ state: "detached" });
+      await page.locator('tr[data-offer="Gold card"]').waitFor();
+      assert.equal(await page.locator('tr[data-offer="Paused promo"]').count(), 0, "the search hides other names");
+      await page.getByLabel("Name contains").fill("");
+      await page.getByRole("button", { name: "Search" }).click();
+      await page.locator('tr[data-offer="Paused promo"]').waitFor();
       await check(page, "05-offers");
       await page.getByRole("link", { name: "Gold card" }).click();
       await page.getByLabel("Priority (0-100)").fill("500");

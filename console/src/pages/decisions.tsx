@@ -14,23 +14,43 @@ export function Decisions(_: PageProps) {
   return id ? <DecisionTrace id={id} /> : <DecisionList />;
 }
 
+/** An instant as a `datetime-local` value in the browser's zone, to the minute ("" for none). */
+function localInput(iso: string): string {
+  const at = new Date(iso);
+  if (!iso || Number.isNaN(at.getTime())) return "";
+  return new Date(at.getTime() - at.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+}
+
+/**
+ * A `datetime-local` value (the browser's zone, to the minute) as the ISO instant the API takes ("" for
+ * none); *To* means the end of its minute, so that "to 12:30" keeps a decision made at 12:30:40.
+ */
+const isoInstant = (local: string, endOfMinute = false) => (local ? new Date(new Date(local).getTime() + (endOfMinute ? 59_999 : 0)).toISOString() : "");
+
 function DecisionList() {
   const route = useRoute();
   const customerId = route.query.get("customerId") ?? "";
+  const since = route.query.get("since") ?? "";
+  const until = route.query.get("until") ?? "";
   const offset = Number(route.query.get("offset") ?? 0) || 0;
-  const [draft, setDraft] = useState(customerId);
+  const [draft, setDraft] = useState({ customerId, from: localInput(since), to: localInput(until) });
   const [result, setResult] = useState<any>(null);
   const [error, setError] = useState<unknown>(null);
 
   useEffect(() => {
     setResult(null);
     setError(null);
-    api("GET", withQuery("/api/v1/decision-traces", { customerId, limit: PAGE_SIZE, offset }))
-      .then(setResult)
-      .catch(setError);
-  }, [customerId, offset]);
+    // A slower answer for an older window must not replace the newer one.
+    let current = true;
+    api("GET", withQuery("/api/v1/decision-traces", { customerId, since, until, limit: PAGE_SIZE, offset }))
+      .then((r) => current && setResult(r))
+      .catch((err) => current && setError(err));
+    return () => {
+      current = false;
+    };
+  }, [customerId, since, until, offset]);
 
-  const go = (q: Record<string, string | number>) => navigate(withQuery("/decisions", { customerId, offset, ...q }));
+  const go = (q: Record<string, string | number>) => navigate(withQuery("/decisions", { customerId, since, until, offset, ...q }));
   const total = result?.pagination?.total ?? 0;
   return (
     <section aria-labelledby="decisions-title">
@@ -40,11 +60,15 @@ function DecisionList() {
         role="search"
         onSubmit={(e) => {
           e.preventDefault();
-          go({ customerId: draft.trim(), offset: 0 });
+          go({ customerId: draft.customerId.trim(), since: isoInstant(draft.from), until: isoInstant(draft.to, true), offset: 0 });
         }}
       >
         <label for="customer-id">Customer id</label>
-        <input id="customer-id" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} placeholder="all customers" />
+        <input id="customer-id" value={draft.customerId} onInput={(e) => setDraft({ ...draft, customerId: e.currentTarget.value })} placeholder="all customers" />
+        <label for="decided-from">From</label>
+        <input id="decided-from" type="datetime-local" value={draft.from} onInput={(e) => setDraft({ ...draft, from: e.currentTarget.value })} />
+        <label for="decided-to">To</label>
+        <input id="decided-to" type="datetime-local" value={draft.to} onInput={(e) => setDraft({ ...draft, to: e.currentTarget.value })} />
         <button type="submit">Find decisions</button>
       </form>
       <ErrorMessage error={error} />

@@ -18,25 +18,39 @@ export function Offers(props: PageProps) {
 }
 
 /**
- * The list route pages by cursor and has no search or status parameters, so search and the status
- * filter apply to the page shown (docs/console.md).
+ * Search (`q`, the name) and the status filter are the list route's own parameters, kept in the
+ * address with the cursor, so they cover the whole catalog page after page (docs/console.md).
  */
 function OfferList({ canWrite }: { canWrite: boolean }) {
   const route = useRoute();
   const cursor = route.query.get("cursor") ?? "";
-  const [search, setSearch] = useState("");
-  const [status, setStatus] = useState("");
+  const q = route.query.get("q") ?? "";
+  const status = route.query.get("status") ?? "";
+  const [search, setSearch] = useState(q);
   const [page, setPage] = useState<any>(null);
   const [error, setError] = useState<unknown>(null);
   const [history, setHistory] = useState<string[]>([]);
   const [reload, setReload] = useState(0);
 
+  useEffect(() => setSearch(q), [q]);
   useEffect(() => {
     setError(null);
-    api("GET", withQuery("/api/v1/offers", { limit: PAGE_SIZE, cursor }))
-      .then(setPage)
-      .catch(setError);
-  }, [cursor, reload]);
+    setPage(null);
+    // A slower answer for an older filter must not replace the newer one.
+    let current = true;
+    api("GET", withQuery("/api/v1/offers", { limit: PAGE_SIZE, cursor, q, status }))
+      .then((p) => current && setPage(p))
+      .catch((err) => current && setError(err));
+    return () => {
+      current = false;
+    };
+  }, [cursor, q, status, reload]);
+
+  /** A new filter starts again at the first page. */
+  const filter = (next: { q?: string; status?: string }) => {
+    setHistory([]);
+    navigate(withQuery("/offers", { q, status, ...next }));
+  };
 
   const setStatusOf = async (offer: any, next: string) => {
     setError(null);
@@ -48,20 +62,23 @@ function OfferList({ canWrite }: { canWrite: boolean }) {
     }
   };
 
-  const needle = search.trim().toLowerCase();
-  const rows: any[] = (page?.data ?? []).filter(
-    (o: any) =>
-      (!status || o.status === status) &&
-      (!needle || [o.name, o.category, o.description, ...(o.tags ?? [])].some((v) => String(v ?? "").toLowerCase().includes(needle))),
-  );
+  const rows: any[] = page?.data ?? [];
   return (
     <section aria-labelledby="offers-title">
       <h1 id="offers-title">Offers</h1>
-      <div class="toolbar" role="search">
-        <label for="offer-search">Search</label>
-        <input id="offer-search" type="search" value={search} onInput={(e) => setSearch(e.currentTarget.value)} />
+      <form
+        class="toolbar"
+        role="search"
+        onSubmit={(e) => {
+          e.preventDefault();
+          filter({ q: search.trim() });
+        }}
+      >
+        <label for="offer-search">Name contains</label>
+        <input id="offer-search" type="search" maxLength={255} value={search} onInput={(e) => setSearch(e.currentTarget.value)} />
+        <button type="submit">Search</button>
         <label for="offer-status">Status</label>
-        <select id="offer-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
+        <select id="offer-status" value={status} onChange={(e) => filter({ status: e.currentTarget.value })}>
           <option value="">any</option>
           {OFFER_STATUSES.map((s) => (
             <option key={s} value={s}>
@@ -74,7 +91,7 @@ function OfferList({ canWrite }: { canWrite: boolean }) {
             New offer
           </Link>
         )}
-      </div>
+      </form>
       <ErrorMessage error={error} />
       {!page && !error && <Loading />}
       {page && (
@@ -128,7 +145,7 @@ function OfferList({ canWrite }: { canWrite: boolean }) {
               ))}
             </tbody>
           </table>
-          {rows.length === 0 && <p class="muted">No offers on this page match.</p>}
+          {rows.length === 0 && <p class="muted">{q || status ? "No offers match." : "No offers yet."}</p>}
           <div class="pager">
             <button
               type="button"
@@ -136,7 +153,7 @@ function OfferList({ canWrite }: { canWrite: boolean }) {
               onClick={() => {
                 const prev = history[history.length - 1];
                 setHistory(history.slice(0, -1));
-                navigate(withQuery("/offers", { cursor: prev }));
+                navigate(withQuery("/offers", { q, status, cursor: prev }));
               }}
             >
               Previous page
@@ -146,7 +163,7 @@ function OfferList({ canWrite }: { canWrite: boolean }) {
               disabled={!page.pagination?.hasMore}
               onClick={() => {
                 setHistory([...history, cursor]);
-                navigate(withQuery("/offers", { cursor: page.pagination.cursor }));
+                navigate(withQuery("/offers", { q, status, cursor: page.pagination.cursor }));
               }}
             >
               Next page
