@@ -80,8 +80,9 @@ function safeReturnTo(raw: string | null): string {
 
 /**
  * The doors of sign-in through an identity provider, outside protobuf because they redirect and set
- * cookies: the tenant SSO callback (spec 4.19) with the reserved SAML consumer, and the global
- * provider's start and callback (5.5). Errors answer in the problem shape of spec 7.
+ * cookies: the signed-out page's discovery and tenant SSO start, the tenant SSO callback (spec 4.19)
+ * with the reserved SAML consumer, and the global provider's start and callback (5.5). Errors answer
+ * in the problem shape of spec 7.
  */
 export function createSsoRoutes(o: SsoRoutesOptions): HttpRoute[] {
   const secure = o.publicUrl?.startsWith("https:") ?? true;
