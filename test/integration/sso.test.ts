@@ -311,7 +311,7 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
     assert.equal(saml.body.reason, "SAML_NOT_ENABLED");
   });
 
-  test("identity providers must use https unless OUTBOUND_ALLOW_PRIVATE=true; SSO callbacks are limited to 30 per minute per address", async () => {
+  test("identity providers must use https unless OUTBOUND_ALLOW_PRIVATE=true; SSO callbacks are limited to 30 per minute per address, discovery and start to 60", async () => {
     const strict = await startTestService({ settingsKeys: [SETTINGS_KEY] });
     try {
       const t = await strict.createTenant();
@@ -326,6 +326,11 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
       for (let i = 0; i < 31; i++) last = await fetch(`${strict.baseUrl}/api/v1/sso/callback?code=x&state=bad`);
       assert.equal(last!.status, 429);
       assert.ok(Number(last!.headers.get("retry-after")) > 0);
+
+      // The signed-out discovery and start share 60 per minute per address.
+      for (let i = 0; i < 60; i++) assert.equal((await fetch(`${strict.baseUrl}/api/auth/providers?tenant=${t.tenantId}`)).status, 200);
+      assert.equal((await fetch(`${strict.baseUrl}/api/auth/providers?tenant=${t.tenantId}`)).status, 429);
+      assert.equal((await fetch(`${strict.baseUrl}/api/auth/sso/start?tenant=${t.tenantId}`, { redirect: "manual" })).status, 429);
     } finally {
       await strict.stop();
     }
