@@ -2,7 +2,7 @@ import { useEffect, useErrorBoundary, useState } from "preact/hooks";
 import type { ComponentChildren } from "preact";
 import { api, whenSessionLost, type Session } from "./api";
 import { ErrorMessage, Link, Loading } from "./components";
-import { here, navigate, useRoute } from "./router";
+import { afterSignIn, here, navigate, useRoute } from "./router";
 import { SignIn } from "./pages/sign-in";
 import { Decisions } from "./pages/decisions";
 import { Offers } from "./pages/offers";
@@ -59,8 +59,7 @@ export function App() {
           next={route.query.get("next")}
           onSignedIn={(s) => {
             setSession(s);
-            const next = route.query.get("next");
-            navigate(next && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/sign-in") ? next : "/decisions", true);
+            navigate(afterSignIn(route.query.get("next")), true);
           }}
         />
       </main>

@@ -20,6 +20,11 @@ export function navigate(to: string, replace = false): void {
   dispatchEvent(new PopStateEvent("popstate"));
 }
 
+/** A `next` to go back to after sign-in: a page inside the console (not the sign-in page), else the decisions. */
+export function afterSignIn(next: string | null): string {
+  return next && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/sign-in") ? next : "/decisions";
+}
+
 /** The place in the console, as `/path?query`, for coming back after sign-in. */
 export function here(): string {
   const r = current();

@@ -6,6 +6,7 @@ import type { AuditLog } from "../audit/audit-log.js";
 import type { OutboundConfig } from "../config.js";
 import type { TenantContext } from "../platform/context.js";
 import { badRequest, conflict, invalidField, invalidFields, type FieldViolation } from "../platform/errors.js";
+import { isUuid } from "../platform/ids.js";
 import { tenantKey } from "../platform/redis.js";
 import { settingsKeyMissing, type SettingsCipher } from "../platform/settings-cipher.js";
 import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
@@ -20,6 +21,11 @@ import { openSsoSecret, sealSsoSecret } from "./sso-secret.js";
 /** The nonce half of a caller's `state` (`<tenantId>:<nonce>`): enough entropy to be unguessable. */
 const NONCE = /^[A-Za-z0-9_-]{16,128}$/;
 
+/** A fresh nonce for a tenant sign-in's state: 24 random bytes, base64url. */
+export function newNonce(): string {
+  return randomBytes(24).toString("base64url");
+}
+
 /** Where a tenant's pending sign-in waits for its callback (sign-in-attempts.ts). */
 export function tenantAttemptKey(tenantId: string, nonce: string): string {
   return tenantKey(tenantId, "sso", "attempt", nonce);
@@ -30,6 +36,14 @@ export interface TenantAttempt {
   nonce: string;
   codeVerifier: string;
   redirectUri: string;
+  /** Set by the public start route: the callback then redirects the browser here (a same-site path). */
+  returnTo?: string;
+}
+
+/** What a signed-out page may offer for a tenant (GET /api/auth/providers). */
+export interface TenantSignInOptions {
+  sso: boolean;
+  password: boolean;
 }
 
 /** The tenant's stored configuration with the decrypted client settings, when sign-in may use it. */
@@ -80,12 +94,7 @@ export class SsoConfigService {
 
   /** `enforceForAllUsers` (2.12): the reason password sign-in is refused for the tenant's users, or null. */
   async passwordSignInRefusal(tenantId: string): Promise<string | null> {
-    const row = await this.store.get(tenantId);
-    if (!row) return null;
-    const settings = toSettings(row);
-    return settings.enforceForAllUsers && isActive(settings)
-      ? "This workspace requires single sign-on: sign in through its identity provider"
-      : null;
+    return (await this.signInOptions(tenantId)).password ? null : "This workspace requires single sign-on: sign in through its identity provider";
   }
 
   private async configure(ctx: TenantContext, req: PostSsoRequest): Promise<PostSsoResponse> {
@@ -145,17 +154,38 @@ export class SsoConfigService {
         violations.push({ field: "state", message: "must be <your tenant id>:<nonce>, the nonce 16-128 letters, digits, - or _" });
       }
     } else {
-      nonce = randomBytes(24).toString("base64url");
+      nonce = newNonce();
     }
     if (violations.length) throw invalidFields(violations);
-    const { settings, client } = await this.usable(ctx.tenantId);
-    const state = `${ctx.tenantId}:${nonce}`;
-    const { url, attempt } = await this.oidc.authorizationUrl(client, { redirectUri: req.redirectUri, scope: settings.oidcScopes, state });
-    const stored: TenantAttempt = attempt;
-    if (!(await this.attempts.put(tenantAttemptKey(ctx.tenantId, nonce), stored))) {
+    return create(PostSsoResponseSchema, { authUrl: await this.startSignIn(ctx.tenantId, req.redirectUri, nonce) });
+  }
+
+  /**
+   * The provider's authorization URL for a tenant sign-in, its attempt stored single-use under the
+   * nonce: state `<tenantId>:<nonce>`, PKCE and an ID token nonce. Used by get_auth_url and by the
+   * public start route (which passes `returnTo`). 400 when the tenant has no active configuration.
+   */
+  async startSignIn(tenantId: string, redirectUri: string, nonce: string, returnTo?: string): Promise<string> {
+    const { settings, client } = await this.usable(tenantId);
+    const state = `${tenantId}:${nonce}`;
+    const { url, attempt } = await this.oidc.authorizationUrl(client, { redirectUri, scope: settings.oidcScopes, state });
+    const stored: TenantAttempt = returnTo === undefined ? attempt : { ...attempt, returnTo };
+    if (!(await this.attempts.put(tenantAttemptKey(tenantId, nonce), stored))) {
       throw conflict("STATE_IN_USE", "state: a sign-in with this nonce is already pending; use a new nonce");
     }
-    return create(PostSsoResponseSchema, { authUrl: url });
+    return url;
+  }
+
+  /**
+   * What a signed-out page may offer for `tenantId`: SSO when it has an active OIDC configuration,
+   * password unless that configuration enforces SSO for everyone. An unknown or malformed id reads
+   * like a tenant without SSO, so the answer reveals no tenant's existence.
+   */
+  async signInOptions(tenantId: string): Promise<TenantSignInOptions> {
+    const row = isUuid(tenantId) ? await this.store.get(tenantId) : null;
+    const settings = row ? toSettings(row) : null;
+    const sso = settings !== null && isActive(settings);
+    return { sso, password: !(sso && settings!.enforceForAllUsers) };
   }
 }
 

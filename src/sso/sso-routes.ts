@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AuthOidcConfig } from "../config.js";
-import { AppError, invalidField, notFound } from "../platform/errors.js";
+import { AppError, badRequest, invalidField, notFound } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
 import type { RouteRateLimit } from "../platform/method-policy.js";
 import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
@@ -10,11 +10,14 @@ import { requestIdOf } from "../transport/gateway.js";
 import { httpCallInfo, sendError } from "../transport/http-io.js";
 import type { HttpRoute } from "../transport/http-routes.js";
 import { ATTEMPT_TTL_SECONDS } from "./sign-in-attempts.js";
+import { newNonce, type SsoConfigService } from "./sso-config-service.js";
 import type { SsoSignIn } from "./sso-sign-in.js";
 
 export const SSO_CALLBACK_PATH = "/api/v1/sso/callback";
 export const OIDC_SIGNIN_PATH = "/api/auth/signin/oidc";
 export const OIDC_CALLBACK_PATH = "/api/auth/callback/oidc";
+export const PROVIDERS_PATH = "/api/auth/providers";
+export const SSO_START_PATH = "/api/auth/sso/start";
 /** Pins the global sign-in's state to the browser that started it (login CSRF). */
 export const OIDC_STATE_COOKIE = "ds_oidc_state";
 
@@ -33,8 +36,15 @@ export const SSO_CALLBACK_LIMIT: RouteRateLimit = {
   costField: null,
 };
 
+/**
+ * The signed-out page's discovery and tenant SSO start, per source address like the other /api/auth
+ * routes: bounds probing tenant ids and filling the attempt store from one address.
+ */
+export const SSO_START_LIMIT: RouteRateLimit = { ...SSO_CALLBACK_LIMIT, bucket: "auth_sso_source", limit: 60 };
+
 export interface SsoRoutesOptions {
   signIn: SsoSignIn;
+  configs: SsoConfigService;
   rateLimits: RateLimitPolicy;
   logger: Logger;
   /** The deployment's identity provider; null answers the global routes with 404. */
@@ -70,16 +80,17 @@ function safeReturnTo(raw: string | null): string {
 
 /**
  * The doors of sign-in through an identity provider, outside protobuf because they redirect and set
- * cookies: the tenant SSO callback (spec 4.19) with the reserved SAML consumer, and the global
- * provider's start and callback (5.5). Errors answer in the problem shape of spec 7.
+ * cookies: the signed-out page's discovery and tenant SSO start, the tenant SSO callback (spec 4.19)
+ * with the reserved SAML consumer, and the global provider's start and callback (5.5). Errors answer
+ * in the problem shape of spec 7.
  */
 export function createSsoRoutes(o: SsoRoutesOptions): HttpRoute[] {
   const secure = o.publicUrl?.startsWith("https:") ?? true;
   const stateCookie = (value: string, maxAge: number) =>
     [`${OIDC_STATE_COOKIE}=${value}`, `Path=${OIDC_CALLBACK_PATH}`, "HttpOnly", "SameSite=Lax", `Max-Age=${maxAge}`, ...(secure ? ["Secure"] : [])].join("; ");
-  const limited = <T>(req: IncomingMessage, call: () => Promise<T>) => {
+  const limited = <T>(req: IncomingMessage, rule: RouteRateLimit, call: () => Promise<T>) => {
     const address = req.socket.remoteAddress ?? "";
-    return o.rateLimits.limit(SSO_CALLBACK_LIMIT, { tenantId: null, clientKey: `ip:${address}`, source: address }, call);
+    return o.rateLimits.limit(rule, { tenantId: null, clientKey: `ip:${address}`, source: address }, call);
   };
   const route = (path: string, handle: (req: IncomingMessage, res: ServerResponse, requestId: string) => Promise<void>): HttpRoute => ({
     path,
@@ -99,18 +110,50 @@ export function createSsoRoutes(o: SsoRoutesOptions): HttpRoute[] {
     return { issuer: o.authOidc.issuer, clientId: o.authOidc.clientId, clientSecret: o.authOidc.clientSecret };
   };
 
+  const ssoUnavailable = () => badRequest("SSO_NOT_ACTIVE", "Single sign-on is not available for this organization");
+
   return [
+    route(PROVIDERS_PATH, async (req, res) => {
+      if (req.method !== "GET") throw methodNotAllowed("GET");
+      const tenant = queryOf(req).get("tenant");
+      const { result: body } = await limited(req, SSO_START_LIMIT, async () => {
+        const tenantOptions = tenant ? await o.configs.signInOptions(tenant) : { sso: false, password: true };
+        return { ...tenantOptions, identityProvider: o.authOidc !== null && o.publicUrl !== null };
+      });
+      res
+        .writeHead(200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" })
+        .end(JSON.stringify({ password: body.password, identityProvider: body.identityProvider, sso: body.sso }));
+    }),
+    route(SSO_START_PATH, async (req, res) => {
+      if (req.method !== "GET") throw methodNotAllowed("GET");
+      const query = queryOf(req);
+      const tenant = query.get("tenant");
+      if (!tenant) throw invalidField("tenant", "is required: the organization (tenant) id");
+      const returnTo = safeReturnTo(query.get("returnTo"));
+      if (!o.publicUrl) throw notFound("sign-in method", "sso (PUBLIC_URL is not set)");
+      const redirectUri = `${o.publicUrl}${SSO_CALLBACK_PATH}`;
+      const { result: location } = await limited(req, SSO_START_LIMIT, async () => {
+        // One answer for an unknown tenant, one without a configuration and one with SSO disabled: no enumeration.
+        if (!(await o.configs.signInOptions(tenant)).sso) throw ssoUnavailable();
+        return o.configs.startSignIn(tenant, redirectUri, newNonce(), returnTo);
+      });
+      res.writeHead(302, { location, "cache-control": "no-store" }).end();
+    }),
     route(SSO_CALLBACK_PATH, async (req, res, requestId) => {
       if (req.method === "POST") {
         // Spec 2.12/4.19: SAML is reserved; its consumer activates nothing.
         throw new AppError({ code: "UNIMPLEMENTED", reason: "SAML_NOT_ENABLED", message: "SAML single sign-on is not enabled on this service; use OIDC" });
       }
       if (req.method !== "GET") throw methodNotAllowed("GET");
-      const { result } = await limited(req, async () => {
-        const { result, session } = await o.signIn.tenantCallback(queryOf(req), requestId);
+      const {
+        result: { result, returnTo },
+      } = await limited(req, SSO_CALLBACK_LIMIT, async () => {
+        const { result, session, returnTo } = await o.signIn.tenantCallback(queryOf(req), requestId);
         res.setHeader("set-cookie", session.setCookie);
-        return result;
+        return { result, returnTo };
       });
+      // Begun at the public start route: back to the page the person wanted; else spec 4.19's body.
+      if (returnTo !== null) return void res.writeHead(302, { location: `${o.publicUrl ?? ""}${returnTo}`, "cache-control": "no-store" }).end();
       res.writeHead(200, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", "x-request-id": requestId }).end(JSON.stringify(result));
     }),
     route(OIDC_SIGNIN_PATH, async (req, res) => {
@@ -124,7 +167,7 @@ export function createSsoRoutes(o: SsoRoutesOptions): HttpRoute[] {
     route(OIDC_CALLBACK_PATH, async (req, res) => {
       if (req.method !== "GET") throw methodNotAllowed("GET");
       const client = globalClient();
-      const { result } = await limited(req, () => o.signIn.completeGlobal(client, queryOf(req), cookieValue(req.headers.cookie, OIDC_STATE_COOKIE)));
+      const { result } = await limited(req, SSO_CALLBACK_LIMIT, () => o.signIn.completeGlobal(client, queryOf(req), cookieValue(req.headers.cookie, OIDC_STATE_COOKIE)));
       res
         .writeHead(302, { location: `${o.publicUrl}${result.returnTo}`, "set-cookie": [result.session.setCookie, stateCookie("", 0)], "cache-control": "no-store" })
         .end();

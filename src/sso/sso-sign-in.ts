@@ -70,9 +70,10 @@ export class SsoSignIn {
    * GET /api/v1/sso/callback. `state` (`<tenantId>:<nonce>`) is the only source of the tenant. 400
    * without code or state and when the tenant has no oidcClientId; 401 for a bad state, a used or
    * expired nonce, a refused code or token; 403 for a disabled user, a domain not allowed, or an
-   * unknown user without auto-provisioning.
+   * unknown user without auto-provisioning. `returnTo` is where an attempt begun at the public start
+   * route sends the browser; null for one begun by get_auth_url.
    */
-  async tenantCallback(query: URLSearchParams, requestId: string): Promise<{ result: SsoCallbackResult; session: IssuedSession }> {
+  async tenantCallback(query: URLSearchParams, requestId: string): Promise<{ result: SsoCallbackResult; session: IssuedSession; returnTo: string | null }> {
     const state = query.get("state") ?? "";
     const missing: FieldViolation[] = [];
     if (!query.get("code") && !query.get("error")) missing.push({ field: "code", message: "is required" });
@@ -87,7 +88,7 @@ export class SsoSignIn {
     const identity = await this.oidc.complete(client, query, state, attempt);
     const { user, created } = await this.tenantAccount(tenantId, settings, identity, requestId);
     const session = await this.sessions.issue({ tenantId, userId: user.id, role: user.role, tokenVersion: user.token_version });
-    return { result: { userId: user.id, email: user.email, name: user.name, created, provider: "oidc" }, session };
+    return { result: { userId: user.id, email: user.email, name: user.name, created, provider: "oidc" }, session, returnTo: attempt.returnTo ?? null };
   }
 
   /** GET /api/auth/signin/oidc: the provider's URL to send the browser to, and the state to pin in its cookie. */

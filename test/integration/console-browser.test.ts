@@ -372,6 +372,39 @@ describe("the console in Chromium", () => {
     }
   });
 
+  test("sign-in offers the organization's SSO once its id is given (remembered on the browser), hiding the password form when SSO is enforced", async () => {
+    // Configuring stores the issuer without asking it anything; the browser only needs the link, not the provider.
+    const sso = await svc.createTenant("SSO Bank");
+    await call("POST", "/api/v1/sso", { action: "configure", config: { oidcIssuer: "https://idp.example.com", oidcClientId: "console", enforceForAllUsers: true } }, sso.apiKey);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const { page, problems, statuses } = await openPage(context);
+    try {
+      await page.goto(`${svc.baseUrl}/console/offers?status=active`);
+      await page.getByLabel("E-mail address").waitFor();
+      assert.equal(await page.getByRole("link", { name: "Sign in with SSO" }).count(), 0, "no SSO without an organization");
+      await page.getByLabel("Organization ID (optional)").fill(sso.tenantId);
+      const link = page.getByRole("link", { name: "Sign in with SSO" });
+      await link.waitFor();
+      const href = new URL((await link.getAttribute("href"))!, svc.baseUrl);
+      assert.equal(href.pathname, "/api/auth/sso/start");
+      assert.equal(href.searchParams.get("tenant"), sso.tenantId);
+      assert.equal(href.searchParams.get("returnTo"), "/console/offers?status=active");
+      assert.equal(await page.getByLabel("Password").count(), 0, "the tenant enforces SSO: no password form");
+      await check(page, "10-sign-in-sso");
+
+      await page.reload();
+      await page.getByRole("link", { name: "Sign in with SSO" }).waitFor();
+      assert.equal(await page.getByLabel("Organization ID (optional)").inputValue(), sso.tenantId);
+      await page.getByLabel("Organization ID (optional)").fill("");
+      await page.getByLabel("Password").waitFor();
+      assert.equal(await page.getByRole("link", { name: "Sign in with SSO" }).count(), 0);
+      assert.deepEqual(problems, []);
+      assert.deepEqual(statuses, ["401 GET /api/auth/session", "401 GET /api/auth/session"]);
+    } finally {
+      await context.close();
+    }
+  });
+
   test("the console's files: CSP on every answer, SPA fallback for pages, 404 for a missing asset, no way out of the folder", async () => {
     const page = await rest(svc.baseUrl, "GET", "/console/offers/some-id");
     assert.equal(page.status, 200);

@@ -14,7 +14,7 @@ const SETTINGS_KEY = { id: "k1", secret: "sso-settings-key-0123456789abcdef0123"
 /** Where a console page would receive the provider's redirect and hand code and state to the callback. */
 const APP_REDIRECT = "http://localhost/app/sso/callback";
 const PUBLIC_URL = "http://sso.test";
-const CLIENT_A: TestClient = { clientId: "client-a", clientSecret: "secret-a-0123456789", redirectUris: [APP_REDIRECT] };
+const CLIENT_A: TestClient = { clientId: "client-a", clientSecret: "secret-a-0123456789", redirectUris: [APP_REDIRECT, `${PUBLIC_URL}/api/v1/sso/callback`] };
 const CLIENT_B: TestClient = { clientId: "client-b", clientSecret: "secret-b-0123456789", redirectUris: [APP_REDIRECT] };
 const GLOBAL_CLIENT: TestClient = { clientId: "service", clientSecret: "secret-service-0123456789", redirectUris: [`${PUBLIC_URL}/api/auth/callback/oidc`] };
 
@@ -311,7 +311,7 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
     assert.equal(saml.body.reason, "SAML_NOT_ENABLED");
   });
 
-  test("identity providers must use https unless OUTBOUND_ALLOW_PRIVATE=true; SSO callbacks are limited to 30 per minute per address", async () => {
+  test("identity providers must use https unless OUTBOUND_ALLOW_PRIVATE=true; SSO callbacks are limited to 30 per minute per address, discovery and start to 60", async () => {
     const strict = await startTestService({ settingsKeys: [SETTINGS_KEY] });
     try {
       const t = await strict.createTenant();
@@ -326,6 +326,11 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
       for (let i = 0; i < 31; i++) last = await fetch(`${strict.baseUrl}/api/v1/sso/callback?code=x&state=bad`);
       assert.equal(last!.status, 429);
       assert.ok(Number(last!.headers.get("retry-after")) > 0);
+
+      // The signed-out discovery and start share 60 per minute per address.
+      for (let i = 0; i < 60; i++) assert.equal((await fetch(`${strict.baseUrl}/api/auth/providers?tenant=${t.tenantId}`)).status, 200);
+      assert.equal((await fetch(`${strict.baseUrl}/api/auth/providers?tenant=${t.tenantId}`)).status, 429);
+      assert.equal((await fetch(`${strict.baseUrl}/api/auth/sso/start?tenant=${t.tenantId}`, { redirect: "manual" })).status, 429);
     } finally {
       await strict.stop();
     }
@@ -358,6 +363,99 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
     assert.equal((await configure(other.apiKey, { enabled: false })).status, 400, "disabling while enforcing would lock users out");
     assert.equal((await configure(other.apiKey, { enabled: false, enforceForAllUsers: false })).status, 200);
     assert.equal(await svc.running.services.sso.passwordSignInPolicy.refusal(other.tenantId), null);
+  });
+
+  test("GET /api/auth/providers: the deployment's provider, the tenant's SSO, and password unless SSO is enforced; unknown tenants read like ones without SSO", async () => {
+    const providers = async (query: string) => {
+      const res = await fetch(`${svc.baseUrl}/api/auth/providers${query}`);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get("cache-control"), "no-store");
+      return res.json();
+    };
+    assert.deepEqual(await providers(""), { password: true, identityProvider: true, sso: false });
+    assert.deepEqual(await providers(`?tenant=${tenant.tenantId}`), { password: true, identityProvider: true, sso: true });
+    const withoutSso = { password: true, identityProvider: true, sso: false };
+    assert.deepEqual(await providers(`?tenant=${newId()}`), withoutSso, "an unknown tenant");
+    assert.deepEqual(await providers(`?tenant=not-a-uuid'--`), withoutSso, "a malformed id");
+    const plain = await svc.createTenant();
+    assert.deepEqual(await providers(`?tenant=${plain.tenantId}`), withoutSso);
+
+    const enforced = await svc.createTenant();
+    assert.equal((await configure(enforced.apiKey, { oidcIssuer: idp.issuer, oidcClientId: CLIENT_A.clientId, enforceForAllUsers: true })).status, 200);
+    assert.deepEqual(await providers(`?tenant=${enforced.tenantId}`), { password: false, identityProvider: true, sso: true });
+    assert.equal((await configure(enforced.apiKey, { enabled: false, enforceForAllUsers: false })).status, 200);
+    assert.deepEqual(await providers(`?tenant=${enforced.tenantId}`), withoutSso, "a disabled configuration offers no SSO");
+    assert.equal((await fetch(`${svc.baseUrl}/api/auth/providers`, { method: "POST" })).status, 405);
+  });
+
+  test("GET /api/auth/sso/start: 302 to the provider as get_auth_url makes it; the callback then answers 302 to returnTo with the session cookie, once", async () => {
+    idp.accounts.set("sam", { email: "sam@acme.example", name: "Sam Start" });
+    const start = await fetch(`${svc.baseUrl}/api/auth/sso/start?tenant=${tenant.tenantId}&returnTo=${encodeURIComponent("/console/offers?q=x")}`, { redirect: "manual" });
+    assert.equal(start.status, 302, await start.text());
+    const auth = new URL(start.headers.get("location")!);
+    assert.equal(auth.origin, idp.issuer);
+    assert.equal(auth.searchParams.get("client_id"), "client-a");
+    assert.equal(auth.searchParams.get("redirect_uri"), `${PUBLIC_URL}/api/v1/sso/callback`);
+    assert.equal(auth.searchParams.get("code_challenge_method"), "S256");
+    assert.ok(auth.searchParams.get("nonce"));
+    assert.match(auth.searchParams.get("state")!, new RegExp(`^${tenant.tenantId}:[A-Za-z0-9_-]{32}$`));
+
+    const back = await idp.signIn(auth.href, "sam");
+    assert.equal(back.origin + back.pathname, `${PUBLIC_URL}/api/v1/sso/callback`);
+    const done = await fetch(`${svc.baseUrl}/api/v1/sso/callback${back.search}`, { redirect: "manual" });
+    assert.equal(done.status, 302, await done.text());
+    assert.equal(done.headers.get("location"), `${PUBLIC_URL}/console/offers?q=x`);
+    const cookie = done.headers.getSetCookie().find((c) => c.startsWith("ds_session="))!;
+    assert.match(cookie, /HttpOnly; SameSite=Lax/);
+    const claims = await sessions.verify(sessionTokenOf(cookie)!);
+    assert.equal(claims?.tenantId, tenant.tenantId);
+    const [user] = await usersWithEmail(tenant.tenantId, "sam@acme.example");
+    assert.equal(claims?.userId, user.id);
+    const replay = await fetch(`${svc.baseUrl}/api/v1/sso/callback${back.search}`, { redirect: "manual" });
+    assert.equal(replay.status, 401, "the nonce is single use");
+
+    // Without returnTo the start still redirects back to the site's root.
+    const bare = await fetch(`${svc.baseUrl}/api/auth/sso/start?tenant=${tenant.tenantId}`, { redirect: "manual" });
+    const bareBack = await idp.signIn(bare.headers.get("location")!, "sam");
+    const bareDone = await fetch(`${svc.baseUrl}/api/v1/sso/callback${bareBack.search}`, { redirect: "manual" });
+    assert.equal(bareDone.status, 302);
+    assert.equal(bareDone.headers.get("location"), `${PUBLIC_URL}/`);
+  });
+
+  test("GET /api/auth/sso/start refuses an off-site returnTo (400 naming it) and answers one 400 for a tenant without active SSO, known or not", async () => {
+    for (const returnTo of ["//evil.example", "https://evil.example/", "javascript:alert(1)", "/\\evil.example"]) {
+      const res = await fetch(`${svc.baseUrl}/api/auth/sso/start?tenant=${tenant.tenantId}&returnTo=${encodeURIComponent(returnTo)}`, { redirect: "manual" });
+      assert.equal(res.status, 400, returnTo);
+      assert.match((await res.json()).detail, /returnTo/, returnTo);
+    }
+    const missing = await fetch(`${svc.baseUrl}/api/auth/sso/start`, { redirect: "manual" });
+    assert.equal(missing.status, 400);
+    assert.match((await missing.json()).detail, /tenant/);
+    const plain = await svc.createTenant();
+    const answers = [];
+    for (const id of [plain.tenantId, newId(), "nonsense"]) {
+      const res = await fetch(`${svc.baseUrl}/api/auth/sso/start?tenant=${encodeURIComponent(id)}&returnTo=/console`, { redirect: "manual" });
+      assert.equal(res.status, 400);
+      const body = await res.json();
+      answers.push([body.reason, body.detail]);
+    }
+    assert.deepEqual(answers[1], answers[0]);
+    assert.deepEqual(answers[2], answers[0]);
+    assert.equal(answers[0][0], "SSO_NOT_ACTIVE");
+  });
+
+  test("the callback of a get_auth_url sign-in still answers spec 4.19's 200 body, not a redirect", async () => {
+    idp.accounts.set("sam", { email: "sam@acme.example", name: "Sam Start" });
+    const made = await authUrl(tenant.apiKey);
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    const back = await idp.signIn(made.body.authUrl, "sam");
+    const res = await fetch(`${svc.baseUrl}/api/v1/sso/callback${back.search}`, { redirect: "manual" });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("location"), null);
+    const body = await res.json();
+    assert.equal(body.email, "sam@acme.example");
+    assert.equal(body.provider, "oidc");
+    assert.ok(res.headers.getSetCookie().some((c) => c.startsWith("ds_session=")));
   });
 
   test("global OIDC sign-in: redirect to the provider, callback sets the session cookie; a new person gets a personal workspace as admin", async () => {
