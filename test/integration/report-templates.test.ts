@@ -1,9 +1,9 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { ReportService } from "../../gen/decisioning/v1/reports_pb.js";
-import { startTestService, type TestService } from "../support/service.js";
+import type { TestService } from "../support/service.js";
 import { connectClient, rest } from "../support/clients.js";
-import { ALERT_TEST_CONFIG, createWebhookProvider } from "../support/alert-delivery.js";
+import { startTwoTenantsWithProviders } from "../support/alert-delivery.js";
 import { createTemplate, templateBody } from "../support/report-fixtures.js";
 
 let svc: TestService;
@@ -14,12 +14,7 @@ let myProvider: string;
 let theirProvider: string;
 
 before(async () => {
-  svc = await startTestService(ALERT_TEST_CONFIG);
-  mine = await svc.createTenant("mine");
-  theirs = await svc.createTenant("theirs");
-  viewerKey = (await svc.createUser(mine.tenantId, "viewer")).apiKey;
-  myProvider = await createWebhookProvider(svc.baseUrl, mine.apiKey, "https://hooks.example.com/mine");
-  theirProvider = await createWebhookProvider(svc.baseUrl, theirs.apiKey, "https://hooks.example.com/theirs");
+  ({ svc, mine, theirs, viewerKey, myProvider, theirProvider } = await startTwoTenantsWithProviders());
 });
 after(() => svc.stop());
 

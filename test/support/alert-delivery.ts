@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config.js";
 import { rest } from "./clients.js";
+import { startTestService, type TestService } from "./service.js";
 
 /**
  * What the alert tests start the service with: no scheduler, since the tests run the alert jobs
@@ -26,4 +27,29 @@ export async function createWebhookProvider(baseUrl: string, apiKey: string, url
   const res = await rest(baseUrl, "POST", "/api/v1/notifications/providers", { key: apiKey, body });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body.id;
+}
+
+/** Two tenants of one service, a viewer of the first, and a webhook provider of each: the setting of the tests of routes that name providers. */
+export interface TwoTenantsWithProviders {
+  svc: TestService;
+  mine: { tenantId: string; apiKey: string };
+  theirs: { tenantId: string; apiKey: string };
+  viewerKey: string;
+  myProvider: string;
+  theirProvider: string;
+}
+
+/** Starts the service with ALERT_TEST_CONFIG and makes the two tenants, the viewer and the providers. */
+export async function startTwoTenantsWithProviders(): Promise<TwoTenantsWithProviders> {
+  const svc = await startTestService(ALERT_TEST_CONFIG);
+  const mine = await svc.createTenant("mine");
+  const theirs = await svc.createTenant("theirs");
+  return {
+    svc,
+    mine,
+    theirs,
+    viewerKey: (await svc.createUser(mine.tenantId, "viewer")).apiKey,
+    myProvider: await createWebhookProvider(svc.baseUrl, mine.apiKey, "https://hooks.example.com/mine"),
+    theirProvider: await createWebhookProvider(svc.baseUrl, theirs.apiKey, "https://hooks.example.com/theirs"),
+  };
 }
