@@ -4,10 +4,10 @@ import { rest, type RestResponse } from "./clients.js";
 import { startTestService, type TestService } from "./service.js";
 import { startLocalS3, startLocalSts, type LocalS3, type LocalSts } from "./s3-server.js";
 
-const KEY = { id: "k1", secret: "ingestion-test-key-0123456789abcdef0123" };
+export const KEY = { id: "k1", secret: "ingestion-test-key-0123456789abcdef0123" };
 const OUTBOUND: OutboundConfig = { allowPrivate: true, maxAttempts: 1, backoffMs: 20, backoffMaxMs: 100, timeoutMs: 5000 };
 /** The service's own identity, which assumes roles at the local STS (the SDK's default provider reads it). */
-const CALLER = { accessKeyId: "AKIASERVICECALLER01", secretAccessKey: "service-caller-secret-0123456789" };
+export const CALLER = { accessKeyId: "AKIASERVICECALLER01", secretAccessKey: "service-caller-secret-0123456789" };
 
 type Tenant = { tenantId: string; userId: string; apiKey: string };
 
