@@ -224,16 +224,21 @@ describe("sign-in and the session cookie", () => {
     assert.deepEqual({ ...wrong.body, requestId: null }, { ...unknown.body, requestId: null });
     assert.equal(wrong.headers.get("x-error-reason"), unknown.headers.get("x-error-reason"));
     const time = async (body: object) => {
-      let best = Infinity;
-      for (let i = 0; i < 3; i++) {
-        const started = performance.now();
-        await auth(svc.baseUrl, "POST", "/api/auth/sign-in", body);
-        best = Math.min(best, performance.now() - started);
-      }
-      return best;
+      const started = performance.now();
+      await auth(svc.baseUrl, "POST", "/api/auth/sign-in", body);
+      return performance.now() - started;
     };
-    const unknownMs = await time({ email: address("ghost"), password: "Wrong-Password-1" });
-    const wrongMs = await time({ email, password: "Wrong-Password-2" });
+    // Interleaved, best of six each: other test files share the two cores, and the fastest of each
+    // kind is the one least disturbed by them, whichever moment the disturbance came at. Two accounts
+    // take the wrong passwords, so that neither reaches this file's per-address limit (5 per 300 s).
+    const second = address("timing");
+    await signedUp(second);
+    let unknownMs = Infinity;
+    let wrongMs = Infinity;
+    for (let i = 0; i < 6; i++) {
+      unknownMs = Math.min(unknownMs, await time({ email: address("ghost"), password: "Wrong-Password-1" }));
+      wrongMs = Math.min(wrongMs, await time({ email: i % 2 ? email : second, password: "Wrong-Password-2" }));
+    }
     // Both pay one argon2id verification; without the dummy hash the unknown address would answer in ~1 ms.
     assert.ok(unknownMs > wrongMs * 0.5, `unknown ${unknownMs.toFixed(1)} ms vs wrong ${wrongMs.toFixed(1)} ms`);
   });
