@@ -43,7 +43,8 @@ export interface IssuedSession {
 export class SessionIssuer {
   constructor(
     private readonly secrets: Secrets,
-    private readonly secureCookie: boolean,
+    /** Whether cookies this service sets carry `Secure` (SESSION_COOKIE_SECURE): other sign-in cookies follow it too. */
+    readonly secureCookie: boolean,
     private readonly now: () => number = Date.now,
   ) {}
 

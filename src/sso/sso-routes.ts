@@ -50,6 +50,8 @@ export interface SsoRoutesOptions {
   /** The deployment's identity provider; null answers the global routes with 404. */
   authOidc: AuthOidcConfig | null;
   publicUrl: string | null;
+  /** Whether the state cookie carries `Secure`: the session cookie's switch. */
+  secureCookie: boolean;
 }
 
 /** The query of a request URL (the host does not matter: only path and query are read). */
@@ -85,7 +87,8 @@ function safeReturnTo(raw: string | null): string {
  * in the problem shape of spec 7.
  */
 export function createSsoRoutes(o: SsoRoutesOptions): HttpRoute[] {
-  const secure = o.publicUrl?.startsWith("https:") ?? true;
+  // The state cookie follows the operator's one switch for the session cookie (SESSION_COOKIE_SECURE).
+  const secure = o.secureCookie;
   const stateCookie = (value: string, maxAge: number) =>
     [`${OIDC_STATE_COOKIE}=${value}`, `Path=${OIDC_CALLBACK_PATH}`, "HttpOnly", "SameSite=Lax", `Max-Age=${maxAge}`, ...(secure ? ["Secure"] : [])].join("; ");
   const limited = <T>(req: IncomingMessage, rule: RouteRateLimit, call: () => Promise<T>) => {

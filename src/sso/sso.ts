@@ -55,7 +55,7 @@ export function createSso(o: SsoOptions): Sso {
   const signIn = new SsoSignIn(o.db, o.identityStore, o.identity, configs, oidc, attempts, o.sessions, o.audit);
   return {
     services: [{ service: SsoServiceDesc, impl: configs as never }],
-    httpRoutes: createSsoRoutes({ signIn, configs, rateLimits: o.rateLimits, logger: o.logger, authOidc: o.authOidc, publicUrl: o.publicUrl }),
+    httpRoutes: createSsoRoutes({ signIn, configs, rateLimits: o.rateLimits, logger: o.logger, authOidc: o.authOidc, publicUrl: o.publicUrl, secureCookie: o.sessions.secureCookie }),
     passwordSignInPolicy: { refusal: (tenantId) => configs.passwordSignInRefusal(tenantId) },
     async rotateSecrets(t, currentKeyId) {
       const stale = await store.staleSecretsAcrossTenants(t, currentKeyId);
