@@ -58,7 +58,7 @@ export interface RecommendationWrite {
   impressions: ImpressionRow[];
 }
 
-/** A trace row whose trace is already gzipped JSON, as the trace writer queues it. */
+/** A trace row whose trace is already its JSON's bytes, as the trace writer queues it. */
 export type SerializedTrace = Omit<TraceRow, "trace"> & { trace: Buffer };
 
 export interface SettingsRow {
@@ -183,6 +183,10 @@ export class DecisionStore {
     return batch.map((w) => createdAt.get(w.rec.id)!);
   }
 
+  /**
+   * One statement per batch, prepared once per connection and batch size (the writer's batches
+   * have a bounded size), so PostgreSQL plans it once and sequelize formats no parameters.
+   */
   async insertTraces(rows: SerializedTrace[]): Promise<void> {
     if (!rows.length) return;
     const bind: unknown[] = [];
@@ -193,11 +197,13 @@ export class DecisionStore {
       bind.push(...values);
       return `(${values.map((_, i) => `$${start + i + 1}`).join(", ")})`;
     });
-    await this.db.query(
+    await preparedRows(
+      this.db,
+      `insert-traces-${rows.length}`,
       `INSERT INTO decision_traces (tenant_id, id, recommendation_id, customer_id, flow_id, degraded_scoring, selected_count,
          rejected_count, trace, inputs_hash, policy_version_hash, created_at) VALUES ${tuples.join(", ")}
        ON CONFLICT DO NOTHING`,
-      { bind },
+      bind,
     );
   }
 
@@ -259,7 +265,7 @@ export class DecisionStore {
       "SELECT * FROM decision_traces WHERE tenant_id = $1 AND (id = $2 OR recommendation_id = $2) LIMIT 1",
       [tenantId, id],
     );
-    return row ? { ...row, trace: JSON.parse(gunzipSync(row.trace).toString("utf8")) as TraceRecord } : null;
+    return row ? { ...row, trace: JSON.parse(traceJson(row.trace)) as TraceRecord } : null;
   }
 
   async settings(tenantId: string): Promise<SettingsRow> {
@@ -310,4 +316,10 @@ export class DecisionStore {
       await reseed(t);
     });
   }
+}
+
+/** A stored trace's JSON: its bytes as written since migration 0028, or gzip of them before. */
+function traceJson(stored: Buffer): string {
+  const gzipped = stored[0] === 0x1f && stored[1] === 0x8b;
+  return (gzipped ? gunzipSync(stored) : stored).toString("utf8");
 }
