@@ -91,7 +91,10 @@ export function traceRecord(
       now: input.now,
       seed: input.seed,
       counters: input.counters ?? {},
-      evidence: keys.map((k) => (counts[k] ? [counts[k].successes, counts[k].trials] : null)),
+      evidence: keys.map((k) => {
+        const counted = counts[k];
+        return counted ? [counted.successes, counted.trials] : null;
+      }),
       ...(input.bucketsOverCap?.length && { bucketsOverCap: input.bucketsOverCap }),
       recentOutcomes: input.recentOutcomes ?? [],
       clv: input.clv,
