@@ -30,13 +30,19 @@ export class OutcomeReplay {
 
   /** The answer to a replay of `idempotencyKey`, or null when the key was never recorded. */
   async find(tenantId: string, idempotencyKey: string, hash: string, under: CompiledTenant): Promise<RespondResponse | null> {
-    const known = this.recent.get(recentKey(tenantId, idempotencyKey));
-    if (known?.under === under) return this.replay(known.row, hash);
+    const recalled = this.recall(tenantId, idempotencyKey, hash, under);
+    if (recalled) return recalled;
     const earlier = await this.store.byKey(tenantId, idempotencyKey);
     return earlier ? this.replay(this.remember(tenantId, idempotencyKey, earlier, under), hash) : null;
   }
 
   /** Lost the race to a concurrent call with the same key: that call's record stands. */
+  /** Like `find`, from this process's recent records only: null means "not known here", not "never recorded". */
+  recall(tenantId: string, idempotencyKey: string, hash: string, under: CompiledTenant): RespondResponse | null {
+    const known = this.recent.get(recentKey(tenantId, idempotencyKey));
+    return known?.under === under ? this.replay(known.row, hash) : null;
+  }
+
   async replayWinner(tenantId: string, idempotencyKey: string, hash: string, under: CompiledTenant): Promise<RespondResponse> {
     return this.replay(this.remember(tenantId, idempotencyKey, (await this.store.byKey(tenantId, idempotencyKey))!, under), hash);
   }

@@ -12,7 +12,7 @@ import type { CallInfo, TenantContext } from "../platform/context.js";
 import { AppError, badRequest, isAppError } from "../platform/errors.js";
 import { newId } from "../platform/ids.js";
 import type { Logger } from "../platform/logger.js";
-import type { AttributionLadder } from "./attribution.js";
+import type { Attribution, AttributionLadder } from "./attribution.js";
 import type { OutcomeLearning } from "./outcome-learning.js";
 import { toOutcomeRecord, type OutcomeStatus } from "./outcome-mapper.js";
 import { defaultIdempotencyKey, payloadHash, type OutcomeReplay } from "./outcome-replay.js";
@@ -82,11 +82,22 @@ export class RespondService {
     const compiled = await snapshots.get(ctx.tenantId);
     const { customerId, outcome, category } = validateOutcome(req, idempotencyKey, compiled);
     const hash = payloadHash(req);
-    const replayed = await replay.find(ctx.tenantId, idempotencyKey, hash, compiled);
+    const replayed = replay.recall(ctx.tenantId, idempotencyKey, hash, compiled);
     if (replayed) return replayed;
 
+    // A key not recorded by this process is most often fresh: it is attributed and inserted at
+    // once, and the unique index tells a replay (replayWinner below), one PostgreSQL round trip
+    // fewer than looking the key up first. Attribution only reads, so a replay loses nothing by
+    // it; one that no longer attributes (its recommendation gone) still replays.
     const at = new Date();
-    const attributed = await attribution.attribute(ctx.tenantId, customerId, req, compiled);
+    let attributed: Attribution;
+    try {
+      attributed = await attribution.attribute(ctx.tenantId, customerId, req, compiled);
+    } catch (err) {
+      const earlier = await replay.find(ctx.tenantId, idempotencyKey, hash, compiled).catch(() => null);
+      if (earlier) return earlier;
+      throw err;
+    }
     const since = new Date(at.getTime() - ADAPTATION_LOOKBACK_DAYS * 86_400_000);
     // The attributed row is itself the exposure when it is recent: no second query.
     const { exposure } = attributed;

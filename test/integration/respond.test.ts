@@ -119,6 +119,43 @@ describe("POST /api/v1/respond", () => {
     assert.notEqual(afresh.id, first.id);
   });
 
+  test("a replay of a key another process recorded: answered from the database, even when its recommendation is gone since", async () => {
+    const { t, key } = await setup();
+    const rec = (await post("/api/v1/recommend", { customerId: "far" }, key)).body;
+    const body = { customerId: "far", outcome: "click", idempotencyKey: "far-1", recommendationId: rec.recommendationId, rank: 1 };
+    const child = await startChildService(svc);
+    let first: any;
+    try {
+      first = (await post("/api/v1/respond", body, key, { baseUrl: child.baseUrl })).body;
+    } finally {
+      await child.stop();
+    }
+    assert.equal(first.status, "recorded");
+    // This process never saw the key: the unique index tells it, and the stored record is the answer.
+    const replay = (await post("/api/v1/respond", body, key)).body;
+    assert.deepEqual([replay.status, replay.id], ["already_recorded", first.id]);
+
+    const rec2 = (await post("/api/v1/recommend", { customerId: "far" }, key)).body;
+    const body2 = { ...body, idempotencyKey: "far-2", recommendationId: rec2.recommendationId };
+    const child2 = await startChildService(svc);
+    let second: any;
+    try {
+      second = (await post("/api/v1/respond", body2, key, { baseUrl: child2.baseUrl })).body;
+    } finally {
+      await child2.stop();
+    }
+    // Retried under a customer id that attributes to nothing: the key's record still stands.
+    const stray = { ...body2, customerId: "nobody-at-all" };
+    const late = await post("/api/v1/respond", stray, key);
+    assert.equal(late.status, 200, JSON.stringify(late.body));
+    assert.deepEqual([late.body.status, late.body.id], ["already_recorded", second.id], "no attribution needed to replay");
+    const fresh = await post("/api/v1/respond", { ...stray, idempotencyKey: "far-3" }, key);
+    assert.equal(fresh.status, 400, "a fresh key still needs a recommendation to attribute to");
+    assert.equal(fresh.body.error.reason, "NO_RECOMMENDATION");
+    const rows = await svc.sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND idempotency_key LIKE 'far-%'", [t.tenantId]);
+    assert.equal(rows[0].n, 2);
+  });
+
   test("100 concurrent calls with one key on two processes: one row, one record id, counters move once", async () => {
     const { t, offers, key } = await setup();
     await create("budgets", { name: "conversions", scope: "offer", scopeId: offers[0].id, maxConversions: 1000, costPerConversion: 2, maxSpend: 1000 }, t);
