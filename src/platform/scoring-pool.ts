@@ -112,10 +112,12 @@ export function createScoringPool(logger: Logger, options: ScoringPoolOptions = 
     const slim: PooledScoreTask = { ...rest, modelRefs, candidateRefs };
     try {
       let result = await runTimed(slim);
-      if ("missing" in result) {
-        // This worker has not seen these versions yet: it keeps them from now on.
+      // A worker that has not seen these versions answers what it misses, and keeps what it is sent
+      // from then on. The retry may reach another worker that misses other offers (one that
+      // started but had no task yet), so what is sent grows, one round per thread at most.
+      const offers: Record<number, ScoringOffer> = {};
+      for (let round = 0; "missing" in result && round < threads; round++) {
         const missing = new Set(result.missing.offers);
-        const offers: Record<number, ScoringOffer> = {};
         candidates.forEach((offer, i) => missing.has(candidateRefs[i]) && (offers[candidateRefs[i]] = offer));
         result = await runTimed({ ...slim, models, offers });
       }
