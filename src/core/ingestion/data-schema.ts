@@ -123,6 +123,13 @@ const TIMESTAMP = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?
 const TRUE = new Set(["true", "t", "1", "yes", "y"]);
 const FALSE = new Set(["false", "f", "0", "no", "n"]);
 
+/** The number of characters (code points) of a string. */
+function codePoints(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+
 /**
  * A field's value as text PostgreSQL's COPY accepts for its column, or an error message. Empty
  * strings are null (CSV has no other way to say null); a non-nullable field refuses them.
@@ -144,7 +151,9 @@ export function columnValue(f: SchemaField, raw: unknown): { ok: true; value: st
   switch (f.dataType) {
     case "varchar": {
       const text = typeof raw === "string" ? raw : s;
-      return [...text].length > (f.length ?? 255) ? { ok: false, message: `${f.name}: longer than ${f.length} characters` } : { ok: true, value: text };
+      const limit = f.length ?? 255;
+      // Characters are code points; UTF-16 units are never fewer, so only a long string is counted.
+      return text.length > limit && codePoints(text) > limit ? { ok: false, message: `${f.name}: longer than ${f.length} characters` } : { ok: true, value: text };
     }
     case "text":
       return { ok: true, value: typeof raw === "string" ? raw : s };
