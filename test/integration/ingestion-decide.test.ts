@@ -94,3 +94,34 @@ describe("workspace reset (spec 1)", () => {
     assert.equal((await h.svc.sql("SELECT 1 FROM information_schema.tables WHERE table_schema = $1", [h.dataSchema(h.other.tenantId)])).length, 1, "the other tenant keeps its table");
   });
 });
+
+describe("tenant deletion (migration 0027-ingestion-tenant-schemas)", () => {
+  test("deleting a tenant row drops its ingest_ schema with its tables, in the deleting transaction; other tenants keep theirs", async () => {
+    const gone = await h.svc.createTenant("gone");
+    const kept = await h.call("POST", "/api/v1/schemas", { name: "kept_rows", fields: [{ name: "a", dataType: "text" }] }, h.other.apiKey);
+    assert.equal(kept.status, 201, JSON.stringify(kept.body));
+    const res = await h.call("POST", "/api/v1/schemas", { name: "customers", entityType: "customer", fields: [{ name: "customer_id", dataType: "text", isPrimaryKey: true }] }, gone.apiKey);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const schema = h.dataSchema(gone.tenantId);
+    await h.svc.sql(`INSERT INTO "${schema}"."ds_customers" (customer_id) VALUES ('c1')`);
+    const tables = (s: string) => h.svc.sql("SELECT table_name FROM information_schema.tables WHERE table_schema = $1", [s]);
+    assert.equal((await tables(schema)).length, 1);
+
+    // A delete that rolls back keeps the schema: the drop is part of the deleting transaction.
+    const db = h.svc.running.foundation.db;
+    await assert.rejects(
+      db.transaction(async (transaction) => {
+        await db.query("DELETE FROM tenants WHERE id = $1", { bind: [gone.tenantId], transaction });
+        throw new Error("roll back");
+      }),
+      /roll back/,
+    );
+    assert.equal((await tables(schema)).length, 1, "a rolled-back delete keeps the tables");
+
+    await h.svc.sql("DELETE FROM tenants WHERE id = $1", [gone.tenantId]);
+    assert.equal((await h.svc.sql("SELECT 1 FROM information_schema.schemata WHERE schema_name = $1", [schema])).length, 0);
+    assert.equal((await h.svc.sql("SELECT 1 FROM ingestion_schemas WHERE tenant_id = $1", [gone.tenantId])).length, 0);
+    const theirs = "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'ds_kept_rows'";
+    assert.equal((await h.svc.sql(theirs, [h.dataSchema(h.other.tenantId)])).length, 1, "the other tenant keeps its table");
+  });
+});
