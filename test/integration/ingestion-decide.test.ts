@@ -125,3 +125,33 @@ describe("tenant deletion (migration 0027-ingestion-tenant-schemas)", () => {
     assert.equal((await h.svc.sql(theirs, [h.dataSchema(h.other.tenantId)])).length, 1, "the other tenant keeps its table");
   });
 });
+
+describe("GDPR erasure (spec 4.13) of loaded customer tables", () => {
+  test("erases the customer's rows from every customer table of the tenant, by its key, and verifies them gone", async () => {
+    const tenant = await h.svc.createTenant("erasure");
+    const create = (key: string, body: Record<string, unknown>) => h.call("POST", "/api/v1/schemas", body, key);
+    const profile = { name: "profile", entityType: "customer", fields: [{ name: "customer_id", dataType: "varchar", length: 20, isPrimaryKey: true }, { name: "segment", dataType: "text" }] };
+    assert.equal((await create(tenant.apiKey, profile)).status, 201);
+    // A numeric key cannot hold "alice": that table is skipped, not a failed cast.
+    assert.equal((await create(tenant.apiKey, { name: "numbers", entityType: "customer", fields: [{ name: "customer_id", dataType: "integer", isPrimaryKey: true }] })).status, 201);
+    // Not a customer table: a row naming alice there is the tenant's own data, not a customer row.
+    assert.equal((await create(tenant.apiKey, { name: "log", fields: [{ name: "customer_id", dataType: "text" }] })).status, 201);
+    assert.equal((await create(h.other.apiKey, { name: "profile_other", entityType: "customer", fields: [{ name: "customer_id", dataType: "text", isPrimaryKey: true }] })).status, 201);
+    const mine = h.dataSchema(tenant.tenantId);
+    const theirs = h.dataSchema(h.other.tenantId);
+    await h.svc.sql(`INSERT INTO "${mine}"."ds_profile" VALUES ('alice', 'gold'), ('bob', 'silver')`);
+    await h.svc.sql(`INSERT INTO "${mine}"."ds_numbers" VALUES (7)`);
+    await h.svc.sql(`INSERT INTO "${mine}"."ds_log" (customer_id) VALUES ('alice')`);
+    await h.svc.sql(`INSERT INTO "${theirs}"."ds_profile_other" VALUES ('alice')`);
+
+    const res = await h.call("DELETE", "/api/v1/export/full?customerId=alice", undefined, tenant.apiKey);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.verified, true);
+    assert.equal(res.body.removed.loadedCustomerRows, 1);
+    const ids = async (table: string) => (await h.svc.sql(`SELECT customer_id::text AS id FROM ${table} ORDER BY 1`)).map((r) => r.id);
+    assert.deepEqual(await ids(`"${mine}"."ds_profile"`), ["bob"]);
+    assert.deepEqual(await ids(`"${mine}"."ds_numbers"`), ["7"]);
+    assert.deepEqual(await ids(`"${mine}"."ds_log"`), ["alice"]);
+    assert.deepEqual(await ids(`"${theirs}"."ds_profile_other"`), ["alice"], "another tenant's customer of the same id is kept");
+  });
+});
