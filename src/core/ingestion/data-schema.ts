@@ -123,6 +123,15 @@ const TIMESTAMP = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?
 const TRUE = new Set(["true", "t", "1", "yes", "y"]);
 const FALSE = new Set(["false", "f", "0", "no", "n"]);
 
+/** Digits before the point of a plain decimal (sign and leading zeros not counted), without allocating. */
+function wholeDigits(s: string): number {
+  let i = s[0] === "+" || s[0] === "-" ? 1 : 0;
+  while (s.charCodeAt(i) === 48) i++;
+  let n = 0;
+  for (let c = s.charCodeAt(i); c >= 48 && c <= 57; c = s.charCodeAt(++i)) n++;
+  return n;
+}
+
 /** The number of characters (code points) of a string. */
 function codePoints(text: string): number {
   let n = 0;
@@ -160,6 +169,8 @@ export function columnValue(f: SchemaField, raw: unknown): { ok: true; value: st
     case "integer":
     case "bigint": {
       if (!INTEGER.test(s)) return refused(f, s, "an integer");
+      // Up to 9 digits fit an integer and 18 a bigint whatever they are: no BigInt needed (most values).
+      if (s.length - (s[0] === "+" || s[0] === "-" ? 1 : 0) <= (f.dataType === "integer" ? 9 : 18)) return { ok: true, value: s };
       const n = BigInt(s);
       const limit = f.dataType === "integer" ? 2n ** 31n : 2n ** 63n;
       return n < -limit || n >= limit ? refused(f, s, `a ${f.dataType} in range`) : { ok: true, value: n.toString() };
@@ -167,8 +178,7 @@ export function columnValue(f: SchemaField, raw: unknown): { ok: true; value: st
     case "numeric": {
       if (!NUMERIC.test(s)) return refused(f, s, "a number");
       if (f.precision !== null) {
-        const whole = s.replace(/^[+-]/, "").split(/[.eE]/)[0].replace(/^0+/, "");
-        if (!/[eE]/.test(s) && whole.length > f.precision - (f.scale ?? 0)) return refused(f, s, `numeric(${f.precision}, ${f.scale ?? 0})`);
+        if (!/[eE]/.test(s) && wholeDigits(s) > f.precision - (f.scale ?? 0)) return refused(f, s, `numeric(${f.precision}, ${f.scale ?? 0})`);
       }
       return { ok: true, value: s };
     }
