@@ -86,6 +86,26 @@ describe("the runner: sources and load modes (spec 4.20)", () => {
     assert.equal((await h.call("POST", `/api/v1/pipelines/${id}/run`, {}, h.other.apiKey)).status, 404);
   });
 
+  test("a run still going is listed without finishedAt; it gets one when it ends (docs/ingestion.md, long runs)", async () => {
+    const s = await schema();
+    // No file yet: the source waits 1.2 s (waitPolicy) before it fails, so the run is seen while it goes on.
+    const id = await pipeline([source("slow/", { waitPolicy: { maxRetries: 1, intervalMinutes: 0.02, onMissAction: "fail" } }), target(s.name)]);
+    const request = h.call("POST", `/api/v1/pipelines/${id}/run`, {});
+    const runsOf = async () => (await h.call("GET", `/api/v1/pipelines/${id}/runs`)).body.data;
+    let listed = await runsOf();
+    for (let i = 0; i < 50 && !listed.length; i++) listed = await runsOf();
+    assert.equal(listed.length, 1);
+    assert.equal(listed[0].finishedAt, undefined, JSON.stringify(listed[0]));
+    assert.ok(listed[0].startedAt);
+    const done = await request;
+    assert.equal(done.status, 200);
+    assert.equal(done.body.ok, false);
+    const [finished] = await runsOf();
+    assert.ok(done.body.runId);
+    assert.equal(finished.id, done.body.runId);
+    assert.ok(Date.parse(finished.finishedAt) >= Date.parse(finished.startedAt) + 1000, JSON.stringify(finished));
+  });
+
   test("JSON Lines, by regex pattern", async () => {
     const s = await schema();
     await h.put("jsonl/part-1.jsonl", ['{"customer_id":"j1","email":"j@x.io","age":20,"balance":1.5}', "", '{"customer_id":"j2","age":"21"}'].join("\n"));
