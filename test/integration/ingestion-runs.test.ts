@@ -350,6 +350,21 @@ describe("validation, quarantine and error handling", () => {
     assert.deepEqual(await rows(s.table), []);
   });
 
+  test("a CSV that cannot be tokenized (an unclosed quote, after rows already read) fails the source with nothing applied; a quoted line break counts its lines", async () => {
+    const s = await schema();
+    const good = Array.from({ length: 2000 }, (_, i) => `q${i},"line one
+line two",1,1,`);
+    await h.put("unclosed/1.csv", csv([...good, 'q9999,"never closed,1,1,']));
+    const res = await run(await pipeline([source("unclosed/"), target(s.name)]));
+    assert.equal(res.ok, false, JSON.stringify(res));
+    assert.equal(res.failedNodeId, "src");
+    assert.match(res.error, /quote/i);
+    assert.deepEqual(await rows(s.table), []);
+    await h.put("multiline/1.csv", csv(["m1,\"a\nb\",1,1,", "m2,a,x,1,"]));
+    const lines = await run(await pipeline([source("multiline/"), target(s.name)]));
+    assert.match(lines.error, /line 4 .*age/, "the header, a record over two lines, then the bad one");
+  });
+
   test("errorHandling: retries with backoff, then a dead-letter record", async () => {
     const s = await schema();
     const broken = (await h.call("POST", "/api/v1/connectors", h.connectorBody({ authConfig: { accessKeyId: h.s3.accessKeyId, secretAccessKey: "wrong" } }))).body;
