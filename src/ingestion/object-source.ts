@@ -181,7 +181,7 @@ export async function* readRecords(stream: Readable, node: SourceNode): AsyncGen
  * iterating the stream itself costs a promise and an iterator result per record (a tenth of the
  * bytes a loaded CSV row allocates). A stream that fails throws here; one left early is destroyed.
  */
-export async function* buffered<T>(stream: Readable): AsyncGenerator<T[]> {
+async function* buffered<T>(stream: Readable): AsyncGenerator<T[]> {
   let failed: { error: unknown } | null = null;
   let ended = false;
   let wake: (() => void) | null = null;
