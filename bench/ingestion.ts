@@ -3,9 +3,10 @@
  * BENCH_INGEST_ROWS rows (default 1,000,000, about 100 MB) from the local S3 server (s3rver behind
  * the SigV4 check of test/support/s3-server.ts) with `upsert` into an empty table, then with
  * `blue_green` over it, and prints rows per second and the peak resident memory of the service: the
- * pipelines run in a service process of their own (`node src/main.ts`, as an operator starts it, on
- * the harness's database, Redis and keys), whose peak RSS (VmHWM, reset before each run) is read
- * from /proc; this process, which holds the S3 server and the generator, is reported beside it.
+ * pipelines run in a service process of their own (`node src/main.ts` with `npm start`'s node
+ * options, as an operator starts it, on the harness's database, Redis and keys), whose peak RSS
+ * (VmHWM, reset before each run) is read from /proc; this process, which holds the S3 server and
+ * the generator, is reported beside it.
  *
  * Needs TEST_DATABASE_URL and TEST_REDIS_URL (`eval $(test/services.sh)` or the shared test servers).
  * BENCH_JSON writes the figures to a file.
@@ -17,6 +18,7 @@ import { join } from "node:path";
 import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { CALLER, KEY, startIngestionHarness } from "../test/support/ingestion-harness.js";
 import { spawnServer } from "../test/support/server-process.js";
+import { SERVICE_NODE_OPTIONS } from "./stack.js";
 import { TEST_JWT_SECRET, TEST_PEPPER } from "../test/support/service.js";
 import { rest } from "../test/support/clients.js";
 
@@ -90,9 +92,9 @@ async function main() {
       AWS_ACCESS_KEY_ID: CALLER.accessKeyId,
       AWS_SECRET_ACCESS_KEY: CALLER.secretAccessKey,
       SCHEDULER: "off",
-    });
+    }, "src/main.ts", SERVICE_NODE_OPTIONS);
     const pid = service.child.pid!;
-    const figures: Record<string, unknown> = { rows: ROWS, bytes, cpus: cpus().length, cpuModel: cpus()[0]?.model, totalMemMb: Math.round(totalmem() / 2 ** 20), node: process.version };
+    const figures: Record<string, unknown> = { rows: ROWS, bytes, nodeOptions: SERVICE_NODE_OPTIONS.join(" "), cpus: cpus().length, cpuModel: cpus()[0]?.model, totalMemMb: Math.round(totalmem() / 2 ** 20), node: process.version };
     for (const loadMode of ["upsert", "blue_green"]) {
       const p = await h.call("POST", "/api/v1/pipelines", {
         name: `bench-${loadMode}`,

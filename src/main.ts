@@ -381,6 +381,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     evidence: counters.evidence,
     counters: counters.customerWipe,
     positiveOutcomes: decisions.positiveOutcomes,
+    otherCustomerData: [ingestion.customerRows],
     configChanged: decisions.configChanged,
     afterImport: { schemas: ingestion.importedSchema },
   });

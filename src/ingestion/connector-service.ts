@@ -130,7 +130,7 @@ export class ConnectorService {
   private async verify(access: BucketAccess): Promise<Pick<ConnectorRow, "status" | "last_error">> {
     let store;
     try {
-      store = openObjectStore(access, this.deps.objectStore);
+      store = await openObjectStore(access, this.deps.objectStore);
       await store.list(access.prefix, 1);
       return { status: "active", last_error: null };
     } catch (err) {

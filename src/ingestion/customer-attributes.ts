@@ -1,6 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { columnType, columnValue, quoteIdent, type SchemaField } from "../core/index.js";
-import { selectRows } from "../platform/db.js";
+import { selectRows, type Transaction } from "../platform/db.js";
 import { qualifiedTable } from "./schema-store.js";
 
 /** A customer's attributes from the tenant's loaded customer tables; {} when none holds the customer. */
@@ -39,26 +39,60 @@ function readAs(f: SchemaField): string {
  */
 export function loadedCustomerAttributes(db: Sequelize): LoadedCustomerAttributes {
   return async (tenantId, customerId) => {
-    const schemas = await selectRows<{ table_name: string; fields: SchemaField[] }>(
-      db,
-      "SELECT table_name, fields FROM ingestion_schemas WHERE tenant_id = $1 AND entity_type = 'customer' ORDER BY name",
-      [tenantId],
-    );
     const out: Record<string, unknown> = {};
-    for (const s of schemas) {
-      const key = customerKeyField(s.fields);
-      if (!key) continue;
-      const others = s.fields.filter((f) => f !== key && f.name !== key.name);
-      // An id the key's type cannot hold names no row of this table (and must not reach SQL as a bad cast).
-      const id = columnValue({ ...key, isNullable: false }, customerId);
-      if (!others.length || !id.ok) continue;
-      const [row] = await selectRows<Record<string, unknown>>(
-        db,
-        `SELECT ${others.map(readAs).join(", ")} FROM ${qualifiedTable(tenantId, s.table_name)} WHERE ${quoteIdent(key.name)} = $1::${columnType(key)} LIMIT 1`,
-        [id.value],
-      );
+    for (const s of await customerTables(db, tenantId, customerId)) {
+      const others = s.fields.filter((f) => f !== s.key && f.name !== s.key.name);
+      if (!others.length) continue;
+      const [row] = await selectRows<Record<string, unknown>>(db, `SELECT ${others.map(readAs).join(", ")} FROM ${s.table} WHERE ${s.where} LIMIT 1`, [s.id]);
       if (row) Object.assign(out, row);
     }
     return out;
+  };
+}
+
+/**
+ * The tenant's customer tables that can hold `customerId` (by name): each qualified table, its
+ * fields and key, and the `WHERE` on the key with `$1` bound to the id as the key's column value.
+ * An id the key's type cannot hold names no row of that table (and must not reach SQL as a bad cast).
+ */
+async function customerTables(db: Sequelize, tenantId: string, customerId: string, t?: Transaction) {
+  const schemas = await selectRows<{ table_name: string; fields: SchemaField[] }>(
+    db,
+    "SELECT table_name, fields FROM ingestion_schemas WHERE tenant_id = $1 AND entity_type = 'customer' ORDER BY name",
+    [tenantId],
+    t,
+  );
+  const out: Array<{ table: string; fields: SchemaField[]; key: SchemaField; where: string; id: string }> = [];
+  for (const s of schemas) {
+    const key = customerKeyField(s.fields);
+    const id = key && columnValue({ ...key, isNullable: false }, customerId);
+    if (!key || !id?.ok || id.value === null) continue;
+    out.push({ table: qualifiedTable(tenantId, s.table_name), fields: s.fields, key, where: `${quoteIdent(key.name)} = $1::${columnType(key)}`, id: id.value });
+  }
+  return out;
+}
+
+/**
+ * GDPR erasure's share of ingestion (src/portability/customer-erasure.ts): the customer's rows in
+ * every loaded customer table, found the way Recommend reads them (by the table's customer key).
+ */
+export function loadedCustomerRows(db: Sequelize) {
+  return {
+    kind: "loadedCustomerRows",
+    async erase(tenantId: string, customerId: string, t?: Transaction): Promise<number> {
+      let n = 0;
+      for (const s of await customerTables(db, tenantId, customerId, t)) {
+        const [, result] = await db.query(`DELETE FROM ${s.table} WHERE ${s.where}`, { bind: [s.id], transaction: t });
+        n += (result as { rowCount?: number }).rowCount ?? 0;
+      }
+      return n;
+    },
+    async count(tenantId: string, customerId: string): Promise<number> {
+      let n = 0;
+      for (const s of await customerTables(db, tenantId, customerId)) {
+        n += (await selectRows<{ n: number }>(db, `SELECT count(*)::int AS n FROM ${s.table} WHERE ${s.where}`, [s.id]))[0].n;
+      }
+      return n;
+    },
   };
 }

@@ -120,7 +120,8 @@ export function toPipelineRun(row: RunRow): PipelineRun {
     attempts: row.attempts,
     deadLettered: row.dead_lettered,
     startedAt: timestampFromDate(row.started_at),
-    finishedAt: timestampFromDate(row.finished_at ?? row.started_at),
+    // Absent while the run is still going (its request may be waiting on it, or its caller timed out).
+    finishedAt: row.finished_at ? timestampFromDate(row.finished_at) : undefined,
   });
 }
 

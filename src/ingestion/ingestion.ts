@@ -11,6 +11,7 @@ import type { ScheduledJob } from "../scheduling/scheduled-job.js";
 import { ScheduledRunStore } from "../scheduling/scheduled-run-store.js";
 import type { Transaction } from "../platform/db.js";
 import { ConnectorService } from "./connector-service.js";
+import { loadedCustomerRows } from "./customer-attributes.js";
 import { wipeIngestion } from "./ingestion-wipe.js";
 import { ConnectorStore } from "./connector-store.js";
 import { pipelineScheduleJob } from "./pipeline-schedule-job.js";
@@ -45,6 +46,8 @@ export function createIngestion(o: IngestionOptions): {
   wipeTenant(t: Transaction, tenantId: string): Promise<void>;
   /** Import's hook for an imported schema row (already validated by the export registry): its table. */
   importedSchema(t: Transaction, tenantId: string, row: Record<string, unknown>): Promise<void>;
+  /** GDPR erasure's share: a customer's rows in the tenant's loaded customer tables. */
+  customerRows: ReturnType<typeof loadedCustomerRows>;
 } {
   const objectStore = { forbidden: forbiddenAddresses(o.allowPrivate), stsEndpoint: o.stsEndpoint, timeoutMs: o.timeoutMs };
   const connectorStore = new ConnectorStore(o.db);
@@ -94,6 +97,7 @@ export function createIngestion(o: IngestionOptions): {
       },
     ],
     wipeTenant: (t, tenantId) => wipeIngestion(o.db, t, tenantId),
+    customerRows: loadedCustomerRows(o.db),
     importedSchema: (t, tenantId, row) => schemaStore.createTable(t, tenantId, row.table_name as string, normalizeFields(row.fields as Array<Record<string, unknown>>, [])),
     jobs: [
       pipelineScheduleJob({

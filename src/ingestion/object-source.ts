@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { createInterface } from "node:readline";
-import type { Readable } from "node:stream";
+import { pipeline, type Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { parse } from "csv-parse";
 import { globToRegExp, type SourceNode } from "../core/index.js";
@@ -146,31 +146,73 @@ export async function* readRecords(stream: Readable, node: SourceNode): AsyncGen
     if (batch.length) yield batch;
     return;
   }
-  const parser = stream.pipe(parse({ delimiter: node.delimiter, relax_column_count: true, bom: true }));
+  // pipeline, not pipe: a body that fails mid-file (a reset connection) fails the parser, and so the read.
+  const parser = pipeline(stream, parse({ delimiter: node.delimiter, relax_column_count: true, bom: true }), () => undefined);
   let header: string[] | null = null;
   let line = 0;
-  for await (const record of parser as AsyncIterable<string[]>) {
-    line++;
-    const at = line;
-    for (const v of record) if (v.includes("\n")) line += v.split("\n").length - 1;
-    if (record.length === 1 && record[0] === "") continue;
-    if (!header) {
-      header = record.map((h) => h.trim());
-      continue;
-    }
-    if (record.length !== header.length) {
-      batch.push({ line: at, row: Object.fromEntries(record.map((v, i) => [header![i] ?? `column${i + 1}`, v])), error: `expected ${header.length} columns, got ${record.length}` });
-    } else {
-      const row: Record<string, unknown> = {};
-      for (let i = 0; i < header.length; i++) row[header[i]] = record[i];
-      batch.push({ line: at, row, error: null });
-    }
-    if (batch.length >= BATCH) {
-      yield batch;
-      batch = [];
+  for await (const records of buffered<string[]>(parser)) {
+    for (const record of records) {
+      line++;
+      const at = line;
+      for (const v of record) if (v.includes("\n")) line += v.split("\n").length - 1;
+      if (record.length === 1 && record[0] === "") continue;
+      if (!header) {
+        header = record.map((h) => h.trim());
+        continue;
+      }
+      if (record.length !== header.length) {
+        batch.push({ line: at, row: Object.fromEntries(record.map((v, i) => [header![i] ?? `column${i + 1}`, v])), error: `expected ${header.length} columns, got ${record.length}` });
+      } else {
+        const row: Record<string, unknown> = {};
+        for (let i = 0; i < header.length; i++) row[header[i]] = record[i];
+        batch.push({ line: at, row, error: null });
+      }
+      if (batch.length >= BATCH) {
+        yield batch;
+        batch = [];
+      }
     }
   }
   if (batch.length) yield batch;
+}
+
+/**
+ * What an object-mode stream has buffered, an array at a time: one await per buffer, where
+ * iterating the stream itself costs a promise and an iterator result per record (a tenth of the
+ * bytes a loaded CSV row allocates). A stream that fails throws here; one left early is destroyed.
+ */
+async function* buffered<T>(stream: Readable): AsyncGenerator<T[]> {
+  let failed: { error: unknown } | null = null;
+  let ended = false;
+  let wake: (() => void) | null = null;
+  const signal = () => {
+    const w = wake;
+    wake = null;
+    w?.();
+  };
+  stream.on("readable", signal);
+  stream.once("end", () => {
+    ended = true;
+    signal();
+  });
+  stream.once("error", (error) => {
+    failed = { error };
+    signal();
+  });
+  try {
+    for (;;) {
+      if (failed) throw (failed as { error: unknown }).error;
+      const out: T[] = [];
+      let record: T | null;
+      while ((record = stream.read() as T | null) !== null) out.push(record);
+      if (out.length) yield out;
+      else if (ended) return;
+      // read() returned null, so the stream emits readable, end or error next (never synchronously).
+      else await new Promise<void>((resolve) => (wake = resolve));
+    }
+  } finally {
+    if (!ended) stream.destroy();
+  }
 }
 
 /** `{date}` (YYYY-MM-DD), `{yyyy}`, `{mm}`, `{dd}` in a folder name, in UTC. */

@@ -1,15 +1,7 @@
 import http from "node:http";
 import https from "node:https";
 import type { Readable } from "node:stream";
-import {
-  CopyObjectCommand,
-  DeleteObjectCommand,
-  GetObjectCommand,
-  ListObjectsV2Command,
-  S3Client,
-  type ListObjectsV2CommandOutput,
-} from "@aws-sdk/client-s3";
-import { fromTemporaryCredentials } from "@aws-sdk/credential-providers";
+import type { ListObjectsV2CommandOutput } from "@aws-sdk/client-s3";
 import { assertHostAllowed, guardedLookup, type ForbiddenAddress } from "../notifications/outbound-guard.js";
 
 /** What a connector holds that reaching its bucket needs: its config and its opened secrets. */
@@ -57,8 +49,12 @@ const SESSION_NAME = "decisioning-ingestion";
  * literal address is checked first, and names are checked on every address DNS answers, for S3 and
  * for STS alike. S3-compatible stores get path-style addressing when asked and checksums only when
  * an operation requires them (most such stores reject the SDK's default CRC trailers).
+ *
+ * The AWS SDK is imported here, by the first connector that is created, tested or read, rather
+ * than when the service starts: it takes about 10 MB of resident memory that a service whose
+ * tenants load no files should not carry.
  */
-export function openObjectStore(access: BucketAccess, options: ObjectStoreOptions): ObjectStore {
+export async function openObjectStore(access: BucketAccess, options: ObjectStoreOptions): Promise<ObjectStore> {
   for (const url of [access.endpoint, options.stsEndpoint]) {
     if (url) assertHostAllowed(new URL(url).hostname, options.forbidden);
   }
@@ -70,14 +66,15 @@ export function openObjectStore(access: BucketAccess, options: ObjectStoreOption
     connectionTimeout: options.timeoutMs,
   };
   const region = access.region || "us-east-1";
+  const s3 = await import("@aws-sdk/client-s3");
   const credentials =
     access.authMethod === "access_keys"
       ? { accessKeyId: access.accessKeyId ?? "", secretAccessKey: access.secretAccessKey ?? "" }
-      : fromTemporaryCredentials({
+      : (await import("@aws-sdk/credential-providers")).fromTemporaryCredentials({
           params: { RoleArn: access.roleArn ?? "", RoleSessionName: SESSION_NAME, ...(access.externalId ? { ExternalId: access.externalId } : {}) },
           clientConfig: { region, requestHandler, ...(options.stsEndpoint ? { endpoint: options.stsEndpoint } : {}) },
         });
-  const client = new S3Client({
+  const client = new s3.S3Client({
     region,
     credentials,
     requestHandler,
@@ -88,12 +85,12 @@ export function openObjectStore(access: BucketAccess, options: ObjectStoreOption
     responseChecksumValidation: "WHEN_REQUIRED",
   });
   const Bucket = access.bucket;
-  return {
+  const store: ObjectStore = {
     async list(prefix, max = Infinity) {
       const out: ObjectInfo[] = [];
       let token: string | undefined;
       do {
-        const page: ListObjectsV2CommandOutput = await client.send(new ListObjectsV2Command({ Bucket, Prefix: prefix, ContinuationToken: token, MaxKeys: Math.min(1000, max - out.length) }));
+        const page: ListObjectsV2CommandOutput = await client.send(new s3.ListObjectsV2Command({ Bucket, Prefix: prefix, ContinuationToken: token, MaxKeys: Math.min(1000, max - out.length) }));
         for (const o of page.Contents ?? []) {
           if (o.Key) out.push({ key: o.Key, size: o.Size ?? 0, lastModified: o.LastModified ?? new Date(0) });
         }
@@ -102,11 +99,11 @@ export function openObjectStore(access: BucketAccess, options: ObjectStoreOption
       return out;
     },
     async read(key) {
-      const res = await client.send(new GetObjectCommand({ Bucket, Key: key }));
+      const res = await client.send(new s3.GetObjectCommand({ Bucket, Key: key }));
       return res.Body as Readable;
     },
     async readText(key, maxBytes) {
-      const body = await this.read(key);
+      const body = await store.read(key);
       const chunks: Buffer[] = [];
       let size = 0;
       for await (const chunk of body) {
@@ -122,8 +119,8 @@ export function openObjectStore(access: BucketAccess, options: ObjectStoreOption
     async move(from, to) {
       if (from === to) return;
       const source = `${Bucket}/${from.split("/").map(encodeURIComponent).join("/")}`;
-      await client.send(new CopyObjectCommand({ Bucket, Key: to, CopySource: source }));
-      await client.send(new DeleteObjectCommand({ Bucket, Key: from }));
+      await client.send(new s3.CopyObjectCommand({ Bucket, Key: to, CopySource: source }));
+      await client.send(new s3.DeleteObjectCommand({ Bucket, Key: from }));
     },
     close() {
       client.destroy();
@@ -131,6 +128,7 @@ export function openObjectStore(access: BucketAccess, options: ObjectStoreOption
       requestHandler.httpsAgent.destroy();
     },
   };
+  return store;
 }
 
 /** A failure of object storage as a connector's lastError: the SDK's error name and message, no internals. */

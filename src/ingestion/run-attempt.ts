@@ -101,7 +101,7 @@ export class RunAttempt {
       this.current = node.id;
       const access = node.connector ? await this.deps.access(tenantId, node.connector) : null;
       if (!access) throw new RunFailure(node.id, "the source's connector no longer exists");
-      const store = openObjectStore(access, this.deps.objectStore);
+      const store = await openObjectStore(access, this.deps.objectStore);
       this.source = { store, node, access };
       const folder = sourceFolder(access.prefix, node);
       const files = await this.listWithWait(store, folder, node);

@@ -91,10 +91,15 @@ export class TableLoader {
     });
   }
 
-  /** One staged row: its field values (COPY text, already checked), its line and its cdc operation. Resolves when the stream takes more. */
+  /**
+   * One staged row: its field values (checked; the array is the loader's from here on, its entries
+   * become their COPY text), its line and its cdc operation. Resolves when the stream takes more.
+   */
   write(values: Array<string | null>, line: number, op: string | null): Promise<void> | undefined {
     this.staged++;
-    this.pending += `${values.map(copyField).join("\t")}\t${line}\t${copyField(op)}\n`;
+    // In place and one join: no second array and no string per field beyond its COPY text.
+    for (let i = 0; i < values.length; i++) values[i] = copyField(values[i]);
+    this.pending += `${values.join("\t")}\t${line}\t${copyField(op)}\n`;
     if (this.pending.length < CHUNK_CHARS) return undefined;
     const ok = this.copy!.write(this.pending);
     this.pending = "";

@@ -1,4 +1,3 @@
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { RecommendRequest, RecommendResponse } from "../../gen/decisioning/v1/decisions_pb.js";
 import { authorize, type Authenticator } from "../identity/authenticator.js";
 import type { TenantContext } from "../platform/context.js";
@@ -11,10 +10,22 @@ import { csrfRefusal } from "../transport/csrf-guard.js";
 import { httpCallInfo, readBody, sendError } from "../transport/http-io.js";
 import type { HttpRoute } from "../transport/http-routes.js";
 import { parseJsonBody } from "../transport/message-codec.js";
-import { createMcpServer } from "./mcp-server.js";
 import { ServiceCaller, type ServiceMethods } from "./service-caller.js";
 
 export const MCP_PATH = "/api/v1/mcp";
+
+/**
+ * The MCP SDK and the server built on it, imported by the first MCP request: the SDK (with its
+ * transports and schemas) takes about 25 MB of a service's resident memory, which a service that
+ * is never asked over MCP should not carry.
+ */
+async function mcpSdk() {
+  const [{ createMcpServer }, { StreamableHTTPServerTransport }] = await Promise.all([
+    import("./mcp-server.js"),
+    import("@modelcontextprotocol/sdk/server/streamableHttp.js"),
+  ]);
+  return { createMcpServer, StreamableHTTPServerTransport };
+}
 
 export interface McpRouteOptions {
   methods: ServiceMethods;
@@ -53,6 +64,7 @@ export function createMcpRoute(o: McpRouteOptions): HttpRoute {
         for (const [name, value] of Object.entries(rateLimitHeaders(rateLimit))) res.setHeader(name, value);
         const body = parseJsonBody(await readBody(req, o.bodyLimitBytes));
         const ctx: TenantContext = { ...auth, requestId };
+        const { createMcpServer, StreamableHTTPServerTransport } = await mcpSdk();
         const server = createMcpServer(new ServiceCaller(o.methods, auth, ctx, call, o.bodyLimitBytes, o.preview), o.logger);
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
         res.once("close", () => {

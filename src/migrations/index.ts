@@ -25,6 +25,7 @@ import * as m0024 from "./0024-auth-tokens.js";
 import * as m0025 from "./0025-sso.js";
 import * as m0026 from "./0026-directory-users.js";
 import * as m0027 from "./0027-ingestion.js";
+import * as m0027TenantSchemas from "./0027-ingestion-tenant-schemas.js";
 import * as m0028 from "./0028-trace-compression.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
@@ -55,5 +56,6 @@ export const migrations: Migration[] = [
   { name: "0025-sso", up: m0025.up },
   { name: "0026-directory-users", up: m0026.up },
   { name: "0027-ingestion", up: m0027.up },
+  { name: "0027-ingestion-tenant-schemas", up: m0027TenantSchemas.up },
   { name: "0028-trace-compression", up: m0028.up },
 ];

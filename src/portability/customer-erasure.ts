@@ -24,6 +24,22 @@ export interface ErasureDeps {
   counters: CustomerCounterWipe;
   /** Outcome keys in the `positive` category: the outcomes that counted as successes. */
   positiveOutcomes(tenantId: string): Promise<string[]>;
+  /** Other domains' customer rows outside CUSTOMER_TABLES (ingestion's loaded customer tables). */
+  otherCustomerData?: readonly CustomerDataHolder[];
+}
+
+/**
+ * A domain's rows of one customer that no table of CUSTOMER_TABLES holds (tables whose names or
+ * key columns are the tenant's own). Erased in the erasure's transaction and counted back by its
+ * verification, like the listed tables.
+ */
+export interface CustomerDataHolder {
+  /** Its key in the erasure report's `removed`. */
+  kind: string;
+  /** Deletes the customer's rows (in the erasure's transaction when one is given): how many. */
+  erase(tenantId: string, customerId: string, t?: Transaction): Promise<number>;
+  /** How many of the customer's rows are left. */
+  count(tenantId: string, customerId: string): Promise<number>;
 }
 
 /** What the customer's decisions and outcomes added to the adaptive evidence. */
@@ -146,6 +162,9 @@ export class CustomerErasure {
       const [row] = await selectRows<{ n: number }>(this.deps.db, `SELECT count(*)::int AS n FROM ${table} WHERE tenant_id = $1 AND customer_id = $2`, [tenantId, customerId]);
       if (row.n > 0) left.push(kind);
     }
+    for (const holder of this.deps.otherCustomerData ?? []) {
+      if ((await holder.count(tenantId, customerId)) > 0) left.push(holder.kind);
+    }
     if ((await this.deps.assignments.count(tenantId, customerId, experimentIds)) > 0) left.push("variantAssignments");
     return left;
   }
@@ -160,6 +179,9 @@ export class CustomerErasure {
     for (const { kind, table } of CUSTOMER_TABLES) {
       const [, result] = await this.deps.db.query(`DELETE FROM ${table} WHERE tenant_id = $1 AND customer_id = $2`, { bind: [tenantId, customerId], transaction: t });
       removed[kind] = (removed[kind] ?? 0) + ((result as { rowCount?: number }).rowCount ?? 0);
+    }
+    for (const holder of this.deps.otherCustomerData ?? []) {
+      removed[holder.kind] = (removed[holder.kind] ?? 0) + (await holder.erase(tenantId, customerId, t));
     }
   }
 

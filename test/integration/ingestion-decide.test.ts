@@ -94,3 +94,64 @@ describe("workspace reset (spec 1)", () => {
     assert.equal((await h.svc.sql("SELECT 1 FROM information_schema.tables WHERE table_schema = $1", [h.dataSchema(h.other.tenantId)])).length, 1, "the other tenant keeps its table");
   });
 });
+
+describe("tenant deletion (migration 0027-ingestion-tenant-schemas)", () => {
+  test("deleting a tenant row drops its ingest_ schema with its tables, in the deleting transaction; other tenants keep theirs", async () => {
+    const gone = await h.svc.createTenant("gone");
+    const kept = await h.call("POST", "/api/v1/schemas", { name: "kept_rows", fields: [{ name: "a", dataType: "text" }] }, h.other.apiKey);
+    assert.equal(kept.status, 201, JSON.stringify(kept.body));
+    const res = await h.call("POST", "/api/v1/schemas", { name: "customers", entityType: "customer", fields: [{ name: "customer_id", dataType: "text", isPrimaryKey: true }] }, gone.apiKey);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const schema = h.dataSchema(gone.tenantId);
+    await h.svc.sql(`INSERT INTO "${schema}"."ds_customers" (customer_id) VALUES ('c1')`);
+    const tables = (s: string) => h.svc.sql("SELECT table_name FROM information_schema.tables WHERE table_schema = $1", [s]);
+    assert.equal((await tables(schema)).length, 1);
+
+    // A delete that rolls back keeps the schema: the drop is part of the deleting transaction.
+    const db = h.svc.running.foundation.db;
+    await assert.rejects(
+      db.transaction(async (transaction) => {
+        await db.query("DELETE FROM tenants WHERE id = $1", { bind: [gone.tenantId], transaction });
+        throw new Error("roll back");
+      }),
+      /roll back/,
+    );
+    assert.equal((await tables(schema)).length, 1, "a rolled-back delete keeps the tables");
+
+    await h.svc.sql("DELETE FROM tenants WHERE id = $1", [gone.tenantId]);
+    assert.equal((await h.svc.sql("SELECT 1 FROM information_schema.schemata WHERE schema_name = $1", [schema])).length, 0);
+    assert.equal((await h.svc.sql("SELECT 1 FROM ingestion_schemas WHERE tenant_id = $1", [gone.tenantId])).length, 0);
+    const theirs = "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'ds_kept_rows'";
+    assert.equal((await h.svc.sql(theirs, [h.dataSchema(h.other.tenantId)])).length, 1, "the other tenant keeps its table");
+  });
+});
+
+describe("GDPR erasure (spec 4.13) of loaded customer tables", () => {
+  test("erases the customer's rows from every customer table of the tenant, by its key, and verifies them gone", async () => {
+    const tenant = await h.svc.createTenant("erasure");
+    const create = (key: string, body: Record<string, unknown>) => h.call("POST", "/api/v1/schemas", body, key);
+    const profile = { name: "profile", entityType: "customer", fields: [{ name: "customer_id", dataType: "varchar", length: 20, isPrimaryKey: true }, { name: "segment", dataType: "text" }] };
+    assert.equal((await create(tenant.apiKey, profile)).status, 201);
+    // A numeric key cannot hold "alice": that table is skipped, not a failed cast.
+    assert.equal((await create(tenant.apiKey, { name: "numbers", entityType: "customer", fields: [{ name: "customer_id", dataType: "integer", isPrimaryKey: true }] })).status, 201);
+    // Not a customer table: a row naming alice there is the tenant's own data, not a customer row.
+    assert.equal((await create(tenant.apiKey, { name: "log", fields: [{ name: "customer_id", dataType: "text" }] })).status, 201);
+    assert.equal((await create(h.other.apiKey, { name: "profile_other", entityType: "customer", fields: [{ name: "customer_id", dataType: "text", isPrimaryKey: true }] })).status, 201);
+    const mine = h.dataSchema(tenant.tenantId);
+    const theirs = h.dataSchema(h.other.tenantId);
+    await h.svc.sql(`INSERT INTO "${mine}"."ds_profile" VALUES ('alice', 'gold'), ('bob', 'silver')`);
+    await h.svc.sql(`INSERT INTO "${mine}"."ds_numbers" VALUES (7)`);
+    await h.svc.sql(`INSERT INTO "${mine}"."ds_log" (customer_id) VALUES ('alice')`);
+    await h.svc.sql(`INSERT INTO "${theirs}"."ds_profile_other" VALUES ('alice')`);
+
+    const res = await h.call("DELETE", "/api/v1/export/full?customerId=alice", undefined, tenant.apiKey);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.verified, true);
+    assert.equal(res.body.removed.loadedCustomerRows, 1);
+    const ids = async (table: string) => (await h.svc.sql(`SELECT customer_id::text AS id FROM ${table} ORDER BY 1`)).map((r) => r.id);
+    assert.deepEqual(await ids(`"${mine}"."ds_profile"`), ["bob"]);
+    assert.deepEqual(await ids(`"${mine}"."ds_numbers"`), ["7"]);
+    assert.deepEqual(await ids(`"${mine}"."ds_log"`), ["alice"]);
+    assert.deepEqual(await ids(`"${theirs}"."ds_profile_other"`), ["alice"], "another tenant's customer of the same id is kept");
+  });
+});

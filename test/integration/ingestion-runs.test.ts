@@ -86,6 +86,26 @@ describe("the runner: sources and load modes (spec 4.20)", () => {
     assert.equal((await h.call("POST", `/api/v1/pipelines/${id}/run`, {}, h.other.apiKey)).status, 404);
   });
 
+  test("a run still going is listed without finishedAt; it gets one when it ends (docs/ingestion.md, long runs)", async () => {
+    const s = await schema();
+    // No file yet: the source waits 1.2 s (waitPolicy) before it fails, so the run is seen while it goes on.
+    const id = await pipeline([source("slow/", { waitPolicy: { maxRetries: 1, intervalMinutes: 0.02, onMissAction: "fail" } }), target(s.name)]);
+    const request = h.call("POST", `/api/v1/pipelines/${id}/run`, {});
+    const runsOf = async () => (await h.call("GET", `/api/v1/pipelines/${id}/runs`)).body.data;
+    let listed = await runsOf();
+    for (let i = 0; i < 50 && !listed.length; i++) listed = await runsOf();
+    assert.equal(listed.length, 1);
+    assert.equal(listed[0].finishedAt, undefined, JSON.stringify(listed[0]));
+    assert.ok(listed[0].startedAt);
+    const done = await request;
+    assert.equal(done.status, 200);
+    assert.equal(done.body.ok, false);
+    const [finished] = await runsOf();
+    assert.ok(done.body.runId);
+    assert.equal(finished.id, done.body.runId);
+    assert.ok(Date.parse(finished.finishedAt) >= Date.parse(finished.startedAt) + 1000, JSON.stringify(finished));
+  });
+
   test("JSON Lines, by regex pattern", async () => {
     const s = await schema();
     await h.put("jsonl/part-1.jsonl", ['{"customer_id":"j1","email":"j@x.io","age":20,"balance":1.5}', "", '{"customer_id":"j2","age":"21"}'].join("\n"));
@@ -328,6 +348,21 @@ describe("validation, quarantine and error handling", () => {
     assert.equal(typed.failedNodeId, "load");
     assert.match(typed.error, /line 3 .*age/);
     assert.deepEqual(await rows(s.table), []);
+  });
+
+  test("a CSV that cannot be tokenized (an unclosed quote, after rows already read) fails the source with nothing applied; a quoted line break counts its lines", async () => {
+    const s = await schema();
+    const good = Array.from({ length: 2000 }, (_, i) => `q${i},"line one
+line two",1,1,`);
+    await h.put("unclosed/1.csv", csv([...good, 'q9999,"never closed,1,1,']));
+    const res = await run(await pipeline([source("unclosed/"), target(s.name)]));
+    assert.equal(res.ok, false, JSON.stringify(res));
+    assert.equal(res.failedNodeId, "src");
+    assert.match(res.error, /quote/i);
+    assert.deepEqual(await rows(s.table), []);
+    await h.put("multiline/1.csv", csv(["m1,\"a\nb\",1,1,", "m2,a,x,1,"]));
+    const lines = await run(await pipeline([source("multiline/"), target(s.name)]));
+    assert.match(lines.error, /line 4 .*age/, "the header, a record over two lines, then the bad one");
   });
 
   test("errorHandling: retries with backoff, then a dead-letter record", async () => {

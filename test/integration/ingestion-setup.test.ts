@@ -95,9 +95,9 @@ describe("connectors (spec 2.21, 4.20)", () => {
 
   test("the outbound rule: loopback endpoints are refused unless OUTBOUND_ALLOW_PRIVATE", async () => {
     const access = { bucket: "feeds", region: "us-east-1", prefix: "", endpoint: s3.endpoint, forcePathStyle: true, authMethod: "access_keys" as const, roleArn: null, externalId: null, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey };
-    assert.throws(() => openObjectStore(access, { forbidden: forbiddenAddresses(false), stsEndpoint: null, timeoutMs: 1000 }), /private, loopback/);
+    await assert.rejects(openObjectStore(access, { forbidden: forbiddenAddresses(false), stsEndpoint: null, timeoutMs: 1000 }), /private, loopback/);
     const named = { ...access, endpoint: s3.endpoint.replace("127.0.0.1", "localhost") };
-    const store = openObjectStore(named, { forbidden: forbiddenAddresses(false), stsEndpoint: null, timeoutMs: 1000 });
+    const store = await openObjectStore(named, { forbidden: forbiddenAddresses(false), stsEndpoint: null, timeoutMs: 1000 });
     await assert.rejects(store.list(""), /private, loopback/);
     store.close();
   });

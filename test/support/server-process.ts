@@ -19,10 +19,11 @@ export interface ServerProcess {
 /**
  * `node src/main.ts` as an operator starts it: configured by the environment alone (nothing
  * inherited but PATH), on free ports, answering once its start-up log line names them. `entry`
- * names another script that starts the service the same way (test/support/scheduler-child.ts).
+ * names another script that starts the service the same way (test/support/scheduler-child.ts);
+ * `nodeArgs` go before it (a benchmark passes `npm start`'s node options).
  */
-export async function spawnServer(env: Record<string, string>, entry = "src/main.ts"): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+export async function spawnServer(env: Record<string, string>, entry = "src/main.ts", nodeArgs: string[] = []): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", entry], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOST: "127.0.0.1", PORT: "0", GRPC_PORT: "0", LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "inherit"],

@@ -123,6 +123,22 @@ const TIMESTAMP = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?
 const TRUE = new Set(["true", "t", "1", "yes", "y"]);
 const FALSE = new Set(["false", "f", "0", "no", "n"]);
 
+/** Digits before the point of a plain decimal (sign and leading zeros not counted), without allocating. */
+function wholeDigits(s: string): number {
+  let i = s[0] === "+" || s[0] === "-" ? 1 : 0;
+  while (s.charCodeAt(i) === 48) i++;
+  let n = 0;
+  for (let c = s.charCodeAt(i); c >= 48 && c <= 57; c = s.charCodeAt(++i)) n++;
+  return n;
+}
+
+/** The number of characters (code points) of a string. */
+function codePoints(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+
 /**
  * A field's value as text PostgreSQL's COPY accepts for its column, or an error message. Empty
  * strings are null (CSV has no other way to say null); a non-nullable field refuses them.
@@ -144,13 +160,17 @@ export function columnValue(f: SchemaField, raw: unknown): { ok: true; value: st
   switch (f.dataType) {
     case "varchar": {
       const text = typeof raw === "string" ? raw : s;
-      return [...text].length > (f.length ?? 255) ? { ok: false, message: `${f.name}: longer than ${f.length} characters` } : { ok: true, value: text };
+      const limit = f.length ?? 255;
+      // Characters are code points; UTF-16 units are never fewer, so only a long string is counted.
+      return text.length > limit && codePoints(text) > limit ? { ok: false, message: `${f.name}: longer than ${f.length} characters` } : { ok: true, value: text };
     }
     case "text":
       return { ok: true, value: typeof raw === "string" ? raw : s };
     case "integer":
     case "bigint": {
       if (!INTEGER.test(s)) return refused(f, s, "an integer");
+      // Up to 9 digits fit an integer and 18 a bigint whatever they are: no BigInt needed (most values).
+      if (s.length - (s[0] === "+" || s[0] === "-" ? 1 : 0) <= (f.dataType === "integer" ? 9 : 18)) return { ok: true, value: s };
       const n = BigInt(s);
       const limit = f.dataType === "integer" ? 2n ** 31n : 2n ** 63n;
       return n < -limit || n >= limit ? refused(f, s, `a ${f.dataType} in range`) : { ok: true, value: n.toString() };
@@ -158,8 +178,7 @@ export function columnValue(f: SchemaField, raw: unknown): { ok: true; value: st
     case "numeric": {
       if (!NUMERIC.test(s)) return refused(f, s, "a number");
       if (f.precision !== null) {
-        const whole = s.replace(/^[+-]/, "").split(/[.eE]/)[0].replace(/^0+/, "");
-        if (!/[eE]/.test(s) && whole.length > f.precision - (f.scale ?? 0)) return refused(f, s, `numeric(${f.precision}, ${f.scale ?? 0})`);
+        if (!/[eE]/.test(s) && wholeDigits(s) > f.precision - (f.scale ?? 0)) return refused(f, s, `numeric(${f.precision}, ${f.scale ?? 0})`);
       }
       return { ok: true, value: s };
     }

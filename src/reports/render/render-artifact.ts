@@ -1,8 +1,6 @@
 import type { RenderArtifact, ReportDocument, ReportFormat } from "../report-document.js";
 import { renderCsv } from "./csv-renderer.js";
-import { renderHtml } from "./html-renderer.js";
 import { renderMarkdown } from "./markdown-renderer.js";
-import { renderPdf } from "./pdf-renderer.js";
 
 export const MIME_TYPES: Record<ReportFormat, string> = {
   pdf: "application/pdf",
@@ -18,9 +16,20 @@ export function artifactFileName(doc: ReportDocument, format: ReportFormat): str
   return `${slug}-${doc.generatedAt.toISOString().slice(0, 10)}.${EXTENSIONS[format]}`;
 }
 
-/** The renderers of src/reports/render/, one per format. */
+/**
+ * The renderers of src/reports/render/, one per format. PDF and HTML (charts through vega and
+ * vega-lite, PDF through pdfkit) are imported on the first report that needs them: those modules
+ * take about 55 MB of a service's resident memory, which a service that renders no report (or only
+ * CSV and Markdown) should not carry.
+ */
 export const renderArtifact: RenderArtifact = async (doc, format) => {
   const bytes =
-    format === "pdf" ? await renderPdf(doc) : format === "csv" ? renderCsv(doc) : format === "markdown" ? renderMarkdown(doc) : await renderHtml(doc);
+    format === "pdf"
+      ? await (await import("./pdf-renderer.js")).renderPdf(doc)
+      : format === "csv"
+        ? renderCsv(doc)
+        : format === "markdown"
+          ? renderMarkdown(doc)
+          : await (await import("./html-renderer.js")).renderHtml(doc);
   return { format, mimeType: MIME_TYPES[format], fileName: artifactFileName(doc, format), bytes };
 };
