@@ -25,6 +25,14 @@ export async function startChildService(svc: TestService, options: { entry?: str
       API_KEY_PEPPER: TEST_PEPPER,
       JWT_SIGNING_SECRET: TEST_JWT_SECRET,
       API_KEY: TEST_INTERNAL_KEY,
+      // A second process of the same deployment reads the same encrypted settings and reaches the
+      // same outbound receivers: without these, a job it claims could not decrypt a provider.
+      ...(svc.config.settingsKeys.length && { SETTINGS_ENCRYPTION_KEYS: svc.config.settingsKeys.map((k) => `${k.id}:${k.secret}`).join(",") }),
+      OUTBOUND_ALLOW_PRIVATE: String(svc.config.outbound.allowPrivate),
+      OUTBOUND_MAX_ATTEMPTS: String(svc.config.outbound.maxAttempts),
+      OUTBOUND_BACKOFF_MS: String(svc.config.outbound.backoffMs),
+      OUTBOUND_BACKOFF_MAX_MS: String(svc.config.outbound.backoffMaxMs),
+      OUTBOUND_TIMEOUT_MS: String(svc.config.outbound.timeoutMs),
       ...options.env,
     },
     options.entry,
