@@ -17,6 +17,7 @@ import { CustomerHistory } from "./customer-history.js";
 import { decideBatch, type BatchCustomer } from "./batch-decisions.js";
 import { CustomerService } from "./customer-service.js";
 import { DecisionStore } from "./decision-store.js";
+import { OutcomeWriter } from "./outcome-writer.js";
 import { RecommendationWriter } from "./recommendation-writer.js";
 import { OutcomeLearning } from "./outcome-learning.js";
 import { OutcomeReplay } from "./outcome-replay.js";
@@ -105,6 +106,7 @@ export function createDecisions(o: DecisionsOptions) {
   const respond = new RespondService({
     snapshots,
     store: outcomes,
+    writer: new OutcomeWriter(outcomes),
     replay: new OutcomeReplay(outcomes, o.logger),
     attribution: new AttributionLadder(outcomes),
     learning: new OutcomeLearning(o.counters, outcomes),

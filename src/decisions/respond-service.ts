@@ -17,6 +17,7 @@ import type { OutcomeLearning } from "./outcome-learning.js";
 import { toOutcomeRecord, type OutcomeStatus } from "./outcome-mapper.js";
 import { defaultIdempotencyKey, payloadHash, type OutcomeReplay } from "./outcome-replay.js";
 import type { OutcomeStore } from "./outcome-store.js";
+import type { OutcomeWriter } from "./outcome-writer.js";
 import { validateOutcome } from "./outcome-validation.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 
@@ -33,6 +34,8 @@ const ITEM_ERRORS: Partial<Record<string, { status: number; code: string }>> = {
 export interface RespondDeps {
   snapshots: { get(tenantId: string): Promise<CompiledTenant> };
   store: OutcomeStore;
+  /** Inserts outcomes by group commit (outcome-writer.ts). */
+  writer: Pick<OutcomeWriter, "insert">;
   replay: OutcomeReplay;
   attribution: AttributionLadder;
   learning: OutcomeLearning;
@@ -78,7 +81,7 @@ export class RespondService {
   }
 
   private async record(ctx: TenantContext, req: RespondRequest, idempotencyKey: string): Promise<RespondResponse> {
-    const { snapshots, store, replay, attribution, learning, logger } = this.deps;
+    const { snapshots, store, writer, replay, attribution, learning, logger } = this.deps;
     const compiled = await snapshots.get(ctx.tenantId);
     const { customerId, outcome, category } = validateOutcome(req, idempotencyKey, compiled);
     const hash = payloadHash(req);
@@ -105,7 +108,7 @@ export class RespondService {
     const bucket = exposure?.bucket ?? recent?.bucket ?? ALL_CONTEXTS_BUCKET;
     // Spec 2.5: only a positive outcome can go without the adaptation it would have taught.
     const status: OutcomeStatus = category === "positive" && !recent ? "recorded_without_adaptation" : "recorded";
-    const row = await store.insert(ctx.tenantId, {
+    const row = await writer.insert(ctx.tenantId, {
       id: newId(),
       customer_id: customerId,
       recommendation_id: attributed.recommendationId,
