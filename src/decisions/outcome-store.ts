@@ -102,23 +102,11 @@ export class OutcomeStore {
 
   /** The unique index decides: null when the key was already taken, even by a concurrent call. */
   async insert(tenantId: string, row: Omit<OutcomeRow, "created_at">): Promise<OutcomeRow | null> {
-    const values = OUTCOME_COLUMNS.map((c) => {
-      const v = row[c];
-      return c === "context" || c === "outcome_details" ? JSON.stringify(v) : v;
-    });
-    const [stored] = await preparedRows<OutcomeRow>(
-      this.db,
-      "outcome-insert",
-      `INSERT INTO interactions (tenant_id, ${OUTCOME_COLUMNS.join(", ")}, created_at)
-       VALUES ($1, ${OUTCOME_COLUMNS.map((_, i) => `$${i + 2}`).join(", ")}, now())
-       ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING ${RETURNED}`,
-      [tenantId, ...values],
-    );
-    return stored ?? null;
+    return (await this.insertMany([{ tenantId, row }]))[0];
   }
 
   /**
-   * `insert` for several outcomes in one statement (group commit, outcome-writer.ts): columns as
+   * Several outcomes in one statement (group commit, outcome-writer.ts): columns as
    * arrays through unnest, so one prepared statement serves every batch size. Results in the
    * batch's order; null where the key was already taken, by an earlier call or by an earlier
    * outcome of the same batch (rows are matched by their own ids).

@@ -36,7 +36,8 @@ export function validateOutcome(req: RespondRequest, idempotencyKey: string, com
   if (req.direction && !DIRECTIONS.includes(req.direction)) violations.push({ field: "direction", message: "must be inbound or outbound" });
   if (req.conversionValue !== undefined && !Number.isFinite(req.conversionValue)) violations.push({ field: "conversionValue", message: "must be a finite number" });
   if (req.responseTime !== undefined && !(req.responseTime >= 0)) violations.push({ field: "responseTime", message: "must be a number of milliseconds" });
-  for (const field of ["offerId", "channelId", "placementId"] as const) {
+  // interactionId is a stored column of uuid type: one in another form could only fail the write.
+  for (const field of ["offerId", "channelId", "placementId", "interactionId"] as const) {
     if (req[field] && !isUuid(req[field])) violations.push({ field, message: "must be an id" });
   }
   if (violations.length) throw invalidFields(violations);

@@ -119,6 +119,16 @@ describe("POST /api/v1/respond", () => {
     assert.notEqual(afresh.id, first.id);
   });
 
+  test("an interactionId that is not an id is a 400 naming it, and nothing is written", async () => {
+    const { t, key } = await setup();
+    const rec = (await post("/api/v1/recommend", { customerId: "iid" }, key)).body;
+    const res = await post("/api/v1/respond", { customerId: "iid", outcome: "click", idempotencyKey: "iid-1", recommendationId: rec.recommendationId, rank: 1, interactionId: "not-an-id" }, key);
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.match(res.body.error.message, /interactionId: must be an id/);
+    const rows = await svc.sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND idempotency_key = 'iid-1'", [t.tenantId]);
+    assert.equal(rows[0].n, 0);
+  });
+
   test("a replay of a key another process recorded: answered from the database, even when its recommendation is gone since", async () => {
     const { t, key } = await setup();
     const rec = (await post("/api/v1/recommend", { customerId: "far" }, key)).body;
