@@ -112,8 +112,9 @@ export function leasedRateLimiter(take: TakeSlots, newMember: () => string, opti
     const t = now();
     sweep(t);
     const old = held.lease?.limit === limit && held.lease.windowMs === windowMs ? held.lease : null;
-    // A lease used up before it expired asks for twice as much; one that expired for what it served.
-    const served = old ? (t < old.expiresAt ? 2 * old.granted : old.used) : 0;
+    // A lease used up before it expired asks for twice as much; one that just expired for what it
+    // served; after a pause the demand it saw is stale, and the window is taken slot by slot again.
+    const served = !old ? 0 : t < old.expiresAt ? 2 * old.granted : t < old.expiresAt + leaseMs ? old.used : 0;
     const extra = Math.min(maxExtra, Math.max(0, served + held.misses - cost));
     const previous = held.lease;
     const giveBack = previous && previous.used < previous.granted ? { member: previous.member, from: previous.used + 1, to: previous.granted } : null;

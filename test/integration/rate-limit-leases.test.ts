@@ -78,6 +78,19 @@ describe("rate limit leases over Redis", () => {
     }
   });
 
+  test("after a pause a process takes one slot again: the demand it saw before is stale", async () => {
+    const p = await process(30);
+    try {
+      const key = `rl:${randomUUID()}`;
+      for (let i = 0; i < 40; i++) await p.limiter.hit(key, 1_000_000, 60_000);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal((await p.limiter.hit(key, 1_000_000, 60_000)).remaining, 1_000_000 - 41);
+      assert.equal(await redis.zcard(key), 41, "the last lease's spare slots went back and none were taken ahead");
+    } finally {
+      await p.close();
+    }
+  });
+
   test("processes racing on one window never admit more than its limit, and together admit all of it", async () => {
     const [a, b] = [await process(), await process()];
     try {
