@@ -67,8 +67,8 @@ export interface LeaseOptions {
 
 /**
  * A shared sliding window taken a few slots at a time. Every hit on the same shared window would
- * be one store round trip on every request (a Recommend's largest single wait and about 6% of its
- * CPU); instead a process takes slots in advance, as many as it needed during the last lease, and
+ * be one store round trip on every request (about 6% of a Recommend's CPU, most of it the socket
+ * write that wakes the store); instead a process takes slots in advance, as many as it needed during the last lease, and
  * spends them locally for at most `leaseMs`. The window never admits more than its limit, because
  * every slot spent was taken from it atomically. What it changes (docs/limits.md):
  * - a slot counts from when its lease was taken, so it leaves the window up to `leaseMs` early;
