@@ -36,13 +36,13 @@ export class OutcomeReplay {
     return earlier ? this.replay(this.remember(tenantId, idempotencyKey, earlier, under), hash) : null;
   }
 
-  /** Lost the race to a concurrent call with the same key: that call's record stands. */
   /** Like `find`, from this process's recent records only: null means "not known here", not "never recorded". */
   recall(tenantId: string, idempotencyKey: string, hash: string, under: CompiledTenant): RespondResponse | null {
     const known = this.recent.get(recentKey(tenantId, idempotencyKey));
     return known?.under === under ? this.replay(known.row, hash) : null;
   }
 
+  /** Lost the race to a concurrent call with the same key: that call's record stands. */
   async replayWinner(tenantId: string, idempotencyKey: string, hash: string, under: CompiledTenant): Promise<RespondResponse> {
     return this.replay(this.remember(tenantId, idempotencyKey, (await this.store.byKey(tenantId, idempotencyKey))!, under), hash);
   }

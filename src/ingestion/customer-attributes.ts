@@ -50,19 +50,28 @@ export function loadedCustomerAttributes(db: Sequelize): LoadedCustomerAttribute
   };
 }
 
+/** A loaded customer table that can hold a customer, with its key's WHERE and the id bound to `$1`. */
+interface CustomerTable {
+  table: string;
+  fields: SchemaField[];
+  key: SchemaField;
+  where: string;
+  id: string;
+}
+
 /**
  * The tenant's customer tables that can hold `customerId` (by name): each qualified table, its
  * fields and key, and the `WHERE` on the key with `$1` bound to the id as the key's column value.
  * An id the key's type cannot hold names no row of that table (and must not reach SQL as a bad cast).
  */
-async function customerTables(db: Sequelize, tenantId: string, customerId: string, t?: Transaction) {
+async function customerTables(db: Sequelize, tenantId: string, customerId: string, t?: Transaction): Promise<CustomerTable[]> {
   const schemas = await selectRows<{ table_name: string; fields: SchemaField[] }>(
     db,
     "SELECT table_name, fields FROM ingestion_schemas WHERE tenant_id = $1 AND entity_type = 'customer' ORDER BY name",
     [tenantId],
     t,
   );
-  const out: Array<{ table: string; fields: SchemaField[]; key: SchemaField; where: string; id: string }> = [];
+  const out: CustomerTable[] = [];
   for (const s of schemas) {
     const key = customerKeyField(s.fields);
     const id = key && columnValue({ ...key, isNullable: false }, customerId);
@@ -77,22 +86,20 @@ async function customerTables(db: Sequelize, tenantId: string, customerId: strin
  * every loaded customer table, found the way Recommend reads them (by the table's customer key).
  */
 export function loadedCustomerRows(db: Sequelize) {
+  /** The sum over the customer's tables of what `each` counts in one of them. */
+  const overTables = async (tenantId: string, customerId: string, t: Transaction | undefined, each: (s: CustomerTable) => Promise<number>) => {
+    let n = 0;
+    for (const s of await customerTables(db, tenantId, customerId, t)) n += await each(s);
+    return n;
+  };
   return {
     kind: "loadedCustomerRows",
-    async erase(tenantId: string, customerId: string, t?: Transaction): Promise<number> {
-      let n = 0;
-      for (const s of await customerTables(db, tenantId, customerId, t)) {
+    erase: (tenantId: string, customerId: string, t?: Transaction): Promise<number> =>
+      overTables(tenantId, customerId, t, async (s) => {
         const [, result] = await db.query(`DELETE FROM ${s.table} WHERE ${s.where}`, { bind: [s.id], transaction: t });
-        n += (result as { rowCount?: number }).rowCount ?? 0;
-      }
-      return n;
-    },
-    async count(tenantId: string, customerId: string): Promise<number> {
-      let n = 0;
-      for (const s of await customerTables(db, tenantId, customerId)) {
-        n += (await selectRows<{ n: number }>(db, `SELECT count(*)::int AS n FROM ${s.table} WHERE ${s.where}`, [s.id]))[0].n;
-      }
-      return n;
-    },
+        return (result as { rowCount?: number }).rowCount ?? 0;
+      }),
+    count: (tenantId: string, customerId: string): Promise<number> =>
+      overTables(tenantId, customerId, undefined, async (s) => (await selectRows<{ n: number }>(db, `SELECT count(*)::int AS n FROM ${s.table} WHERE ${s.where}`, [s.id]))[0].n),
   };
 }

@@ -15,8 +15,14 @@ before(async () => {
 });
 after(() => redis.quit());
 
+interface LimiterProcess {
+  limiter: ReturnType<typeof createRedisRateLimiter>;
+  scripts: () => number;
+  close: () => Promise<void>;
+}
+
 /** A client of its own per limiter (a process has its own connection), counting the scripts it sends. */
-async function process(leaseMs = 100): Promise<{ limiter: ReturnType<typeof createRedisRateLimiter>; scripts: () => number; close: () => Promise<void> }> {
+async function startLimiter(leaseMs = 100): Promise<LimiterProcess> {
   const client = createRedis(requireEnv("TEST_REDIS_URL"), prefix);
   await connectRedis(client);
   let scripts = 0;
@@ -28,11 +34,19 @@ async function process(leaseMs = 100): Promise<{ limiter: ReturnType<typeof crea
   return { limiter: createRedisRateLimiter(client, { leaseMs }), scripts: () => scripts, close: async () => void (await client.quit()) };
 }
 
+/** Runs `use` with a limiter of its own and a fresh window key, closing the limiter after. */
+async function withLimiter(leaseMs: number, use: (p: LimiterProcess, key: string) => Promise<void>): Promise<void> {
+  const p = await startLimiter(leaseMs);
+  try {
+    await use(p, `rl:${randomUUID()}`);
+  } finally {
+    await p.close();
+  }
+}
+
 describe("rate limit leases over Redis", () => {
-  test("a small limit is counted hit by hit, exactly: remaining falls by one, the hit over the limit waits", async () => {
-    const p = await process();
-    try {
-      const key = `rl:${randomUUID()}`;
+  test("a small limit is counted hit by hit, exactly: remaining falls by one, the hit over the limit waits", () =>
+    withLimiter(100, async (p, key) => {
       for (const remaining of [4, 3, 2, 1, 0]) {
         const d = await p.limiter.hit(key, 5, 60_000);
         assert.deepEqual([d.allowed, d.remaining], [true, remaining]);
@@ -41,29 +55,19 @@ describe("rate limit leases over Redis", () => {
       assert.equal(refused.allowed, false);
       assert.ok(refused.retryAfterSeconds > 0 && refused.retryAfterSeconds <= 60);
       assert.equal(await redis.zcard(key), 5, "no slot held beyond the hits");
-    } finally {
-      await p.close();
-    }
-  });
+    }));
 
-  test("under load a process takes slots ahead and spends them without a round trip each; remaining stays exact in one process", async () => {
-    const p = await process(60_000);
-    try {
-      const key = `rl:${randomUUID()}`;
+  test("under load a process takes slots ahead and spends them without a round trip each; remaining stays exact in one process", () =>
+    withLimiter(60_000, async (p, key) => {
       let last = 0;
       for (let i = 0; i < 300; i++) last = (await p.limiter.hit(key, 1_000_000, 60_000)).remaining;
       assert.equal(last, 1_000_000 - 300);
       assert.ok(p.scripts() <= 12, `300 hits took ${p.scripts()} scripts`);
       assert.ok((await redis.zcard(key)) >= 300);
-    } finally {
-      await p.close();
-    }
-  });
+    }));
 
-  test("slots a lease did not use go back with the next take once it expires", async () => {
-    const p = await process(30);
-    try {
-      const key = `rl:${randomUUID()}`;
+  test("slots a lease did not use go back with the next take once it expires", () =>
+    withLimiter(30, async (p, key) => {
       for (let i = 0; i < 40; i++) await p.limiter.hit(key, 1_000_000, 60_000);
       const held = await redis.zcard(key);
       assert.ok(held > 40, `the last lease holds slots ahead (${held} for 40 hits)`);
@@ -73,26 +77,18 @@ describe("rate limit leases over Redis", () => {
       const count = await redis.zcard(key);
       assert.equal(next.remaining, 1_000_000 - 41);
       assert.ok(count >= 41 && count < held + 1, `after the give-back Redis holds ${count} slots (was ${held})`);
-    } finally {
-      await p.close();
-    }
-  });
+    }));
 
-  test("after a pause a process takes one slot again: the demand it saw before is stale", async () => {
-    const p = await process(30);
-    try {
-      const key = `rl:${randomUUID()}`;
+  test("after a pause a process takes one slot again: the demand it saw before is stale", () =>
+    withLimiter(30, async (p, key) => {
       for (let i = 0; i < 40; i++) await p.limiter.hit(key, 1_000_000, 60_000);
       await new Promise((r) => setTimeout(r, 100));
       assert.equal((await p.limiter.hit(key, 1_000_000, 60_000)).remaining, 1_000_000 - 41);
       assert.equal(await redis.zcard(key), 41, "the last lease's spare slots went back and none were taken ahead");
-    } finally {
-      await p.close();
-    }
-  });
+    }));
 
   test("processes racing on one window never admit more than its limit, and together admit all of it", async () => {
-    const [a, b] = [await process(), await process()];
+    const [a, b] = [await startLimiter(), await startLimiter()];
     try {
       const key = `rl:${randomUUID()}`;
       const limit = 500;
@@ -110,16 +106,11 @@ describe("rate limit leases over Redis", () => {
     }
   });
 
-  test("a cost is taken all or none, a lease's spare slots included", async () => {
-    const p = await process();
-    try {
-      const key = `rl:${randomUUID()}`;
+  test("a cost is taken all or none, a lease's spare slots included", () =>
+    withLimiter(100, async (p, key) => {
       assert.equal((await p.limiter.hit(key, 10, 60_000, 7)).remaining, 3);
       assert.equal((await p.limiter.hit(key, 10, 60_000, 4)).allowed, false);
       assert.equal((await p.limiter.hit(key, 10, 60_000, 3)).remaining, 0);
       assert.equal(await redis.zcard(key), 10);
-    } finally {
-      await p.close();
-    }
-  });
+    }));
 });

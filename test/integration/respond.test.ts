@@ -132,28 +132,24 @@ describe("POST /api/v1/respond", () => {
   test("a replay of a key another process recorded: answered from the database, even when its recommendation is gone since", async () => {
     const { t, key } = await setup();
     const rec = (await post("/api/v1/recommend", { customerId: "far" }, key)).body;
+    const rec2 = (await post("/api/v1/recommend", { customerId: "far" }, key)).body;
     const body = { customerId: "far", outcome: "click", idempotencyKey: "far-1", recommendationId: rec.recommendationId, rank: 1 };
+    const body2 = { ...body, idempotencyKey: "far-2", recommendationId: rec2.recommendationId };
+    // Both keys are recorded by another process; this one never sees them until the replays below.
     const child = await startChildService(svc);
     let first: any;
+    let second: any;
     try {
       first = (await post("/api/v1/respond", body, key, { baseUrl: child.baseUrl })).body;
+      second = (await post("/api/v1/respond", body2, key, { baseUrl: child.baseUrl })).body;
     } finally {
       await child.stop();
     }
-    assert.equal(first.status, "recorded");
+    assert.deepEqual([first.status, second.status], ["recorded", "recorded"]);
     // This process never saw the key: the unique index tells it, and the stored record is the answer.
     const replay = (await post("/api/v1/respond", body, key)).body;
     assert.deepEqual([replay.status, replay.id], ["already_recorded", first.id]);
 
-    const rec2 = (await post("/api/v1/recommend", { customerId: "far" }, key)).body;
-    const body2 = { ...body, idempotencyKey: "far-2", recommendationId: rec2.recommendationId };
-    const child2 = await startChildService(svc);
-    let second: any;
-    try {
-      second = (await post("/api/v1/respond", body2, key, { baseUrl: child2.baseUrl })).body;
-    } finally {
-      await child2.stop();
-    }
     // Retried under a customer id that attributes to nothing: the key's record still stands.
     const stray = { ...body2, customerId: "nobody-at-all" };
     const late = await post("/api/v1/respond", stray, key);
