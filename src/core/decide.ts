@@ -10,7 +10,7 @@
  */
 import type { AttributeBag, Attributes } from "./attributes.js";
 import type { Offer } from "./catalog.js";
-import { coupleCreatives, type SlotOptions } from "./channel-coupling.js";
+import { coupleCreatives, type CoupledOffer, type SlotOptions } from "./channel-coupling.js";
 import { applyContactPolicies, type ContactPolicyRow } from "./contact-policy.js";
 import type { CounterCheck, Reservation } from "./counters.js";
 import { flowRankNode } from "./flow.js";
@@ -18,9 +18,11 @@ import { scoringModelKeys } from "./model-lineup.js";
 import { qualify, type QualificationRow } from "./qualification.js";
 import {
   DEFAULT_COUNT,
-  orderCandidates,
+  rankOrder,
   resolveRankingWeights,
   selectOffers,
+  unselected,
+  type OrderedPool,
   type RankedCandidate,
   type RankedOffer,
   type RankingWeights,
@@ -79,8 +81,11 @@ export interface Decision {
   modelKey: string;
   /** Returned offers, rank from 1; each with the reservations the service must take. */
   offers: RankedOffer[];
-  /** Eligible offers not returned, best first: the supply for `refill`. */
-  fallbacks: RankedCandidate[];
+  /**
+   * Every eligible offer in ranking order, ordered only as far as it has been read (a decision
+   * served as ranked reads the best few); `refill` reads on from it, `fallbacks` to its end.
+   */
+  ranked: OrderedPool;
   selectionPlan: SelectionPlan;
   /** Every rejected offer with its stage (rank rejections only when explained). */
   rejectedOffers: Rejection[];
@@ -137,7 +142,6 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
     recentOutcomes: input.recentOutcomes ?? [],
     explain,
   }));
-  const reservations = new Map(contact.allowed.map((a) => [a.offer.id, a.reservations]));
   const coupling = coupleCreatives(
     contact.allowed.map((a) => a.offer),
     snapshot.creativesByOffer,
@@ -167,7 +171,7 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
       explain,
     },
     flowId: scope.flow.id,
-    candidates: coupling.coupled.map(({ offer, options }) => ({ offer, options, reservations: reservations.get(offer.id) ?? [] })),
+    candidates: withReservations(coupling.coupled, contact.allowed),
     rejections: [...qualification.rejections, ...contact.rejections, ...coupling.rejections],
     qualificationResults: qualification.results,
     contactPolicyResults: contact.results,
@@ -192,9 +196,8 @@ export function completeDecision(prepared: PreparedDecision, scores: readonly Ca
     return { offer: c.offer, options: c.options, reservations: c.reservations, score };
   });
   const explain = prepared.scoreTask.explain;
-  const selection = stage("ranking", () =>
-    selectOffers(orderCandidates(inputs, prepared.rankingWeights, prepared.clv, prepared.nowMs), prepared.selectionPlan, undefined, explain),
-  );
+  const ranked = rankOrder(inputs, prepared.rankingWeights, prepared.clv, prepared.nowMs);
+  const selection = stage("ranking", () => selectOffers(ranked, prepared.selectionPlan, undefined, explain));
   const scoringResults = !explain
     ? []
     : inputs
@@ -204,10 +207,11 @@ export function completeDecision(prepared: PreparedDecision, scores: readonly Ca
     flowId: prepared.flowId,
     modelKey: prepared.scoreTask.modelKey,
     offers: selection.offers,
-    fallbacks: selection.fallbacks,
+    ranked,
     selectionPlan: prepared.selectionPlan,
     rejectedOffers: [...prepared.rejections, ...selection.rejections],
-    rejectedCount: prepared.rejections.length + selection.fallbacks.length,
+    // Every candidate not returned is a fallback (nothing is excluded here).
+    rejectedCount: prepared.rejections.length + inputs.length - selection.offers.length,
     scoringResults,
     qualificationResults: prepared.qualificationResults,
     contactPolicyResults: prepared.contactPolicyResults,
@@ -218,18 +222,30 @@ export function completeDecision(prepared: PreparedDecision, scores: readonly Ca
 }
 
 /**
+ * Each coupled offer with the reservations contact policy gave it. Coupling keeps the allowed
+ * offers' order and objects, so one walk over both pairs them (a map by offer id cost a tenth of
+ * the core's time).
+ */
+function withReservations(coupled: readonly CoupledOffer[], allowed: ReadonlyArray<{ offer: Offer; reservations: Reservation[] }>): PreparedDecision["candidates"] {
+  let j = 0;
+  return coupled.map(({ offer, options }) => {
+    while (allowed[j].offer !== offer) j++;
+    return { offer, options, reservations: allowed[j].reservations };
+  });
+}
+
+/**
  * The selection again without the `refused` offers (their reservations failed). Offers ranked
  * before the first refused one are unchanged, so the service can keep the reservations it holds
  * and continue from there (docs/decisioning-core.md, "Counters and reservations").
  */
 export function refill(decision: Decision, refused: ReadonlySet<string>): RankedOffer[] {
-  const pool = [...decision.offers.map(toCandidate), ...decision.fallbacks].sort((a, b) => a.position - b.position);
-  return selectOffers(pool, decision.selectionPlan, refused, false).offers;
+  return selectOffers(decision.ranked, decision.selectionPlan, refused, false).offers;
 }
 
-function toCandidate(offer: RankedOffer): RankedCandidate {
-  const { rank: _rank, creativeId: _creative, channelId: _channel, placementId: _placement, ...candidate } = offer;
-  return candidate;
+/** Eligible offers not returned, best first. */
+export function fallbacks(decision: Decision): RankedCandidate[] {
+  return unselected(decision.ranked, decision.offers);
 }
 
 /**

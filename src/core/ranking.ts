@@ -84,7 +84,7 @@ export interface RankInput {
 
 export interface SelectionOutput {
   offers: RankedOffer[];
-  fallbacks: RankedCandidate[];
+  /** The rank rejections: every candidate not selected nor excluded, when explaining; else none. */
   rejections: Rejection[];
 }
 
@@ -106,10 +106,21 @@ export function rankScore(weights: RankingWeights, offer: Offer, score: Candidat
   return clvTilt(base, offerImpact(offer), weights.clv, clv);
 }
 
-export function orderCandidates(inputs: readonly RankInput[], weights: RankingWeights, clv: ClvInput | null, nowMs: number): RankedCandidate[] {
-  const rows = inputs.map(({ offer, options, reservations, score }) => ({
-    priority: offer.priority,
-    candidate: {
+/** The ranked pool as `selectOffers` reads it: an array, or a RankOrder sorted only as far as it is read. */
+export interface OrderedPool {
+  readonly length: number;
+  at(index: number): RankedCandidate | undefined;
+}
+
+/**
+ * The candidates in ranking order, found one at a time: a selection reads the best few of
+ * hundreds, and sorting them all was a fifth of a decision's core time. A binary heap over the
+ * candidates' indexes yields them best first; the order is total (offer id breaks the last tie),
+ * so reading it all gives exactly the sorted order.
+ */
+export function rankOrder(inputs: readonly RankInput[], weights: RankingWeights, clv: ClvInput | null, nowMs: number): RankOrder {
+  return new RankOrder(
+    inputs.map(({ offer, options, reservations, score }): RankedCandidate => ({
       position: 0,
       offerId: offer.id,
       offerName: offer.name,
@@ -121,31 +132,100 @@ export function orderCandidates(inputs: readonly RankInput[], weights: RankingWe
       propensitySource: score.propensitySource,
       options,
       reservations,
-    },
-  }));
-  rows.sort(
-    (a, b) =>
-      Number(b.candidate.mandatory) - Number(a.candidate.mandatory) ||
-      b.candidate.rankScore - a.candidate.rankScore ||
-      b.priority - a.priority ||
-      (a.candidate.offerId < b.candidate.offerId ? -1 : a.candidate.offerId > b.candidate.offerId ? 1 : 0),
+    })),
+    inputs.map((i) => i.offer.priority),
   );
-  // The candidates are this call's own objects: number them in place rather than copy each one.
-  return rows.map(({ candidate }, position) => {
-    candidate.position = position;
-    return candidate;
-  });
 }
 
-/** Fills the plan's slots from the ordered pool, leaving out `excluded` offers (refused reservations). */
-export function selectOffers(pool: readonly RankedCandidate[], plan: SelectionPlan, excluded: ReadonlySet<string> = new Set(), explain = true): SelectionOutput {
+/**
+ * A class, not a closure over its state: decisions are compared member by member (a replay, the
+ * pool against the main thread), and two orders read as far hold equal members.
+ */
+export class RankOrder implements OrderedPool {
+  /** The candidates taken from the heap so far, in order; each one's `position` is its index here. */
+  private readonly ordered: RankedCandidate[] = [];
+  /** Indexes into `candidates`, a heap whose root ranks first; its first `size` entries are in it. */
+  private readonly heap: number[] = [];
+  private size: number;
+  // The sort keys in flat arrays: reading them through the candidate objects cost more than the
+  // comparisons. Plain arrays, not typed ones: a typed array of this size keeps its memory outside
+  // the heap, and allocating and freeing that per decision cost more than the sort it served.
+  private readonly mandatory: number[] = [];
+  private readonly rank: number[] = [];
+
+  constructor(
+    private readonly candidates: RankedCandidate[],
+    private readonly priority: number[],
+  ) {
+    for (let i = 0; i < candidates.length; i++) {
+      this.heap.push(i);
+      this.mandatory.push(candidates[i].mandatory ? 1 : 0);
+      this.rank.push(candidates[i].rankScore);
+    }
+    this.size = candidates.length;
+    for (let i = (this.size >> 1) - 1; i >= 0; i--) this.siftDown(i);
+  }
+
+  get length(): number {
+    return this.candidates.length;
+  }
+
+  at(index: number): RankedCandidate | undefined {
+    while (this.ordered.length <= index && this.size > 0) this.takeFirst();
+    return this.ordered[index];
+  }
+
+  /** Live mandatory first, then rank score, priority (both descending) and offer id. */
+  private before(a: number, b: number): boolean {
+    const c = this.candidates;
+    const order =
+      this.mandatory[b] - this.mandatory[a] ||
+      this.rank[b] - this.rank[a] ||
+      this.priority[b] - this.priority[a] ||
+      (c[a].offerId < c[b].offerId ? -1 : c[a].offerId > c[b].offerId ? 1 : 0);
+    return order < 0;
+  }
+
+  private takeFirst(): void {
+    const heap = this.heap;
+    const candidate = this.candidates[heap[0]];
+    candidate.position = this.ordered.length;
+    this.ordered.push(candidate);
+    heap[0] = heap[--this.size];
+    this.siftDown(0);
+  }
+
+  private siftDown(from: number): void {
+    const heap = this.heap;
+    let i = from;
+    for (;;) {
+      const left = 2 * i + 1;
+      if (left >= this.size) return;
+      const right = left + 1;
+      const first = right < this.size && this.before(heap[right], heap[left]) ? right : left;
+      if (!this.before(heap[first], heap[i])) return;
+      const swap = heap[i];
+      heap[i] = heap[first];
+      heap[first] = swap;
+      i = first;
+    }
+  }
+}
+
+/**
+ * Fills the plan's slots from the ordered pool, leaving out `excluded` offers (refused reservations).
+ * It reads the pool only as far as the slots need, unless explaining: the rank rejections are
+ * every candidate left.
+ */
+export function selectOffers(pool: OrderedPool, plan: SelectionPlan, excluded: ReadonlySet<string> = new Set(), explain = true): SelectionOutput {
   const picks: Array<{ candidate: RankedCandidate; choice: CreativeChoice }> = [];
   const used = new Set<string>();
   const conflicts = new Map<string, string>();
   plan.slots.forEach((_slot, slotIndex) => {
     let taken = 0;
-    for (const candidate of pool) {
-      if (taken >= plan.count) break;
+    for (let i = 0; taken < plan.count; i++) {
+      const candidate = pool.at(i);
+      if (!candidate) break;
       const choice = candidate.options[slotIndex];
       if (!choice || used.has(candidate.offerId) || excluded.has(candidate.offerId)) continue;
       const conflict = constraintConflict(plan.constraints, picks.map((p) => p.candidate), candidate);
@@ -158,17 +238,48 @@ export function selectOffers(pool: readonly RankedCandidate[], plan: SelectionPl
       taken++;
     }
   });
-  const fallbacks = pool.filter((c) => !used.has(c.offerId) && !excluded.has(c.offerId));
+  const offers = picks.map(({ candidate, choice }, i) => rankedOffer(candidate, choice, i + 1));
   return {
-    offers: picks.map(({ candidate, choice }, i) => ({ ...candidate, ...choice, rank: i + 1 })),
-    fallbacks,
-    rejections: !explain ? [] : fallbacks.map((c) => ({
+    offers,
+    rejections: !explain ? [] : unselected(pool, offers, excluded).map((c) => ({
       offerId: c.offerId,
       offerName: c.offerName,
       stage: "rank",
       reason: conflicts.get(c.offerId) ?? `below the top ${plan.count}`,
       detail: { position: c.position, rankScore: c.rankScore },
     })),
+  };
+}
+
+/** The candidates of the pool neither selected nor excluded, in order (the pool is read to its end). */
+export function unselected(pool: OrderedPool, offers: readonly RankedOffer[], excluded: ReadonlySet<string> = new Set()): RankedCandidate[] {
+  const selected = new Set(offers.map((o) => o.offerId));
+  const out: RankedCandidate[] = [];
+  for (let i = 0; i < pool.length; i++) {
+    const c = pool.at(i)!;
+    if (!selected.has(c.offerId) && !excluded.has(c.offerId)) out.push(c);
+  }
+  return out;
+}
+
+/** The candidate with its creative and rank; members written out, as a spread of both took microseconds per offer. */
+function rankedOffer(c: RankedCandidate, choice: CreativeChoice, rank: number): RankedOffer {
+  return {
+    position: c.position,
+    offerId: c.offerId,
+    offerName: c.offerName,
+    categoryId: c.categoryId,
+    mandatory: c.mandatory,
+    score: c.score,
+    rankScore: c.rankScore,
+    propensity: c.propensity,
+    propensitySource: c.propensitySource,
+    options: c.options,
+    reservations: c.reservations,
+    creativeId: choice.creativeId,
+    channelId: choice.channelId,
+    placementId: choice.placementId,
+    rank,
   };
 }
 

@@ -2,10 +2,11 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import {
   createRandom,
-  orderCandidates,
+  rankOrder,
   rankScore,
   resolveRankingWeights,
   selectOffers,
+  unselected,
   type CandidateScore,
   type CreativeChoice,
   type CrossOfferConstraint,
@@ -66,7 +67,7 @@ describe("rank score and order", () => {
       { offer: offer("tie-a", { priority: 60 }), score: scored("tie-a", 0.5) },
       { offer: offer("tie-low", { priority: 10 }), score: scored("tie-low", 0.5) },
     ].map((i) => ({ ...i, options: [anywhere], reservations: [] }));
-    const order = orderCandidates(inputs, resolveRankingWeights([]), null, NOW);
+    const order = unselected(rankOrder(inputs, resolveRankingWeights([]), null, NOW), []);
     assert.deepEqual(order.map((c) => [c.offerId, c.position, c.mandatory]), [
       ["mandatory", 0, true],
       ["plain-high", 1, false],
@@ -96,7 +97,7 @@ describe("filling slots", () => {
       [1, "o1", "A", "cr-a"],
       [2, "o2", "B", "cr-b"],
     ]);
-    assert.deepEqual(out.fallbacks.map((f) => f.offerId), ["o3", "o4"]);
+    assert.deepEqual(unselected(pool, out.offers).map((f) => f.offerId), ["o3", "o4"]);
     assert.deepEqual(out.rejections.map((r) => [r.offerId, r.stage, r.reason]), [
       ["o3", "rank", "below the top 1"],
       ["o4", "rank", "below the top 1"],
