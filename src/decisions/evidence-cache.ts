@@ -115,10 +115,14 @@ export function withEvidenceCache(counters: Counters, options: EvidenceCacheOpti
         const missing: string[] = [];
         const stale: string[] = [];
         const t = now();
+        const out: Record<string, AdaptiveEvidence> = {};
         for (const key of keys) {
           const entry = entries?.get(key);
           if (!entry) missing.push(key);
-          else if (t - entry.readAt >= options.maxAgeMs && !inFlight.has(key)) stale.push(key);
+          else {
+            if (entry.value) out[key] = entry.value;
+            if (t - entry.readAt >= options.maxAgeMs && !inFlight.has(key)) stale.push(key);
+          }
         }
         if (stale.length) {
           for (const key of stale) inFlight.add(key);
@@ -127,14 +131,16 @@ export function withEvidenceCache(counters: Counters, options: EvidenceCacheOpti
             .catch(() => undefined)
             .finally(() => stale.forEach((key) => inFlight.delete(key)));
         }
-        if (missing.length) await load(tenantId, missing);
+        if (!missing.length) return out;
+        // Read again after the wait: this process may have counted meanwhile.
+        await load(tenantId, missing);
         const loaded = tenants.get(tenantId);
-        const out: Record<string, AdaptiveEvidence> = {};
+        const fresh: Record<string, AdaptiveEvidence> = {};
         for (const key of keys) {
           const value = loaded?.get(key)?.value;
-          if (value) out[key] = value;
+          if (value) fresh[key] = value;
         }
-        return out;
+        return fresh;
       },
       async addSuccess(tenantId, key, exposure) {
         const number = ++sent;
