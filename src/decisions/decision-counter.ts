@@ -1,3 +1,4 @@
+import { GroupCommit } from "../platform/group-commit.js";
 import type { RedisClient } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 import { evidenceSlot, type MemoryEvidenceStore } from "./evidence-store.js";
@@ -13,41 +14,85 @@ export interface DecisionCounter {
   /**
    * Counts one decision unless `quota` is spent and, when it counts, one more trial (an impression)
    * for each of `trialKeys`, atomically and in one round trip. Returns the new count, or null when
-   * the quota was spent (and nothing was counted).
+   * the quota was spent (and nothing was counted). `sent` is called when the count leaves for the
+   * store, which may be after the call returns (counts wait to go together): a cache numbering its
+   * writes by the order they reach the store (evidence-cache.ts) numbers it then.
    */
-  countDecision(tenantId: string, quota: number | null, trialKeys: readonly string[]): Promise<number | null>;
+  countDecision(tenantId: string, quota: number | null, trialKeys: readonly string[], sent?: () => void): Promise<number | null>;
   /** Takes back what `countDecision` counted, when the decision could not be stored. */
   uncountDecision(tenantId: string, trialKeys: readonly string[]): Promise<void>;
   decisions(tenantId: string): Promise<number>;
 }
 
-/** KEYS: the decision counter, then each trial's evidence hash. ARGV: the quota (-1 for none), then each trial's field. */
-const COUNT_DECISION = `
+/**
+ * Counts a batch of decisions in order. KEYS: the decision counter, then each decision's trial
+ * hashes, decision after decision. ARGV: the number of decisions, then for each its quota (-1 for
+ * none), its number of trials and their fields. Returns each decision's new count, or -1 where the
+ * quota was spent (nothing of that decision counted).
+ */
+const COUNT_DECISIONS = `
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-local quota = tonumber(ARGV[1])
-if quota >= 0 and current >= quota then return -1 end
-for i = 2, #KEYS do redis.call('HINCRBY', KEYS[i], ARGV[i], 1) end
-return redis.call('INCR', KEYS[1])
+local counted = 0
+local out = {}
+local a, k = 2, 2
+for d = 1, tonumber(ARGV[1]) do
+  local quota, trials = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  a = a + 2
+  if quota >= 0 and current >= quota then
+    out[d] = -1
+  else
+    for i = 0, trials - 1 do redis.call('HINCRBY', KEYS[k + i], ARGV[a + i], 1) end
+    current = current + 1
+    counted = counted + 1
+    out[d] = current
+  end
+  a, k = a + trials, k + trials
+end
+if counted > 0 then redis.call('INCRBY', KEYS[1], counted) end
+return out
 `;
 
 const DECISIONS = "decisions";
 
-type Scripted = RedisClient & { countDecision(numKeys: number, ...args: Array<string | number>): Promise<number> };
+type Scripted = RedisClient & { countDecisions(numKeys: number, ...args: Array<string | number>): Promise<number[]> };
 
-/** Counts in Redis; the trials land in the evidence hashes laid out by evidence-store.ts. */
+interface DecisionCount {
+  quota: number | null;
+  trialKeys: readonly string[];
+  sent?: () => void;
+}
+
+/**
+ * Counts in Redis; the trials land in the evidence hashes laid out by evidence-store.ts. While a
+ * tenant's count is on its way, the decisions that arrive wait and go together in one script: one
+ * round trip and one socket write for the batch (a Recommend's only Redis write, and on this
+ * machine's loopback a write that wakes Redis costs more than the script). An idle service sends
+ * each at once. A failed batch fails each of its decisions and is not retried: a script whose
+ * answer was lost may have counted.
+ */
 export function createRedisDecisionCounter(redis: RedisClient): DecisionCounter {
-  redis.defineCommand("countDecision", { lua: COUNT_DECISION });
+  redis.defineCommand("countDecisions", { lua: COUNT_DECISIONS });
   const r = redis as Scripted;
+  const countBatch = (tenantId: string, batch: DecisionCount[]): Promise<number[]> => {
+    const keys = [tenantKey(tenantId, DECISIONS)];
+    const args: Array<string | number> = [batch.length];
+    for (const { quota, trialKeys } of batch) {
+      args.push(quota ?? -1, trialKeys.length);
+      for (const { hash, trialField } of trialKeys.map(evidenceSlot)) {
+        keys.push(tenantKey(tenantId, hash));
+        args.push(trialField);
+      }
+    }
+    for (const count of batch) count.sent?.();
+    return r.countDecisions(keys.length, ...keys, ...args);
+  };
+  /** By tenant: a batch is one tenant's (its keys share the tenant's hash slot on a Redis Cluster). */
+  const batches = new Map<string, GroupCommit<DecisionCount, number>>();
   return failClosed<DecisionCounter>({
-    async countDecision(tenantId, quota, trialKeys) {
-      const trials = trialKeys.map(evidenceSlot);
-      const n = await r.countDecision(
-        1 + trials.length,
-        tenantKey(tenantId, DECISIONS),
-        ...trials.map(({ hash }) => tenantKey(tenantId, hash)),
-        quota ?? -1,
-        ...trials.map(({ trialField }) => trialField),
-      );
+    async countDecision(tenantId, quota, trialKeys, sent) {
+      let commits = batches.get(tenantId);
+      if (!commits) batches.set(tenantId, (commits = new GroupCommit((batch) => countBatch(tenantId, batch), null, { maxInFlight: 2 })));
+      const n = await commits.submit({ quota, trialKeys, sent });
       return n < 0 ? null : n;
     },
     async uncountDecision(tenantId, trialKeys) {
@@ -65,7 +110,8 @@ export function createRedisDecisionCounter(redis: RedisClient): DecisionCounter 
 export function createMemoryDecisionCounter(evidence: MemoryEvidenceStore): DecisionCounter & TenantCounterWipe {
   const counts = new Map<string, number>();
   return {
-    async countDecision(tenantId, quota, trialKeys) {
+    async countDecision(tenantId, quota, trialKeys, sent) {
+      sent?.();
       const current = counts.get(tenantId) ?? 0;
       if (quota !== null && current >= quota) return null;
       evidence.addTrials(tenantId, trialKeys, 1);

@@ -163,8 +163,10 @@ export function withEvidenceCache(counters: Counters, options: EvidenceCacheOpti
     decisionCounter: {
       ...decisionCounter,
       async countDecision(tenantId, quota, trialKeys) {
-        const number = ++sent;
-        const count = await decisionCounter.countDecision(tenantId, quota, trialKeys);
+        // Numbered when it leaves, not now: counts may wait to go together, and a read sent
+        // meanwhile does not contain this one.
+        let number = 0;
+        const count = await decisionCounter.countDecision(tenantId, quota, trialKeys, () => (number = ++sent));
         if (count !== null) for (const key of trialKeys) bump(tenantId, key, { sent: number, field: "trials", by: 1 });
         return count;
       },

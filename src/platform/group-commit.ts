@@ -18,7 +18,9 @@ interface Waiting<W, R> {
  * writes each at once, so grouping adds no wait when there is nothing to group.
  *
  * A batch is all or nothing; when it fails, its writes are made one by one, so a write that cannot
- * be stored (its tenant deleted meanwhile) fails only its own request.
+ * be stored (its tenant deleted meanwhile) fails only its own request. Writes that must not be
+ * retried (a batch whose answer was lost may have taken effect, as a Redis script may) give no
+ * `writeOne`: every write then goes in a batch, and a failed batch fails each of its writes.
  */
 export class GroupCommit<W, R> {
   private waiting: Array<Waiting<W, R>> = [];
@@ -29,7 +31,7 @@ export class GroupCommit<W, R> {
   constructor(
     /** Writes a batch in one statement; results in the batch's order. */
     private readonly writeBatch: (batch: W[]) => Promise<R[]>,
-    private readonly writeOne: (write: W) => Promise<R>,
+    private readonly writeOne: ((write: W) => Promise<R>) | null,
     options: GroupCommitOptions = {},
   ) {
     this.maxInFlight = options.maxInFlight ?? 2;
@@ -56,15 +58,17 @@ export class GroupCommit<W, R> {
   }
 
   private async commit(batch: Array<Waiting<W, R>>): Promise<void> {
-    if (batch.length > 1) {
+    const writeOne = this.writeOne;
+    if (batch.length > 1 || !writeOne) {
       try {
         const results = await this.writeBatch(batch.map((w) => w.write));
         batch.forEach((w, i) => w.resolve(results[i]));
         return;
-      } catch {
+      } catch (err) {
+        if (!writeOne) return batch.forEach((w) => w.reject(err));
         // One by one below: each write gets its own outcome.
       }
     }
-    await Promise.all(batch.map((w) => this.writeOne(w.write).then(w.resolve, w.reject)));
+    await Promise.all(batch.map((w) => writeOne(w.write).then(w.resolve, w.reject)));
   }
 }

@@ -108,6 +108,28 @@ describe("adaptive evidence cache", () => {
     assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 1, trials: 1 }, "a read sent after them has them once, not twice");
   });
 
+  test("a count that waited to go with others is not lost to a read sent while it waited", async () => {
+    let clock = 1_000_000;
+    const { counters: slow, held } = heldReads();
+    const counters = withEvidenceCache(slow, { maxAgeMs: 1000, now: () => clock });
+    const tenant = randomUUID();
+    const key = `${randomUUID()}|*`;
+    const first = counters.evidence.readEvidence(tenant, [key]);
+    await held[0].answered;
+    held[0].land();
+    await first;
+
+    clock += 1000;
+    // Two counts leave at once, the third waits for one of them; the refresh read leaves before it.
+    const counted = [1, 2, 3].map(() => counters.decisionCounter.countDecision(tenant, null, [key]));
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [key]), {}, "stale: served once more while a refresh runs");
+    await held[1].answered;
+    assert.deepEqual(await Promise.all(counted), [1, 2, 3]);
+    held[1].land();
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 0, trials: 3 }, "the read had two; the third is added back");
+  });
+
   test("a read sent before a workspace reset does not bring the wiped evidence back", async () => {
     const { counters: slow, held } = heldReads();
     const counters = withEvidenceCache(slow, { maxAgeMs: 60_000 });
@@ -188,6 +210,26 @@ describe("counting a decision with its impressions' trials", () => {
       assert.equal(await counters.evidence.addSuccess(tenant, key, shown), true, "a reset forgets the exposures with the evidence");
     });
   }
+
+  test("Redis: concurrent decisions go together in few scripts, each counted once and never past the quota", async () => {
+    const counters = createRedisCounters(redis);
+    const scripted = redis as Redis & { countDecisions(...args: unknown[]): Promise<number[]> };
+    const script = scripted.countDecisions.bind(redis);
+    let scripts = 0;
+    scripted.countDecisions = (...args) => (scripts++, script(...args));
+    try {
+      const tenant = randomUUID();
+      const [a, b] = [`${randomUUID()}|*`, `${randomUUID()}|*`];
+      const counts = await Promise.all(Array.from({ length: 60 }, (_, i) => counters.decisionCounter.countDecision(tenant, 50, i % 2 ? [a, b] : [a])));
+      assert.deepEqual(counts.slice(0, 50), Array.from({ length: 50 }, (_, i) => i + 1), "counted in the order they were asked");
+      assert.deepEqual(counts.slice(50), Array(10).fill(null), "past the quota: not counted");
+      assert.ok(scripts <= 4, `60 decisions in ${scripts} scripts`);
+      assert.equal(await counters.decisionCounter.decisions(tenant), 50);
+      assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), { [a]: { successes: 0, trials: 50 }, [b]: { successes: 0, trials: 25 } });
+    } finally {
+      scripted.countDecisions = script;
+    }
+  });
 
   test("Redis: concurrent positive outcomes on one exposure count one success", async () => {
     const counters = createRedisCounters(redis);
