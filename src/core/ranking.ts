@@ -116,25 +116,11 @@ export interface OrderedPool {
  * The candidates in ranking order, found one at a time: a selection reads the best few of
  * hundreds, and sorting them all was a fifth of a decision's core time. A binary heap over the
  * candidates' indexes yields them best first; the order is total (offer id breaks the last tie),
- * so reading it all gives exactly the sorted order.
+ * so reading it all gives exactly the sorted order. A candidate's object is made when it is
+ * taken: most are never read.
  */
 export function rankOrder(inputs: readonly RankInput[], weights: RankingWeights, clv: ClvInput | null, nowMs: number): RankOrder {
-  return new RankOrder(
-    inputs.map(({ offer, options, reservations, score }): RankedCandidate => ({
-      position: 0,
-      offerId: offer.id,
-      offerName: offer.name,
-      categoryId: offer.categoryId ?? null,
-      mandatory: isLiveMandatory(offer, nowMs),
-      score: score.score,
-      rankScore: rankScore(weights, offer, score, clv),
-      propensity: score.propensity,
-      propensitySource: score.propensitySource,
-      options,
-      reservations,
-    })),
-    inputs.map((i) => i.offer.priority),
-  );
+  return new RankOrder(inputs, weights, clv, nowMs);
 }
 
 /**
@@ -144,30 +130,37 @@ export function rankOrder(inputs: readonly RankInput[], weights: RankingWeights,
 export class RankOrder implements OrderedPool {
   /** The candidates taken from the heap so far, in order; each one's `position` is its index here. */
   private readonly ordered: RankedCandidate[] = [];
-  /** Indexes into `candidates`, a heap whose root ranks first; its first `size` entries are in it. */
-  private readonly heap: number[] = [];
+  /** Indexes into `inputs`, a heap whose root ranks first; its first `size` entries are in it. */
+  private readonly heap: number[];
   private size: number;
-  // The sort keys in flat arrays: reading them through the candidate objects cost more than the
+  // The sort keys in flat arrays, sized once: reading them through objects cost more than the
   // comparisons. Plain arrays, not typed ones: a typed array of this size keeps its memory outside
   // the heap, and allocating and freeing that per decision cost more than the sort it served.
-  private readonly mandatory: number[] = [];
-  private readonly rank: number[] = [];
+  private readonly mandatory: boolean[];
+  private readonly rank: number[];
 
   constructor(
-    private readonly candidates: RankedCandidate[],
-    private readonly priority: number[],
+    private readonly inputs: readonly RankInput[],
+    weights: RankingWeights,
+    clv: ClvInput | null,
+    nowMs: number,
   ) {
-    for (let i = 0; i < candidates.length; i++) {
-      this.heap.push(i);
-      this.mandatory.push(candidates[i].mandatory ? 1 : 0);
-      this.rank.push(candidates[i].rankScore);
+    const n = inputs.length;
+    this.heap = new Array<number>(n);
+    this.mandatory = new Array<boolean>(n);
+    this.rank = new Array<number>(n);
+    for (let i = 0; i < n; i++) {
+      const { offer, score } = inputs[i];
+      this.heap[i] = i;
+      this.mandatory[i] = isLiveMandatory(offer, nowMs);
+      this.rank[i] = rankScore(weights, offer, score, clv);
     }
-    this.size = candidates.length;
-    for (let i = (this.size >> 1) - 1; i >= 0; i--) this.siftDown(i);
+    this.size = n;
+    for (let i = (n >> 1) - 1; i >= 0; i--) this.siftDown(i);
   }
 
   get length(): number {
-    return this.candidates.length;
+    return this.inputs.length;
   }
 
   at(index: number): RankedCandidate | undefined {
@@ -177,20 +170,33 @@ export class RankOrder implements OrderedPool {
 
   /** Live mandatory first, then rank score, priority (both descending) and offer id. */
   private before(a: number, b: number): boolean {
-    const c = this.candidates;
+    if (this.mandatory[a] !== this.mandatory[b]) return this.mandatory[a];
+    const x = this.inputs[a].offer;
+    const y = this.inputs[b].offer;
     const order =
-      this.mandatory[b] - this.mandatory[a] ||
       this.rank[b] - this.rank[a] ||
-      this.priority[b] - this.priority[a] ||
-      (c[a].offerId < c[b].offerId ? -1 : c[a].offerId > c[b].offerId ? 1 : 0);
+      y.priority - x.priority ||
+      (x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
     return order < 0;
   }
 
   private takeFirst(): void {
     const heap = this.heap;
-    const candidate = this.candidates[heap[0]];
-    candidate.position = this.ordered.length;
-    this.ordered.push(candidate);
+    const i = heap[0];
+    const { offer, options, reservations, score } = this.inputs[i];
+    this.ordered.push({
+      position: this.ordered.length,
+      offerId: offer.id,
+      offerName: offer.name,
+      categoryId: offer.categoryId ?? null,
+      mandatory: this.mandatory[i],
+      score: score.score,
+      rankScore: this.rank[i],
+      propensity: score.propensity,
+      propensitySource: score.propensitySource,
+      options,
+      reservations,
+    });
     heap[0] = heap[--this.size];
     this.siftDown(0);
   }
