@@ -21,9 +21,7 @@ import {
   rankOrder,
   resolveRankingWeights,
   selectOffers,
-  unselected,
   type OrderedPool,
-  type RankedCandidate,
   type RankedOffer,
   type RankingWeights,
   type SelectionPlan,
@@ -83,7 +81,7 @@ export interface Decision {
   offers: RankedOffer[];
   /**
    * Every eligible offer in ranking order, ordered only as far as it has been read (a decision
-   * served as ranked reads the best few); `refill` reads on from it, `fallbacks` to its end.
+   * served as ranked reads the best few); `refill` reads on from it, `unselected` to its end.
    */
   ranked: OrderedPool;
   selectionPlan: SelectionPlan;
@@ -241,11 +239,6 @@ function withReservations(coupled: readonly CoupledOffer[], allowed: ReadonlyArr
  */
 export function refill(decision: Decision, refused: ReadonlySet<string>): RankedOffer[] {
   return selectOffers(decision.ranked, decision.selectionPlan, refused, false).offers;
-}
-
-/** Eligible offers not returned, best first. */
-export function fallbacks(decision: Decision): RankedCandidate[] {
-  return unselected(decision.ranked, decision.offers);
 }
 
 /**

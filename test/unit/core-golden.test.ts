@@ -6,10 +6,10 @@ import {
   REJECTION_STAGES,
   completeDecision,
   decide,
-  fallbacks,
   prepareDecision,
   prepareSnapshot,
   refill,
+  unselected,
   scoreCandidates,
   type Decision,
   type DecisionInput,
@@ -145,7 +145,7 @@ describe("decision envelope", () => {
     const scores = decision.scoringResults.map((s) => s.score);
     assert.deepEqual(scores, [...scores].sort((a, b) => b - a));
     assert.ok(decision.scoringResults.every((s) => s.explanations.length > 0 && s.offerName));
-    assert.deepEqual(fallbacks(decision).map((f) => f.offerId), ["o-gold", "o-loan-b", "o-expired-mandatory"]);
+    assert.deepEqual(unselected(decision.ranked, decision.offers).map((f) => f.offerId), ["o-gold", "o-loan-b", "o-expired-mandatory"]);
     const unexplained = decide(snapshot, { ...golden.input, explain: false });
     assert.deepEqual(
       { scoring: unexplained.scoringResults, qualification: unexplained.qualificationResults, contact: unexplained.contactPolicyResults },
