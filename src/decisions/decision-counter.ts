@@ -91,7 +91,11 @@ export function createRedisDecisionCounter(redis: RedisClient): DecisionCounter 
   return failClosed<DecisionCounter>({
     async countDecision(tenantId, quota, trialKeys, sent) {
       let commits = batches.get(tenantId);
-      if (!commits) batches.set(tenantId, (commits = new GroupCommit((batch) => countBatch(tenantId, batch), null, { maxInFlight: 2 })));
+      if (!commits) {
+        // Kept while the tenant has counts on their way: a long-running process serves tenants that come and go.
+        const onIdle = () => batches.delete(tenantId);
+        batches.set(tenantId, (commits = new GroupCommit((batch) => countBatch(tenantId, batch), null, { maxInFlight: 2, onIdle })));
+      }
       const n = await commits.submit({ quota, trialKeys, sent });
       return n < 0 ? null : n;
     },

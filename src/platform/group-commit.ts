@@ -3,6 +3,8 @@ export interface GroupCommitOptions {
   maxInFlight?: number;
   /** Writes per statement. */
   maxBatch?: number;
+  /** Called when the last write in flight is done and none waits: its owner may drop it. */
+  onIdle?: () => void;
 }
 
 interface Waiting<W, R> {
@@ -27,6 +29,7 @@ export class GroupCommit<W, R> {
   private inFlight = 0;
   private readonly maxInFlight: number;
   private readonly maxBatch: number;
+  private readonly onIdle: (() => void) | undefined;
 
   constructor(
     /** Writes a batch in one statement; results in the batch's order. */
@@ -36,6 +39,7 @@ export class GroupCommit<W, R> {
   ) {
     this.maxInFlight = options.maxInFlight ?? 2;
     this.maxBatch = options.maxBatch ?? 64;
+    this.onIdle = options.onIdle;
   }
 
   /** Resolves with the write's result once it is committed. */
@@ -53,6 +57,7 @@ export class GroupCommit<W, R> {
       void this.commit(batch).finally(() => {
         this.inFlight--;
         this.next();
+        if (this.inFlight === 0) this.onIdle?.();
       });
     }
   }
