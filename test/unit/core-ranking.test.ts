@@ -78,6 +78,37 @@ describe("rank score and order", () => {
       ["tie-low", 6, false],
     ]);
   });
+
+  test("the lazy order, read in any pattern, is the full sort: mandatory, rank score, priority (descending), offer id", () => {
+    const random = createRandom("rank-order-property");
+    for (let round = 0; round < 200; round++) {
+      // By model score alone, or mixed with priority: either way priority and id break ties.
+      const weights = resolveRankingWeights(round % 2 ? [] : [{ id: "mix", weights: { score: 1, businessValue: 1 }, isDefault: true }]);
+      // Few distinct scores and priorities, so that ties are common and the last keys decide.
+      const inputs = Array.from({ length: 1 + Math.floor(random() * 40) }, (_, i) => {
+        const id = `o${Math.floor(random() * 1000)}-${i}`;
+        const live = random() < 0.15;
+        return {
+          offer: offer(id, { priority: 10 * Math.floor(random() * 3), ...(live && { mandatory: true, mandatoryExpiresAt: "2024-07-01T00:00:00Z" }) }),
+          score: scored(id, Math.floor(random() * 4) / 4),
+          options: [anywhere],
+          reservations: [],
+        };
+      });
+      const expected = inputs
+        .map(({ offer: o, score }) => ({ id: o.id, mandatory: o.mandatory === true, rank: rankScore(weights, o, score, null), priority: o.priority }))
+        .sort((a, b) => Number(b.mandatory) - Number(a.mandatory) || b.rank - a.rank || b.priority - a.priority || (a.id < b.id ? -1 : 1))
+        .map((c) => c.id);
+      const order = rankOrder(inputs, weights, null, NOW);
+      // Read a prefix first, as a selection does, then the rest.
+      const prefix = Math.floor(random() * inputs.length);
+      for (let i = 0; i < prefix; i++) assert.equal(order.at(i)?.offerId, expected[i], `round ${round}, position ${i}`);
+      const all = unselected(order, []);
+      assert.deepEqual(all.map((c) => c.offerId), expected, `round ${round}`);
+      assert.deepEqual(all.map((c) => c.position), expected.map((_, i) => i));
+      assert.equal(order.at(inputs.length), undefined);
+    }
+  });
 });
 
 describe("filling slots", () => {
