@@ -88,11 +88,13 @@ export function leasedRateLimiter(take: TakeSlots, newMember: () => string, opti
   const windows = new Map<string, Held>();
   let takesSinceSweep = 0;
 
+  const admitted = (limit: number, remaining: number): RateLimitDecision => ({ allowed: true, limit, remaining, retryAfterSeconds: 0 });
+
   const spend = (held: Held, limit: number, windowMs: number, cost: number): RateLimitDecision | null => {
     const lease = held.lease;
     if (!lease || lease.limit !== limit || lease.windowMs !== windowMs || now() >= lease.expiresAt || lease.granted - lease.used < cost) return null;
     lease.used += cost;
-    return { allowed: true, limit, remaining: lease.remainingAfter + lease.granted - lease.used, retryAfterSeconds: 0 };
+    return admitted(limit, lease.remainingAfter + lease.granted - lease.used);
   };
 
   const refusal = (limit: number, taken: Taken): RateLimitDecision => ({
@@ -105,7 +107,7 @@ export function leasedRateLimiter(take: TakeSlots, newMember: () => string, opti
   /** Slots for this hit only: what a hit does when the lease being taken did not cover it. */
   async function takeExactly(key: string, limit: number, windowMs: number, cost: number): Promise<RateLimitDecision> {
     const taken = await take({ key, limit, windowMs, cost, extra: 0, member: newMember(), giveBack: null });
-    return taken.allowed ? { allowed: true, limit, remaining: taken.remaining, retryAfterSeconds: 0 } : refusal(limit, taken);
+    return taken.allowed ? admitted(limit, taken.remaining) : refusal(limit, taken);
   }
 
   async function takeLease(key: string, held: Held, limit: number, windowMs: number, cost: number): Promise<RateLimitDecision> {
@@ -128,7 +130,7 @@ export function leasedRateLimiter(take: TakeSlots, newMember: () => string, opti
       const taken = await taking;
       if (!taken.allowed) return refusal(limit, taken);
       held.lease = { limit, windowMs, member, granted: taken.granted, used: cost, remainingAfter: taken.remaining, expiresAt: t + leaseMs };
-      return { allowed: true, limit, remaining: taken.remaining + taken.granted - cost, retryAfterSeconds: 0 };
+      return admitted(limit, taken.remaining + taken.granted - cost);
     } finally {
       held.taking = null;
     }

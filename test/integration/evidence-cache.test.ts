@@ -79,7 +79,8 @@ describe("adaptive evidence cache", () => {
     return { counters, held };
   }
 
-  test("a refresh read before this process's own counts does not erase them when it lands (no lost update)", async () => {
+  /** A cache over held reads with one key read once and cached (empty); `age` moves its clock. */
+  async function cachedOnce() {
     let clock = 1_000_000;
     const { counters: slow, held } = heldReads();
     const counters = withEvidenceCache(slow, { maxAgeMs: 1000, now: () => clock });
@@ -89,8 +90,12 @@ describe("adaptive evidence cache", () => {
     await held[0].answered;
     held[0].land();
     assert.deepEqual(await first, {});
+    return { counters, held, tenant, key, age: (ms: number) => (clock += ms) };
+  }
 
-    clock += 1000;
+  test("a refresh read before this process's own counts does not erase them when it lands (no lost update)", async () => {
+    const { counters, held, tenant, key, age } = await cachedOnce();
+    age(1000);
     assert.deepEqual(await counters.evidence.readEvidence(tenant, [key]), {}, "stale: served once more while a refresh runs");
     await held[1].answered; // Redis has answered the refresh: nothing counted yet
     await counters.decisionCounter.countDecision(tenant, null, [key]);
@@ -100,7 +105,7 @@ describe("adaptive evidence cache", () => {
     await new Promise((r) => setImmediate(r));
     assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 1, trials: 1 }, "the older read did not erase them");
 
-    clock += 1000;
+    age(1000);
     await counters.evidence.readEvidence(tenant, [key]);
     await held[2].answered;
     held[2].land();
@@ -109,17 +114,8 @@ describe("adaptive evidence cache", () => {
   });
 
   test("a count that waited to go with others is not lost to a read sent while it waited", async () => {
-    let clock = 1_000_000;
-    const { counters: slow, held } = heldReads();
-    const counters = withEvidenceCache(slow, { maxAgeMs: 1000, now: () => clock });
-    const tenant = randomUUID();
-    const key = `${randomUUID()}|*`;
-    const first = counters.evidence.readEvidence(tenant, [key]);
-    await held[0].answered;
-    held[0].land();
-    await first;
-
-    clock += 1000;
+    const { counters, held, tenant, key, age } = await cachedOnce();
+    age(1000);
     // Two counts leave at once, the third waits for one of them; the refresh read leaves before it.
     const counted = [1, 2, 3].map(() => counters.decisionCounter.countDecision(tenant, null, [key]));
     assert.deepEqual(await counters.evidence.readEvidence(tenant, [key]), {}, "stale: served once more while a refresh runs");
