@@ -18,7 +18,7 @@
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
-import { compileModel, scoreCandidates, treeWalks, type ScoreTask, type ScoringOffer } from "../src/core/index.js";
+import { compileModel, NO_EVIDENCE, scoreCandidates, treeWalks, type ScoreTask, type ScoringOffer } from "../src/core/index.js";
 import { createScoringPool } from "../src/platform/scoring-pool.js";
 import { createLogger } from "../src/platform/logger.js";
 import { DEFAULT_POOL_MIN_TREE_WALKS } from "../src/config.js";
@@ -66,7 +66,7 @@ function task(trees: number, candidates: number, explain: boolean): ScoreTask {
     models: { gbt: { id: "gbt", key: "gbt", type: "gradient_boosted", trees: xgboostTrees(trees, 4) } },
     modelKey: "gbt",
     shadowModelKeys: [],
-    adaptiveCounts: {},
+    evidence: NO_EVIDENCE,
     clv: null,
     seed: "crossover",
     explain,

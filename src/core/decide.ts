@@ -31,7 +31,8 @@ import { resolveRequestScope, type RequestScopeInput } from "./request-scope.js"
 import type { ClvInput } from "./scoring/impact.js";
 import type { ModelConfig } from "./scoring/models.js";
 import { scoreCandidates, type CandidateScore, type ScoreTask } from "./scoring/score-candidates.js";
-import type { AdaptiveCount, ScoringOffer } from "./scoring/scorer.js";
+import { NO_EVIDENCE, type EvidenceCounts } from "./scoring/evidence-counts.js";
+import type { ScoringOffer } from "./scoring/scorer.js";
 import type { DecisionSnapshot } from "./snapshot.js";
 import type { RecentOutcome } from "./suppression.js";
 
@@ -49,8 +50,8 @@ export interface DecisionInput extends RequestScopeInput {
    * second time. Absent, the core builds them. Not part of a recorded input (a replay builds them).
    */
   counterChecks?: ReadonlyMap<Offer, readonly CounterCheck[]>;
-  /** Keyed by adaptiveCountKey(offerId, bucket). */
-  adaptiveCounts?: Record<string, AdaptiveCount>;
+  /** Adaptive evidence; the service reads evidenceKeys(snapshot, input) in their order. None: the priors alone. */
+  evidence?: EvidenceCounts;
   /**
    * Context buckets the service found over the tenant's cap on buckets (contextBuckets): a model
    * whose bucket is one of them reads and counts this request's evidence in the all-contexts
@@ -162,7 +163,7 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
       models,
       modelKey,
       shadowModelKeys,
-      adaptiveCounts: input.adaptiveCounts ?? {},
+      evidence: input.evidence ?? NO_EVIDENCE,
       ...(input.bucketsOverCap?.length && { bucketsOverCap: input.bucketsOverCap }),
       clv: input.clv,
       seed: input.seed,

@@ -52,7 +52,7 @@ reads: DecisionReads,
 ctx: TenantContext,
 req: RecommendRequest,
 compiled: CompiledTenant,
-): Promise<{ input: DecisionInput; evidence: readonly string[]; experiment: ExperimentArm | null }> {
+): Promise<{ input: DecisionInput; experiment: ExperimentArm | null }> {
   const violations: FieldViolation[] = [];
   const customerId = req.customerId.trim();
   if (!customerId) violations.push({ field: "customerId", message: "is required" });
@@ -93,14 +93,14 @@ compiled: CompiledTenant,
   if (experiment) input.modelKey = experiment.modelKey;
   const bucketsOverCap = await reads.bucketsOverCap(ctx, compiled.snapshot, input);
   if (bucketsOverCap.length) input.bucketsOverCap = bucketsOverCap;
-  const evidence = evidenceKeys(compiled.snapshot, input);
+  const keys = evidenceKeys(compiled.snapshot, input);
   const plan = counterPlan(compiled.snapshot, input);
-  const [counters, adaptiveCounts, recentOutcomes] = await Promise.all([
+  const [counters, counts, recentOutcomes] = await Promise.all([
     reads.counters.reservations.read(ctx.tenantId, plan.keys),
-    reads.counters.evidence.readEvidence(ctx.tenantId, evidence).then((counts) => successesWithinTrials(counts, evidence)),
+    reads.counters.evidence.readEvidence(ctx.tenantId, keys).then(successesWithinTrials),
     readsRecentOutcomes(compiled.snapshot) ? reads.counters.negatives.forCustomer(ctx.tenantId, customerId) : [],
   ]);
-  return { input: { ...input, counters, counterChecks: plan.checks, adaptiveCounts, recentOutcomes }, evidence, experiment };
+  return { input: { ...input, counters, counterChecks: plan.checks, evidence: { keys, counts }, recentOutcomes }, experiment };
 }
 
 /** The core's decision for an input, scored in the worker pool when the task is expensive enough. */
@@ -131,17 +131,15 @@ export async function scoreDecision(
  * rightly refuses such counts (the candidate would score a degraded 0.5), so they are read as the
  * nearest consistent ones instead.
  */
-function successesWithinTrials(counts: Record<string, AdaptiveCount>, keys: readonly string[]): Record<string, AdaptiveCount> {
-  let out = counts;
-  // Over the keys read, not `for in`: the counts of 200 keys are a dictionary, which enumerates slowly.
-  for (const key of keys) {
-    const count = counts[key];
+function successesWithinTrials(counts: Array<AdaptiveCount | null>): Array<AdaptiveCount | null> {
+  for (let i = 0; i < counts.length; i++) {
+    const count = counts[i];
     if (!count) continue;
     const { successes, trials } = count;
     if (successes >= 0 && successes <= trials) continue;
-    if (out === counts) out = { ...counts };
+    // The array is this read's own (EvidenceStore.readEvidence); the counts in it may be the cache's, so they are replaced, not changed.
     const atLeastNone = Math.max(trials, 0);
-    out[key] = { successes: Math.min(Math.max(successes, 0), atLeastNone), trials: atLeastNone };
+    counts[i] = { successes: Math.min(Math.max(successes, 0), atLeastNone), trials: atLeastNone };
   }
-  return out;
+  return counts;
 }

@@ -72,7 +72,7 @@ export function withEvidenceCache(counters: Counters, options: EvidenceCacheOpti
       return out;
     });
     const readNumber = ++sent;
-    let values: Record<string, AdaptiveEvidence>;
+    let values: Array<AdaptiveEvidence | null>;
     try {
       values = await evidence.readEvidence(tenantId, keys);
     } finally {
@@ -82,7 +82,7 @@ export function withEvidenceCache(counters: Counters, options: EvidenceCacheOpti
     if (resets.get(tenantId) !== reset) return;
     const entries = ofTenant(tenants, tenantId, () => new Map<string, Entry>());
     keys.forEach((key, i) => {
-      let value = values[key] ?? null;
+      let value = values[i];
       // This process's counts sent after the read are not in it; memory had them, so add them back.
       for (const change of outs[i].bumps) if (change.sent > readNumber) value = bumped(value, change);
       if (entries.delete(key)) size--; // re-inserted last: Map order is the eviction order
@@ -115,12 +115,15 @@ export function withEvidenceCache(counters: Counters, options: EvidenceCacheOpti
         const missing: string[] = [];
         const stale: string[] = [];
         const t = now();
-        const out: Record<string, AdaptiveEvidence> = {};
-        for (const key of keys) {
+        const out: Array<AdaptiveEvidence | null> = new Array(keys.length);
+        for (let i = 0; i < keys.length; i++) {
+          const key = keys[i];
           const entry = entries?.get(key);
-          if (!entry) missing.push(key);
-          else {
-            if (entry.value) out[key] = entry.value;
+          if (!entry) {
+            missing.push(key);
+            out[i] = null;
+          } else {
+            out[i] = entry.value;
             if (t - entry.readAt >= options.maxAgeMs && !inFlight.has(key)) stale.push(key);
           }
         }
@@ -135,12 +138,7 @@ export function withEvidenceCache(counters: Counters, options: EvidenceCacheOpti
         // Read again after the wait: this process may have counted meanwhile.
         await load(tenantId, missing);
         const loaded = tenants.get(tenantId);
-        const fresh: Record<string, AdaptiveEvidence> = {};
-        for (const key of keys) {
-          const value = loaded?.get(key)?.value;
-          if (value) fresh[key] = value;
-        }
-        return fresh;
+        return keys.map((key) => loaded?.get(key)?.value ?? null);
       },
       async addSuccess(tenantId, key, exposure) {
         const number = ++sent;

@@ -23,7 +23,8 @@ export interface Exposure {
  * counter counts them (decision-counter.ts). Keys are the core's `<offerId>|<bucket>`.
  */
 export interface EvidenceStore {
-  readEvidence(tenantId: string, keys: readonly string[]): Promise<Record<string, AdaptiveEvidence>>;
+  /** The evidence of each key, in the keys' order, null where nothing was counted: a new array, the caller's to change. */
+  readEvidence(tenantId: string, keys: readonly string[]): Promise<Array<AdaptiveEvidence | null>>;
   /**
    * One more success (a positive outcome) for the key, unless the exposure already has one or the
    * key's successes have caught up with its trials: a Beta-Bernoulli trial succeeds at most once,
@@ -112,20 +113,20 @@ export function createRedisEvidenceStore(redis: RedisClient): EvidenceStore {
   const r = redis as Scripted;
   return failClosed<EvidenceStore>({
     async readEvidence(tenantId, keys) {
-      const byHash = new Map<string, Array<{ key: string; slot: EvidenceSlot }>>();
-      for (const key of keys) {
+      const byHash = new Map<string, Array<{ at: number; slot: EvidenceSlot }>>();
+      keys.forEach((key, at) => {
         const slot = evidenceSlot(key);
         const group = byHash.get(slot.hash) ?? [];
-        group.push({ key, slot });
+        group.push({ at, slot });
         byHash.set(slot.hash, group);
-      }
-      const out: Record<string, AdaptiveEvidence> = {};
+      });
+      const out: Array<AdaptiveEvidence | null> = new Array(keys.length).fill(null);
       await Promise.all(
         [...byHash].map(async ([hash, group]) => {
           const values = await redis.hmget(tenantKey(tenantId, hash), ...group.flatMap((g) => [g.slot.successField, g.slot.trialField]));
-          group.forEach(({ key: k }, i) => {
+          group.forEach(({ at }, i) => {
             const [s, t] = [values[2 * i], values[2 * i + 1]];
-            if (t !== null) out[k] = { successes: Number(s ?? 0), trials: Number(t) };
+            if (t !== null) out[at] = { successes: Number(s ?? 0), trials: Number(t) };
           });
         }),
       );
@@ -176,10 +177,10 @@ export function createMemoryEvidenceStore(now: () => number = Date.now): MemoryE
   };
   return {
     async readEvidence(tenantId, keys) {
-      return Object.fromEntries(keys.flatMap((k) => {
+      return keys.map((k) => {
         const e = evidence.get(tenantKey(tenantId, k));
-        return e ? [[k, { ...e }]] : [];
-      }));
+        return e ? { ...e } : null;
+      });
     },
     async addSuccess(tenantId, key, exposure) {
       forgetExpired();

@@ -86,7 +86,7 @@ export class RecommendService {
   /** `preferPool`: score in the worker pool whatever the task's size (batch decisions keep the main thread for commits). */
   async recommend(ctx: TenantContext, req: RecommendRequest, options: { preferPool?: boolean } = {}): Promise<RecommendResponse> {
     const { snapshot, settings, ...names } = await this.deps.snapshots.get(ctx.tenantId);
-    const { input, evidence, experiment } = await readDecisionInput(this.reads, ctx, req, { snapshot, settings, ...names });
+    const { input, experiment } = await readDecisionInput(this.reads, ctx, req, { snapshot, settings, ...names });
     const recommendationId = input.seed;
     // A sampled trace stores the inputs and is explained when read (trace-record.ts), so only a
     // caller's explain=true pays for explanations here.
@@ -98,7 +98,7 @@ export class RecommendService {
     const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket, scoredModelIds(task), experiment);
     this.deps.observer?.decided(offers.length, decision.degradedScoring);
     if (sampled) {
-      const record = traceRecord(input, evidence, offers, refusals, experiment, activeTraceIds()?.traceId);
+      const record = traceRecord(input, offers, refusals, experiment, activeTraceIds()?.traceId);
       this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, record, createdAt), snapshot.config);
     }
     return toRecommendResponse({

@@ -17,9 +17,10 @@ import {
   canonicalJson,
   completeDecision,
   evidenceKeys,
+  evidenceRecord,
+  NO_EVIDENCE,
   prepareDecision,
   scoreCandidates,
-  type AdaptiveCount,
   type Decision,
   type DecisionInput,
   type DecisionSnapshot,
@@ -68,16 +69,17 @@ export interface TraceRecord {
   otelTraceId?: string;
 }
 
-/** The record of a decision; `keys` are the evidence keys the service read (evidenceKeys). */
+/**
+ * The record of a decision. Its evidence is recorded in the order it was read, which must be that
+ * of evidenceKeys(snapshot, input), as readDecisionInput reads it: a replay rebuilds the keys.
+ */
 export function traceRecord(
   input: DecisionInput,
-  keys: readonly string[],
   offers: RankedOffer[],
   refusals: Rejection[],
   experiment: ExperimentArm | null = null,
   otelTraceId?: string,
 ): TraceRecord {
-  const counts = input.adaptiveCounts ?? {};
   return {
     inputs: {
       customerId: input.customerId,
@@ -91,10 +93,7 @@ export function traceRecord(
       now: input.now,
       seed: input.seed,
       counters: input.counters ?? {},
-      evidence: keys.map((k) => {
-        const counted = counts[k];
-        return counted ? [counted.successes, counted.trials] : null;
-      }),
+      evidence: (input.evidence ?? NO_EVIDENCE).counts.map((counted) => (counted ? [counted.successes, counted.trials] : null)),
       ...(input.bucketsOverCap?.length && { bucketsOverCap: input.bucketsOverCap }),
       recentOutcomes: input.recentOutcomes ?? [],
       clv: input.clv,
@@ -143,12 +142,12 @@ export function replayInput(snapshot: DecisionSnapshot, inputs: RecordedInputs):
     ...(count !== null && { count }),
     explain: true,
   };
-  const adaptiveCounts: Record<string, AdaptiveCount> = {};
-  evidenceKeys(snapshot, input).forEach((key, i) => {
+  const keys = evidenceKeys(snapshot, input);
+  const counts = keys.map((_, i) => {
     const counted = evidence[i];
-    if (counted) adaptiveCounts[key] = { successes: counted[0], trials: counted[1] };
+    return counted ? { successes: counted[0], trials: counted[1] } : null;
   });
-  return { ...input, adaptiveCounts };
+  return { ...input, evidence: { keys, counts } };
 }
 
 /**
@@ -172,7 +171,7 @@ export function renderTrace(
     contactPolicyResults: decision.contactPolicyResults,
     rejectedOffers: [...decision.rejectedOffers, ...record.refusals],
     rankingWeights: decision.rankingWeights,
-    inputs: { ...shown, adaptiveCounts: input.adaptiveCounts },
+    inputs: { ...shown, adaptiveCounts: evidenceRecord(input.evidence ?? NO_EVIDENCE) },
     ...(record.experiment && { experiment: experimentAssignment(record.experiment) }),
     ...(record.otelTraceId && { otelTraceId: record.otelTraceId }),
   });

@@ -35,23 +35,23 @@ describe("adaptive evidence cache", () => {
     // Another process counts directly in Redis.
     const elsewhere = (offerKey: string, field: "s" | "t") => redis.hincrby(tenantKey(tenant, "ad:*"), `${offerKey.split("|")[0]}:${field}`, 1);
 
-    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), {});
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), [null, null]);
     await elsewhere(a, "t");
-    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), {}, "younger than maxAge: served from memory");
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), [null, null], "younger than maxAge: served from memory");
 
     await counters.decisionCounter.countDecision(tenant, null, [b]);
-    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), { [b]: { successes: 0, trials: 1 } }, "own impressions show at once");
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), [null, { successes: 0, trials: 1 }], "own impressions show at once");
     assert.equal(await counters.evidence.addSuccess(tenant, b, exposure()), true);
-    assert.deepEqual((await counters.evidence.readEvidence(tenant, [b]))[b], { successes: 1, trials: 1 });
+    assert.deepEqual((await counters.evidence.readEvidence(tenant, [b]))[0], { successes: 1, trials: 1 });
 
     clock += 1000;
     // Stale: served once more while one refresh runs, then the refreshed values.
-    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a]), {});
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a]), [null]);
     await new Promise((r) => setTimeout(r, 50));
-    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), { [a]: { successes: 0, trials: 1 }, [b]: { successes: 1, trials: 1 } });
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), [{ successes: 0, trials: 1 }, { successes: 1, trials: 1 }]);
 
     await counters.wipe.resetTenant(tenant);
-    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), {}, "a workspace reset empties the cache too");
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), [null, null], "a workspace reset empties the cache too");
   });
 
   /**
@@ -69,7 +69,7 @@ describe("adaptive evidence cache", () => {
           const answered = gate();
           const landing = gate();
           held.push({ answered: answered.opened, land: landing.open });
-          const values: Record<string, AdaptiveEvidence> = await real.evidence.readEvidence(tenantId, keys);
+          const values: Array<AdaptiveEvidence | null> = await real.evidence.readEvidence(tenantId, keys);
           answered.open();
           await landing.opened;
           return values;
@@ -89,28 +89,28 @@ describe("adaptive evidence cache", () => {
     const first = counters.evidence.readEvidence(tenant, [key]);
     await held[0].answered;
     held[0].land();
-    assert.deepEqual(await first, {});
+    assert.deepEqual(await first, [null]);
     return { counters, held, tenant, key, age: (ms: number) => (clock += ms) };
   }
 
   test("a refresh read before this process's own counts does not erase them when it lands (no lost update)", async () => {
     const { counters, held, tenant, key, age } = await cachedOnce();
     age(1000);
-    assert.deepEqual(await counters.evidence.readEvidence(tenant, [key]), {}, "stale: served once more while a refresh runs");
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [key]), [null], "stale: served once more while a refresh runs");
     await held[1].answered; // Redis has answered the refresh: nothing counted yet
     await counters.decisionCounter.countDecision(tenant, null, [key]);
     assert.equal(await counters.evidence.addSuccess(tenant, key, exposure()), true);
-    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 1, trials: 1 }, "own counts at once");
+    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[0], { successes: 1, trials: 1 }, "own counts at once");
     held[1].land();
     await new Promise((r) => setImmediate(r));
-    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 1, trials: 1 }, "the older read did not erase them");
+    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[0], { successes: 1, trials: 1 }, "the older read did not erase them");
 
     age(1000);
     await counters.evidence.readEvidence(tenant, [key]);
     await held[2].answered;
     held[2].land();
     await new Promise((r) => setImmediate(r));
-    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 1, trials: 1 }, "a read sent after them has them once, not twice");
+    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[0], { successes: 1, trials: 1 }, "a read sent after them has them once, not twice");
   });
 
   test("a count that waited to go with others is not lost to a read sent while it waited", async () => {
@@ -118,12 +118,12 @@ describe("adaptive evidence cache", () => {
     age(1000);
     // Two counts leave at once, the third waits for one of them; the refresh read leaves before it.
     const counted = [1, 2, 3].map(() => counters.decisionCounter.countDecision(tenant, null, [key]));
-    assert.deepEqual(await counters.evidence.readEvidence(tenant, [key]), {}, "stale: served once more while a refresh runs");
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [key]), [null], "stale: served once more while a refresh runs");
     await held[1].answered;
     assert.deepEqual(await Promise.all(counted), [1, 2, 3]);
     held[1].land();
     await new Promise((r) => setImmediate(r));
-    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 0, trials: 3 }, "the read had two; the third is added back");
+    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[0], { successes: 0, trials: 3 }, "the read had two; the third is added back");
   });
 
   test("a read sent before a workspace reset does not bring the wiped evidence back", async () => {
@@ -140,27 +140,27 @@ describe("adaptive evidence cache", () => {
     const after = counters.evidence.readEvidence(tenant, [key]);
     assert.equal(held.length, 2, "nothing cached from before the reset: read again");
     held[1].land();
-    assert.deepEqual(await after, {});
+    assert.deepEqual(await after, [null]);
   });
 
   test("holds at most maxEntries: an evicted key is read from Redis again", async () => {
     const counters = withEvidenceCache(createRedisCounters(redis), { maxAgeMs: 60_000, maxEntries: 1 });
     const tenant = randomUUID();
     const [a, b] = [`${randomUUID()}|*`, `${randomUUID()}|*`];
-    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a]), {});
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a]), [null]);
     await redis.hincrby(tenantKey(tenant, "ad:*"), `${a.split("|")[0]}:t`, 1);
-    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a]), {}, "still cached");
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a]), [null], "still cached");
     await counters.evidence.readEvidence(tenant, [b]);
-    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a]), { [a]: { successes: 0, trials: 1 } }, "evicted by b, read again");
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [a]), [{ successes: 0, trials: 1 }], "evicted by b, read again");
   });
 
   test("maxAge 0 reads Redis every time", async () => {
     const counters = withEvidenceCache(createRedisCounters(redis), { maxAgeMs: 0 });
     const tenant = randomUUID();
     const key = `${randomUUID()}|*`;
-    assert.deepEqual(await counters.evidence.readEvidence(tenant, [key]), {});
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [key]), [null]);
     await redis.hincrby(tenantKey(tenant, "ad:*"), `${key.split("|")[0]}:t`, 1);
-    assert.deepEqual(await counters.evidence.readEvidence(tenant, [key]), { [key]: { successes: 0, trials: 1 } });
+    assert.deepEqual(await counters.evidence.readEvidence(tenant, [key]), [{ successes: 0, trials: 1 }]);
   });
 });
 
@@ -175,12 +175,12 @@ describe("counting a decision with its impressions' trials", () => {
       const [a, b] = [`${randomUUID()}|bucket-1`, `${randomUUID()}|bucket-2`];
       assert.equal(await counters.decisionCounter.countDecision(tenant, 2, [a, b]), 1);
       assert.equal(await counters.decisionCounter.countDecision(tenant, 2, [a]), 2);
-      assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), { [a]: { successes: 0, trials: 2 }, [b]: { successes: 0, trials: 1 } });
+      assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), [{ successes: 0, trials: 2 }, { successes: 0, trials: 1 }]);
       assert.equal(await counters.decisionCounter.countDecision(tenant, 2, [a, b]), null, "quota spent");
-      assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), { [a]: { successes: 0, trials: 2 }, [b]: { successes: 0, trials: 1 } }, "a refused count adds no trials");
+      assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), [{ successes: 0, trials: 2 }, { successes: 0, trials: 1 }], "a refused count adds no trials");
       await counters.decisionCounter.uncountDecision(tenant, [b]);
       assert.equal(await counters.decisionCounter.decisions(tenant), 1);
-      assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), { [a]: { successes: 0, trials: 2 }, [b]: { successes: 0, trials: 0 } });
+      assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), [{ successes: 0, trials: 2 }, { successes: 0, trials: 0 }]);
     });
   }
 
@@ -200,7 +200,7 @@ describe("counting a decision with its impressions' trials", () => {
       assert.equal(await counters.evidence.addSuccess(tenant, key, other), false, "another exposure, but no trial left");
       await counters.decisionCounter.countDecision(tenant, null, [key]);
       assert.equal(await counters.evidence.addSuccess(tenant, key, other), true);
-      assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 2, trials: 2 });
+      assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[0], { successes: 2, trials: 2 });
       await counters.wipe.resetTenant(tenant);
       await counters.decisionCounter.countDecision(tenant, null, [key]);
       assert.equal(await counters.evidence.addSuccess(tenant, key, shown), true, "a reset forgets the exposures with the evidence");
@@ -221,7 +221,7 @@ describe("counting a decision with its impressions' trials", () => {
       assert.deepEqual(counts.slice(50), Array(10).fill(null), "past the quota: not counted");
       assert.ok(scripts <= 4, `60 decisions in ${scripts} scripts`);
       assert.equal(await counters.decisionCounter.decisions(tenant), 50);
-      assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), { [a]: { successes: 0, trials: 50 }, [b]: { successes: 0, trials: 25 } });
+      assert.deepEqual(await counters.evidence.readEvidence(tenant, [a, b]), [{ successes: 0, trials: 50 }, { successes: 0, trials: 25 }]);
     } finally {
       scripted.countDecisions = script;
     }
@@ -235,7 +235,7 @@ describe("counting a decision with its impressions' trials", () => {
     const shown = exposure();
     const counted = await Promise.all(Array.from({ length: 20 }, () => counters.evidence.addSuccess(tenant, key, shown)));
     assert.equal(counted.filter(Boolean).length, 1);
-    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 1, trials: 5 });
+    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[0], { successes: 1, trials: 5 });
     assert.ok((await redis.ttl(tenantKey(tenant, `ax:${shown.id}`))) > 86_000, "the exposure is remembered with its TTL");
   });
 
@@ -246,7 +246,7 @@ describe("counting a decision with its impressions' trials", () => {
     const counts = await Promise.all(Array.from({ length: 40 }, () => counters.decisionCounter.countDecision(tenant, 25, [key])));
     assert.equal(counts.filter((c) => c !== null).length, 25);
     assert.deepEqual(new Set(counts.filter((c) => c !== null)), new Set(Array.from({ length: 25 }, (_, i) => i + 1)));
-    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[key], { successes: 0, trials: 25 });
+    assert.deepEqual((await counters.evidence.readEvidence(tenant, [key]))[0], { successes: 0, trials: 25 });
   });
 });
 

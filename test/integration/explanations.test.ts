@@ -11,7 +11,7 @@ import { TREES } from "../support/shap-trees.js";
 import { DecisionExplanationService } from "../../gen/decisioning/v1/explanations_pb.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { createScoringPool } from "../../src/platform/scoring-pool.js";
-import { chooseScoringPath, explainScoreTask, type ScoreTask } from "../../src/core/index.js";
+import { chooseScoringPath, explainScoreTask, NO_EVIDENCE, type ScoreTask } from "../../src/core/index.js";
 import { SHAP_POOL_MIN_TREE_WALKS } from "../../src/explanations/shap-service.js";
 
 /**
@@ -210,7 +210,7 @@ describe("POST /api/v1/decisions/{id}/shap", () => {
     }));
     const task: ScoreTask = {
       candidates: Array.from({ length: 5 }, (_, i) => ({ id: `o${i}`, priority: i * 20, businessValue: 1 })),
-      customer: { age: 37 }, context: {}, modelKey: "big", shadowModelKeys: [], adaptiveCounts: {}, clv: null, seed: "s", explain: false,
+      customer: { age: 37 }, context: {}, modelKey: "big", shadowModelKeys: [], evidence: NO_EVIDENCE, clv: null, seed: "s", explain: false,
       models: { big: { id: "big", key: "big", type: "gradient_boosted", trees: stumps, featureMap: { age: "customer.age" } } },
     };
     assert.equal(chooseScoringPath(task, SHAP_POOL_MIN_TREE_WALKS), "pool");

@@ -248,7 +248,7 @@ describe("a decision that fails gives back what it took", () => {
     let rounds = 0;
     const counters: Counters = {
       ...real,
-      evidence: { ...real.evidence, readEvidence: async () => ({}) },
+      evidence: { ...real.evidence, readEvidence: async (_tenantId, keys) => keys.map(() => null) },
       reservations: {
         ...real.reservations,
         read: async () => ({}),

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import {
   chooseScoringPath,
   createWorkerScoringCache,
+  NO_EVIDENCE,
   packScores,
   scoreCandidates,
   scorePooledTask,
@@ -43,7 +44,7 @@ function task(model: ModelConfig, candidates: ScoringOffer[], extra: Partial<Sco
     models: { gbt: model },
     modelKey: "gbt",
     shadowModelKeys: [],
-    adaptiveCounts: {},
+    evidence: NO_EVIDENCE,
     clv: null,
     seed: "pool-test",
     explain: false,

@@ -2,6 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import {
   contextBucket,
+  countFor,
   createRandom,
   offerImpact,
   productRelevance,
@@ -11,6 +12,7 @@ import {
   scoreCandidates,
   treeWalks,
   validateModel,
+  type AdaptiveCount,
   type AdaptiveModel,
   type FormulaModel,
   type GradientBoostedModel,
@@ -21,8 +23,13 @@ import {
   type XgbNode,
 } from "../../src/core/index.js";
 
+/** Task overrides, with adaptive evidence as a map by adaptiveCountKey. */
+type Overrides = Partial<ScoreTask> & { adaptiveCounts?: Record<string, AdaptiveCount> };
+
+const evidenceFromRecord = (record: Record<string, AdaptiveCount>) => ({ keys: Object.keys(record), counts: Object.values(record) });
+
 /** A one-model task over the given candidates; tests override what they exercise. */
-function task(model: ModelConfig, overrides: Partial<ScoreTask> = {}, candidates: ScoringOffer[] = [{ id: "o1", priority: 50, businessValue: 50 }]): ScoreTask {
+function task(model: ModelConfig, { adaptiveCounts = {}, ...overrides }: Overrides = {}, candidates: ScoringOffer[] = [{ id: "o1", priority: 50, businessValue: 50 }]): ScoreTask {
   return {
     candidates,
     customer: {},
@@ -30,7 +37,7 @@ function task(model: ModelConfig, overrides: Partial<ScoreTask> = {}, candidates
     models: { [model.key]: model },
     modelKey: model.key,
     shadowModelKeys: [],
-    adaptiveCounts: {},
+    evidence: evidenceFromRecord(adaptiveCounts),
     clv: null,
     seed: "seed-1",
     explain: true,
@@ -38,7 +45,7 @@ function task(model: ModelConfig, overrides: Partial<ScoreTask> = {}, candidates
   };
 }
 
-function scoreOne(model: ModelConfig, overrides: Partial<ScoreTask> = {}, offer?: ScoringOffer) {
+function scoreOne(model: ModelConfig, overrides: Overrides = {}, offer?: ScoringOffer) {
   return scoreCandidates(task(model, overrides, offer ? [offer] : undefined))[0];
 }
 
@@ -140,6 +147,20 @@ describe("Beta-Bernoulli posterior mean", () => {
       "model.alpha0: must be a positive number",
       "model.bucketBy: must be an array of attribute paths",
     ]);
+  });
+});
+
+describe("evidence counts", () => {
+  test("a key's count is found by position in its own list, whichever list was asked last", () => {
+    const one = { keys: ["o1|*", "o2|*"], counts: [{ successes: 1, trials: 2 }, null] };
+    const other = { keys: ["o2|*", "o1|*"], counts: [{ successes: 3, trials: 4 }, { successes: 5, trials: 6 }] };
+    for (let round = 0; round < 2; round++) {
+      assert.deepEqual(countFor(one, "o1|*"), { successes: 1, trials: 2 });
+      assert.deepEqual(countFor(other, "o1|*"), { successes: 5, trials: 6 });
+      assert.equal(countFor(one, "o2|*"), undefined, "null: nothing counted");
+      assert.deepEqual(countFor(other, "o2|*"), { successes: 3, trials: 4 });
+      assert.equal(countFor(one, "o3|*"), undefined, "not read");
+    }
   });
 });
 

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import {
   compileEnsemble,
   explainScoreTask,
+  NO_EVIDENCE,
   treeShap,
   type GradientBoostedModel,
   type ModelConfig,
@@ -177,7 +178,7 @@ describe("explainScoreTask", () => {
     models: { [m.key]: m },
     modelKey: m.key,
     shadowModelKeys: [],
-    adaptiveCounts: {},
+    evidence: NO_EVIDENCE,
     clv: null,
     seed: "s",
     explain: false,

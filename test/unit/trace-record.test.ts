@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
-import { canonicalJson, decide, evidenceKeys, prepareSnapshot, type DecisionInput, type SnapshotConfig } from "../../src/core/index.js";
+import { canonicalJson, countFor, decide, evidenceKeys, NO_EVIDENCE, prepareSnapshot, type DecisionInput, type SnapshotConfig } from "../../src/core/index.js";
 import { inputsHash, renderTrace, replayInput, serializeRecord, traceRecord, type TraceRecord } from "../../src/decisions/trace-record.js";
 
 /**
@@ -21,9 +21,10 @@ const stored = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 function recorded(snapshot: ReturnType<typeof prepareSnapshot>, input: DecisionInput) {
   const keys = evidenceKeys(snapshot, input);
   // The service reads exactly these keys, so the input it decides with holds no others.
-  const served: DecisionInput = { ...input, explain: false, adaptiveCounts: Object.fromEntries(keys.flatMap((k) => (input.adaptiveCounts?.[k] ? [[k, input.adaptiveCounts[k]]] : []))) };
+  const counts = keys.map((k) => countFor(input.evidence ?? NO_EVIDENCE, k) ?? null);
+  const served: DecisionInput = { ...input, explain: false, evidence: { keys, counts } };
   const decision = decide(snapshot, served);
-  return { served, decision, record: stored(traceRecord(served, keys, decision.offers, [])) };
+  return { served, decision, record: stored(traceRecord(served, decision.offers, [])) };
 }
 
 const row = (record: TraceRecord, policyVersionHash: string) => ({
@@ -46,7 +47,7 @@ describe("trace records (ADR 4)", () => {
       const snapshot = prepareSnapshot(golden.snapshot);
       const { served, decision, record } = recorded(snapshot, golden.input);
       const replayed = replayInput(snapshot, record.inputs);
-      assert.deepEqual(replayed.adaptiveCounts, served.adaptiveCounts);
+      assert.deepEqual(replayed.evidence, served.evidence);
       const { trace, decision: again } = renderTrace(row(record, snapshot.policyVersionHash), record, snapshot);
       assert.deepEqual(again.offers, decision.offers);
       assert.deepEqual(again, decide(snapshot, { ...served, explain: true }));
@@ -89,7 +90,7 @@ describe("trace records (ADR 4)", () => {
     const refused = decision.offers[1];
     const refusal = { offerId: refused.offerId, offerName: refused.offerName, stage: "contact_policy" as const, reason: "limit reached by a concurrent decision" };
     const kept = decision.offers.filter((o) => o !== refused);
-    const record = stored(traceRecord(served, evidenceKeys(snapshot, served), kept, [refusal]));
+    const record = stored(traceRecord(served, kept, [refusal]));
     const { trace } = renderTrace(row(record, snapshot.policyVersionHash), record, snapshot);
     const json = trace.rejectedOffers!.values.map((v) => (v.kind.case === "structValue" ? v.kind.value.fields.offerId?.kind.value : null));
     assert.ok(json.includes(refused.offerId));

@@ -70,7 +70,7 @@ export function explainScoreTask(task: ScoreTask): DecisionShapOutcome {
     const context: ScoringContext = {
       offer,
       bag: { customer: task.customer, context: task.context, offer: offer as unknown as Attributes },
-      adaptiveCounts: task.adaptiveCounts,
+      evidence: task.evidence,
       clv: task.clv,
       seed: task.seed,
       explain: false,

@@ -11,6 +11,7 @@ import { canonicalJson } from "../canonical-json.js";
 import { fnv1a64 } from "../hash.js";
 import { createRandom } from "../random.js";
 import { betaMean, sampleBeta } from "./beta.js";
+import { countFor } from "./evidence-counts.js";
 import { DEFAULT_ADAPTIVE, type AdaptiveModel, type AdaptiveSettings } from "./models.js";
 import { numberProblem, type AdaptiveCount, type Compiled, type Explanation, type ModelScore, type ScoringContext } from "./scorer.js";
 
@@ -50,7 +51,7 @@ export function bucketSpace(bucketBy: readonly string[]): string {
   return fnv1a64(canonicalJson(bucketBy));
 }
 
-/** Key of `adaptiveCounts`: `<offerId>|<bucket>`. */
+/** Key of adaptive evidence (EvidenceCounts): `<offerId>|<bucket>`. */
 export function adaptiveCountKey(offerId: string, bucket: string): string {
   return `${offerId}|${bucket}`;
 }
@@ -104,7 +105,7 @@ export function posteriorFor(settings: AdaptiveSettings, context: ScoringContext
   const alpha0 = settings.alpha0 ?? DEFAULT_ADAPTIVE.alpha0;
   const beta0 = settings.beta0 ?? DEFAULT_ADAPTIVE.beta0;
   const key = countKey(context.offer, requestBucket(settings.bucketBy, context));
-  const { successes, trials } = checkedCount(context.adaptiveCounts[key], key);
+  const { successes, trials } = checkedCount(countFor(context.evidence, key), key);
   return {
     alpha: alpha0 + successes,
     beta: beta0 + trials - successes,

@@ -2,6 +2,7 @@
 export * from "./adaptive.js";
 export * from "./beta.js";
 export * from "./compile-model.js";
+export * from "./evidence-counts.js";
 export * from "./features.js";
 export * from "./formula.js";
 export * from "./gradient-boosted.js";

@@ -13,7 +13,8 @@ import type { Attributes } from "../attributes.js";
 import { compileModel } from "./compile-model.js";
 import type { ClvInput } from "./impact.js";
 import type { ModelConfig, ModelType } from "./models.js";
-import type { AdaptiveCount, Explanation, ModelScore, PropensitySource, Scorer, ScoringContext, ScoringOffer } from "./scorer.js";
+import type { EvidenceCounts } from "./evidence-counts.js";
+import type { Explanation, ModelScore, PropensitySource, Scorer, ScoringContext, ScoringOffer } from "./scorer.js";
 
 export interface ScoreTask {
   candidates: ScoringOffer[];
@@ -23,7 +24,7 @@ export interface ScoreTask {
   models: Record<string, ModelConfig>;
   modelKey: string;
   shadowModelKeys: string[];
-  adaptiveCounts: Record<string, AdaptiveCount>;
+  evidence: EvidenceCounts;
   /** DecisionInput.bucketsOverCap. */
   bucketsOverCap?: string[];
   clv: ClvInput | null;
@@ -67,7 +68,7 @@ export function scoreCandidates(task: ScoreTask): CandidateScore[] {
   const context: ScoringContext = {
     offer: task.candidates[0],
     bag,
-    adaptiveCounts: task.adaptiveCounts,
+    evidence: task.evidence,
     bucketsOverCap: task.bucketsOverCap,
     clv: task.clv,
     seed: task.seed,

@@ -4,6 +4,7 @@
  * throw into the degraded fallback, so a model module only has to be honest about failure.
  */
 import type { AttributeBag } from "../attributes.js";
+import type { EvidenceCounts } from "./evidence-counts.js";
 import type { ClvInput } from "./impact.js";
 
 /** The offer fields models read; also the `offer` root of the feature bag. */
@@ -42,8 +43,8 @@ export interface ScoringContext {
   offer: ScoringOffer;
   /** customer, context and offer roots. */
   bag: AttributeBag;
-  /** Keyed by adaptiveCountKey(offerId, bucket). */
-  adaptiveCounts: Readonly<Record<string, AdaptiveCount>>;
+  /** Keys are adaptiveCountKey(offerId, bucket). */
+  evidence: EvidenceCounts;
   /** Context buckets that count in the all-contexts bucket instead (DecisionInput.bucketsOverCap). */
   bucketsOverCap?: readonly string[];
   clv: ClvInput | null;
