@@ -69,7 +69,7 @@ const OUTCOME_COLUMNS = [
 ] as const;
 /** Named, not `*`: a prepared statement's result columns must not change under it (a later migration). */
 const RETURNED = [...OUTCOME_COLUMNS, "created_at"].join(", ");
-/** Each column's type, for the arrays `insertMany` sends. */
+/** Each column's type, as `insertMany` reads it from JSON. */
 const OUTCOME_COLUMN_TYPES: Record<(typeof OUTCOME_COLUMNS)[number], string> = {
   id: "uuid", customer_id: "text", recommendation_id: "uuid", interaction_id: "uuid", rank: "int", offer_id: "uuid",
   creative_id: "uuid", channel_id: "uuid", placement_id: "uuid", outcome: "text", direction: "text", context_bucket: "text",
@@ -106,24 +106,22 @@ export class OutcomeStore {
   }
 
   /**
-   * Several outcomes in one statement (group commit, outcome-writer.ts): columns as
-   * arrays through unnest, so one prepared statement serves every batch size. Results in the
-   * batch's order; null where the key was already taken, by an earlier call or by an earlier
-   * outcome of the same batch (rows are matched by their own ids).
+   * Several outcomes in one statement (group commit, outcome-writer.ts): the batch as one JSON
+   * parameter taken apart by json_to_recordset, so one prepared statement serves every batch size
+   * and pg quotes no array literals in JavaScript. Results in the batch's order; null where the
+   * key was already taken, by an earlier call or by an earlier outcome of the same batch (rows are
+   * matched by their own ids).
    */
   async insertMany(batch: OutcomeWrite[]): Promise<Array<OutcomeRow | null>> {
-    const columns: unknown[][] = Array.from({ length: OUTCOME_COLUMNS.length + 1 }, () => []);
-    for (const { tenantId, row } of batch) {
-      columns[0].push(tenantId);
-      OUTCOME_COLUMNS.forEach((c, i) => columns[i + 1].push(c === "context" || c === "outcome_details" ? JSON.stringify(row[c]) : row[c]));
-    }
     const stored = await preparedRows<OutcomeRow>(
       this.db,
-      "outcome-insert-many",
+      "outcome-insert-many-json",
       `INSERT INTO interactions (tenant_id, ${OUTCOME_COLUMNS.join(", ")}, created_at)
-       SELECT *, now() FROM unnest($1::uuid[], ${OUTCOME_COLUMNS.map((c, i) => `$${i + 2}::${OUTCOME_COLUMN_TYPES[c]}[]`).join(", ")})
+       SELECT w."tenantId", ${OUTCOME_COLUMNS.map((c) => `r.${c}`).join(", ")}, now()
+       FROM json_to_recordset($1::json) AS w("tenantId" uuid, row json),
+         json_to_record(w.row) AS r(${OUTCOME_COLUMNS.map((c) => `${c} ${OUTCOME_COLUMN_TYPES[c]}`).join(", ")})
        ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING ${RETURNED}`,
-      columns,
+      [JSON.stringify(batch)],
     );
     const byId = new Map(stored.map((r) => [r.id, r]));
     return batch.map(({ row }) => byId.get(row.id) ?? null);

@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { startTestService, type TestService } from "../support/service.js";
 import { startChildService } from "../support/child-service.js";
-import { rest } from "../support/clients.js";
+import { grpcClient, rest, rpcError } from "../support/clients.js";
+import { OutcomeService } from "../../gen/decisioning/v1/decisions_pb.js";
 
 let svc: TestService;
 type Tenant = { tenantId: string; userId: string; apiKey: string };
@@ -127,6 +128,27 @@ describe("POST /api/v1/respond", () => {
     assert.match(res.body.error.message, /interactionId: must be an id/);
     const rows = await svc.sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND idempotency_key = 'iid-1'", [t.tenantId]);
     assert.equal(rows[0].n, 0);
+  });
+
+  test("over gRPC, a timestamp outside google.protobuf.Timestamp's range or an infinite responseTime is a 400 naming it, and nothing is written", async () => {
+    const { t, key } = await setup();
+    const rec = (await post("/api/v1/recommend", { customerId: "far-future" }, key)).body;
+    const client = grpcClient(OutcomeService, svc.grpcAddress);
+    const base = { customerId: "far-future", outcome: "click", recommendationId: rec.recommendationId, rank: 1 };
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ ...base, idempotencyKey: "ts-1", timestamp: { seconds: 253_402_300_800n, nanos: 0 } }, /timestamp: must be from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z/],
+      [{ ...base, idempotencyKey: "ts-2", timestamp: { seconds: -62_135_596_801n, nanos: 0 } }, /timestamp: must be from/],
+      [{ ...base, idempotencyKey: "ts-3", responseTime: Infinity }, /responseTime: must be a finite number/],
+    ];
+    for (const [req, message] of cases) {
+      const err = await rpcError(client.respond(req, { headers: { "x-api-key": key } }));
+      assert.equal(err.code, 3, JSON.stringify(err));
+      assert.match(err.message, message);
+    }
+    const rows = await svc.sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND idempotency_key LIKE 'ts-%'", [t.tenantId]);
+    assert.equal(rows[0].n, 0);
+    const ok = await client.respond({ ...base, idempotencyKey: "ts-4", timestamp: { seconds: 253_402_300_799n, nanos: 0 } }, { headers: { "x-api-key": key } });
+    assert.equal(ok.status, "recorded", "the range's last second is stored");
   });
 
   test("a replay of a key another process recorded: answered from the database, even when its recommendation is gone since", async () => {
