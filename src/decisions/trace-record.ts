@@ -119,12 +119,49 @@ const hashCanonicalInputs = (policyVersionHash: string, inputsJson: string) =>
   createHash("sha256").update(`{"inputs":${inputsJson},"policyVersionHash":${JSON.stringify(policyVersionHash)}}`).digest("hex");
 
 /**
+ * How each member of RecordedInputs is written in its canonical JSON: values of known shape
+ * (strings, numbers, lists of them, the evidence pairs) by JSON.stringify as they are, the
+ * caller's maps through canonicalJson. The evidence is most of a record, and canonicalJson would
+ * walk its 200 pairs looking for keys to sort. A member added to RecordedInputs does not compile
+ * until it has a writer here.
+ */
+const INPUT_WRITERS: { [K in keyof Required<RecordedInputs>]: (value: NonNullable<RecordedInputs[K]> | null) => string } = {
+  bucketsOverCap: JSON.stringify,
+  channel: JSON.stringify,
+  clv: canonicalJson,
+  context: canonicalJson,
+  count: JSON.stringify,
+  counters: canonicalJson,
+  customer: canonicalJson,
+  customerId: JSON.stringify,
+  evidence: JSON.stringify,
+  flowId: JSON.stringify,
+  modelKey: JSON.stringify,
+  now: JSON.stringify,
+  placements: JSON.stringify,
+  recentOutcomes: canonicalJson,
+  seed: JSON.stringify,
+};
+const INPUT_MEMBERS = (Object.keys(INPUT_WRITERS) as Array<keyof RecordedInputs>).sort().map((key) => ({ key, prefix: `${JSON.stringify(key)}:` }));
+
+/** canonicalJson(inputs), member by member in code-unit order; members that are undefined are left out, as there. */
+export function recordedInputsJson(inputs: RecordedInputs): string {
+  let json = "";
+  for (const { key, prefix } of INPUT_MEMBERS) {
+    const value = inputs[key];
+    if (value === undefined) continue;
+    json += (json ? "," : "{") + prefix + (INPUT_WRITERS[key] as (v: unknown) => string)(value);
+  }
+  return json ? `${json}}` : "{}";
+}
+
+/**
  * The stored JSON of a record and its inputsHash, with the inputs (most of a record) written once
  * for both; the stored JSON parses back to the same record.
  */
 export function serializeRecord(policyVersionHash: string, record: TraceRecord): { json: string; inputsHash: string } {
   const { inputs, ...rest } = record;
-  const inputsJson = canonicalJson(inputs);
+  const inputsJson = recordedInputsJson(inputs);
   return {
     // `rest` always has members (the offers and refusals), so its text after "{" continues the object.
     json: `{"inputs":${inputsJson},${JSON.stringify(rest).slice(1)}`,

@@ -4,7 +4,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
 import { canonicalJson, countFor, decide, evidenceKeys, NO_EVIDENCE, prepareSnapshot, type DecisionInput, type SnapshotConfig } from "../../src/core/index.js";
-import { inputsHash, renderTrace, replayInput, serializeRecord, traceRecord, type TraceRecord } from "../../src/decisions/trace-record.js";
+import { inputsHash, recordedInputsJson, renderTrace, replayInput, serializeRecord, traceRecord, type TraceRecord } from "../../src/decisions/trace-record.js";
 
 /**
  * A trace is stored as its replay record and explained by re-running the decision (ADR 4): for
@@ -81,6 +81,21 @@ describe("trace records (ADR 4)", () => {
       assert.deepEqual(JSON.parse(json), record);
       assert.equal(hash, inputsHash(snapshot.policyVersionHash, record.inputs));
     }
+  });
+
+  test("the inputs are written exactly as canonicalJson writes them, whatever order and shape their members have", () => {
+    const golden = cases.find((c) => c.name.startsWith("09-"))!.golden;
+    const { record } = recorded(prepareSnapshot(golden.snapshot), golden.input);
+    const variants: TraceRecord["inputs"][] = [
+      record.inputs,
+      { ...record.inputs, bucketsOverCap: ["b2", "b1"], evidence: [[1, 2], null, [0, 7]], count: null, clv: { clvScore: 0.25 } },
+      { ...record.inputs, customer: { z: 1, a: { y: [3, { d: 1, c: 2 }], b: null }, "10": "ten", "2": "two" }, context: { é: 1, e: 2, E: 3 } },
+      { ...record.inputs, counters: { "k|2": 3, "k|10": 1 }, recentOutcomes: [{ offerId: "o1", outcome: "dismiss", at: "2026-01-01T00:00:00.000Z" }] },
+      { ...record.inputs, count: Number.NaN, evidence: [[Number.POSITIVE_INFINITY, 1]], channel: "c\u2028\"q\"", customer: { dropped: undefined, kept: 1 } },
+    ];
+    for (const inputs of variants) assert.equal(recordedInputsJson(inputs), canonicalJson(inputs));
+    const { bucketsOverCap: _absent, ...withoutBuckets } = variants[1];
+    assert.equal(recordedInputsJson(withoutBuckets), canonicalJson(withoutBuckets), "an absent member is left out");
   });
 
   test("refusals are kept: they join the replay's rejections and the stored offers stand", () => {
