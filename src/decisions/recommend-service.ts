@@ -85,8 +85,9 @@ export class RecommendService {
 
   /** `preferPool`: score in the worker pool whatever the task's size (batch decisions keep the main thread for commits). */
   async recommend(ctx: TenantContext, req: RecommendRequest, options: { preferPool?: boolean } = {}): Promise<RecommendResponse> {
-    const { snapshot, settings, ...names } = await this.deps.snapshots.get(ctx.tenantId);
-    const { input, experiment } = await readDecisionInput(this.reads, ctx, req, { snapshot, settings, ...names });
+    const compiled = await this.deps.snapshots.get(ctx.tenantId);
+    const { snapshot, settings } = compiled;
+    const { input, experiment } = await readDecisionInput(this.reads, ctx, req, compiled);
     const recommendationId = input.seed;
     // A sampled trace stores the inputs and is explained when read (trace-record.ts), so only a
     // caller's explain=true pays for explanations here.
@@ -111,7 +112,7 @@ export class RecommendService {
       explain: req.explain,
       experiment,
       createdAt,
-      creativeContent: names.creativeContent,
+      creativeContent: compiled.creativeContent,
     });
   }
 
