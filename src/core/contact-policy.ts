@@ -122,13 +122,19 @@ export function counterChecks(
   channelId: string | null,
   nowMs: number,
 ): readonly CounterCheck[] {
-  // Most tenants hold no caps or budgets: every offer then shares one empty list, not five arrays.
-  if (config.contactPolicies.length === 0 && config.budgets.length === 0) return NO_CHECKS;
-  const caps = config.contactPolicies
-    .filter((p): p is FrequencyCapPolicy => p.type !== "suppression")
-    .map((p) => frequencyCapCheck(p, offer, customerId, channelId, nowMs))
-    .filter((c): c is CounterCheck => c !== null);
-  return [...caps, ...config.budgets.flatMap((b) => budgetChecks(b, offer, channelId, nowMs))];
+  // Most offers meet no cap or budget (a tenant's suppression policies hold no counter): they
+  // share one empty list, and a list is made only for an offer that has a check.
+  let checks: CounterCheck[] | null = null;
+  for (const policy of config.contactPolicies) {
+    if (policy.type === "suppression") continue;
+    const check = frequencyCapCheck(policy, offer, customerId, channelId, nowMs);
+    if (check) (checks ??= []).push(check);
+  }
+  for (const budget of config.budgets) {
+    const budgeted = budgetChecks(budget, offer, channelId, nowMs);
+    if (budgeted.length) (checks ??= []).push(...budgeted);
+  }
+  return checks ?? NO_CHECKS;
 }
 
 /**
