@@ -137,7 +137,8 @@ function successesWithinTrials(counts: Array<AdaptiveCount | null>): Array<Adapt
     if (!count) continue;
     const { successes, trials } = count;
     if (successes >= 0 && successes <= trials) continue;
-    // The array is this read's own (EvidenceStore.readEvidence); the counts in it may be the cache's, so they are replaced, not changed.
+    // The array is this read's own (EvidenceStore.readEvidence), but the counts in it may be the
+    // cache's: they are replaced, not changed.
     const atLeastNone = Math.max(trials, 0);
     counts[i] = { successes: Math.min(Math.max(successes, 0), atLeastNone), trials: atLeastNone };
   }

@@ -141,9 +141,8 @@ export class DecisionStore {
    * Several decisions' recommendations and impression rows in one statement (group commit,
    * recommendation-writer.ts): the batch as one JSON parameter that PostgreSQL takes apart
    * (json_to_recordset), so one prepared statement serves every batch size, and one commit (one
-   * WAL flush) serves the whole batch. One JSON.stringify in place of a column array per field:
-   * pg quoted every element of a jsonb[] array literal in JavaScript, a tenth of a Recommend's CPU.
-   * All or nothing, like `saveRecommendation`. Answers each recommendation's created_at, in the
+   * WAL flush) serves the whole batch. One JSON.stringify in place of a column array per field,
+   * whose jsonb[] array literals pg quoted element by element in JavaScript. All or nothing, like `saveRecommendation`. Answers each recommendation's created_at, in the
    * order given.
    */
   async saveRecommendations(batch: RecommendationWrite[]): Promise<Date[]> {

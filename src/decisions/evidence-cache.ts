@@ -115,17 +115,12 @@ export function withEvidenceCache(counters: Counters, options: EvidenceCacheOpti
         const missing: string[] = [];
         const stale: string[] = [];
         const t = now();
-        const out: Array<AdaptiveEvidence | null> = new Array(keys.length);
-        for (let i = 0; i < keys.length; i++) {
-          const key = keys[i];
+        const out: Array<AdaptiveEvidence | null> = [];
+        for (const key of keys) {
           const entry = entries?.get(key);
-          if (!entry) {
-            missing.push(key);
-            out[i] = null;
-          } else {
-            out[i] = entry.value;
-            if (t - entry.readAt >= options.maxAgeMs && !inFlight.has(key)) stale.push(key);
-          }
+          out.push(entry ? entry.value : null);
+          if (!entry) missing.push(key);
+          else if (t - entry.readAt >= options.maxAgeMs && !inFlight.has(key)) stale.push(key);
         }
         if (stale.length) {
           for (const key of stale) inFlight.add(key);
