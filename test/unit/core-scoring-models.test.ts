@@ -2,7 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import {
   contextBucket,
-  countFor,
+  positionOf,
   createRandom,
   offerImpact,
   productRelevance,
@@ -151,16 +151,33 @@ describe("Beta-Bernoulli posterior mean", () => {
 });
 
 describe("evidence counts", () => {
-  test("a key's count is found by position in its own list, whichever list was asked last", () => {
+  test("a key's position is found in its own list, whichever list was asked last", () => {
     const one = { keys: ["o1|*", "o2|*"], counts: [{ successes: 1, trials: 2 }, null] };
     const other = { keys: ["o2|*", "o1|*"], counts: [{ successes: 3, trials: 4 }, { successes: 5, trials: 6 }] };
     for (let round = 0; round < 2; round++) {
-      assert.deepEqual(countFor(one, "o1|*"), { successes: 1, trials: 2 });
-      assert.deepEqual(countFor(other, "o1|*"), { successes: 5, trials: 6 });
-      assert.equal(countFor(one, "o2|*"), undefined, "null: nothing counted");
-      assert.deepEqual(countFor(other, "o2|*"), { successes: 3, trials: 4 });
-      assert.equal(countFor(one, "o3|*"), undefined, "not read");
+      assert.equal(positionOf(one, "o1|*"), 0);
+      assert.equal(positionOf(other, "o1|*"), 1);
+      assert.equal(positionOf(one, "o2|*"), 1);
+      assert.equal(positionOf(other, "o2|*"), 0);
+      assert.equal(positionOf(one, "o3|*"), -1, "not read");
     }
+  });
+
+  test("an offer scores from its count in whichever key list the task carries, in any order", () => {
+    const offers: ScoringOffer[] = [{ id: "o1", priority: 1, businessValue: 1 }, { id: "o2", priority: 1, businessValue: 1 }];
+    const scored = (evidence: ScoreTask["evidence"]) => scoreCandidates({ ...task(ADAPTIVE, {}, offers), evidence }).map((r) => r.score);
+    const counts = { "o1|*": { successes: 9, trials: 10 }, "o2|*": { successes: 1, trials: 10 } };
+    const forward = { keys: ["o1|*", "o2|*"], counts: [counts["o1|*"], counts["o2|*"]] };
+    const backward = { keys: ["o2|*", "o1|*"], counts: [counts["o2|*"], counts["o1|*"]] };
+    for (let round = 0; round < 2; round++) {
+      for (const evidence of [forward, backward]) {
+        const [s1, s2] = scored(evidence);
+        close(s1, 10 / 12);
+        close(s2, 2 / 12);
+      }
+    }
+    const [unread] = scored({ keys: ["o2|*"], counts: [counts["o2|*"]] });
+    close(unread, 1 / 2, "a key the list does not hold: the prior alone");
   });
 });
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
-import { canonicalJson, countFor, decide, evidenceKeys, NO_EVIDENCE, prepareSnapshot, type DecisionInput, type SnapshotConfig } from "../../src/core/index.js";
+import { canonicalJson, decide, evidenceKeys, NO_EVIDENCE, positionOf, prepareSnapshot, type DecisionInput, type SnapshotConfig } from "../../src/core/index.js";
 import { inputsHash, recordedInputsJson, renderTrace, replayInput, serializeRecord, traceRecord, type TraceRecord } from "../../src/decisions/trace-record.js";
 
 /**
@@ -21,7 +21,8 @@ const stored = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 function recorded(snapshot: ReturnType<typeof prepareSnapshot>, input: DecisionInput) {
   const keys = evidenceKeys(snapshot, input);
   // The service reads exactly these keys, so the input it decides with holds no others.
-  const counts = keys.map((k) => countFor(input.evidence ?? NO_EVIDENCE, k) ?? null);
+  const given = input.evidence ?? NO_EVIDENCE;
+  const counts = keys.map((k) => given.counts[positionOf(given, k)] ?? null);
   const served: DecisionInput = { ...input, explain: false, evidence: { keys, counts } };
   const decision = decide(snapshot, served);
   return { served, decision, record: stored(traceRecord(served, decision.offers, [])) };

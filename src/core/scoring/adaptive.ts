@@ -11,7 +11,7 @@ import { canonicalJson } from "../canonical-json.js";
 import { fnv1a64 } from "../hash.js";
 import { createRandom } from "../random.js";
 import { betaMean, sampleBeta } from "./beta.js";
-import { countFor } from "./evidence-counts.js";
+import { positionOf, type EvidenceCounts } from "./evidence-counts.js";
 import { DEFAULT_ADAPTIVE, type AdaptiveModel, type AdaptiveSettings } from "./models.js";
 import { numberProblem, type AdaptiveCount, type Compiled, type Explanation, type ModelScore, type ScoringContext } from "./scorer.js";
 
@@ -57,22 +57,24 @@ export function adaptiveCountKey(offerId: string, bucket: string): string {
 }
 
 /**
- * adaptiveCountKey, kept per offer object and bucket: a fresh key string per candidate had to be
- * built and hashed before every lookup, the largest single cost of adaptive scoring. Bounded per
- * offer, so a high-cardinality `bucketBy` cannot grow it without limit.
+ * Where an offer's count in a bucket sits in the evidence's key list, kept per offer object and
+ * bucket with the list it was found in. The service's key lists are cached per snapshot, so a
+ * candidate's count is one lookup away; building and hashing its key string before every lookup
+ * was the largest single cost of adaptive scoring. Bounded per offer, so a high-cardinality
+ * `bucketBy` cannot grow it without limit.
  */
-const countKeys = new WeakMap<ScoringContext["offer"], Map<string, string>>();
-const MAX_BUCKET_KEYS_PER_OFFER = 256;
+const positions = new WeakMap<ScoringContext["offer"], Map<string, { keys: readonly string[]; at: number }>>();
+const MAX_BUCKETS_PER_OFFER = 256;
 
-function countKey(offer: ScoringContext["offer"], bucket: string): string {
-  let byBucket = countKeys.get(offer);
-  if (!byBucket) countKeys.set(offer, (byBucket = new Map()));
-  let key = byBucket.get(bucket);
-  if (key === undefined) {
-    if (byBucket.size >= MAX_BUCKET_KEYS_PER_OFFER) byBucket.clear();
-    byBucket.set(bucket, (key = adaptiveCountKey(offer.id, bucket)));
+function countIn(evidence: EvidenceCounts, offer: ScoringContext["offer"], bucket: string): AdaptiveCount | undefined {
+  let byBucket = positions.get(offer);
+  if (!byBucket) positions.set(offer, (byBucket = new Map()));
+  let position = byBucket.get(bucket);
+  if (position === undefined || position.keys !== evidence.keys) {
+    if (position === undefined && byBucket.size >= MAX_BUCKETS_PER_OFFER) byBucket.clear();
+    byBucket.set(bucket, (position = { keys: evidence.keys, at: positionOf(evidence, adaptiveCountKey(offer.id, bucket)) }));
   }
-  return key;
+  return position.at < 0 ? undefined : (evidence.counts[position.at] ?? undefined);
 }
 
 /**
@@ -104,8 +106,8 @@ export interface Posterior {
 export function posteriorFor(settings: AdaptiveSettings, context: ScoringContext): Posterior {
   const alpha0 = settings.alpha0 ?? DEFAULT_ADAPTIVE.alpha0;
   const beta0 = settings.beta0 ?? DEFAULT_ADAPTIVE.beta0;
-  const key = countKey(context.offer, requestBucket(settings.bucketBy, context));
-  const { successes, trials } = checkedCount(countFor(context.evidence, key), key);
+  const bucket = requestBucket(settings.bucketBy, context);
+  const { successes, trials } = checkedCount(countIn(context.evidence, context.offer, bucket), context.offer.id, bucket);
   return {
     alpha: alpha0 + successes,
     beta: beta0 + trials - successes,
@@ -166,11 +168,13 @@ export function compileAdaptive(model: AdaptiveModel): Compiled {
   };
 }
 
-function checkedCount(count: AdaptiveCount | undefined, key: string): AdaptiveCount {
-  if (count === undefined) return { successes: 0, trials: 0 };
+const NOTHING_COUNTED: AdaptiveCount = Object.freeze({ successes: 0, trials: 0 });
+
+function checkedCount(count: AdaptiveCount | undefined, offerId: string, bucket: string): AdaptiveCount {
+  if (count === undefined) return NOTHING_COUNTED;
   const { successes, trials } = count;
   if (!(Number.isFinite(successes) && Number.isFinite(trials) && successes >= 0 && successes <= trials)) {
-    throw new Error(`adaptive counts ${key} are inconsistent: ${successes}/${trials}`);
+    throw new Error(`adaptive counts ${adaptiveCountKey(offerId, bucket)} are inconsistent: ${successes}/${trials}`);
   }
   return count;
 }

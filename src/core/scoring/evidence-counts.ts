@@ -16,7 +16,7 @@ export const NO_EVIDENCE: EvidenceCounts = Object.freeze({ keys: Object.freeze([
 
 /** Position by key, per key list: the service's lists are cached per snapshot, so each is indexed once. */
 const indexes = new WeakMap<readonly string[], ReadonlyMap<string, number>>();
-/** The last list looked up: every candidate of a decision asks about the same one. */
+/** The last list looked up: every candidate found anew asks about the same one. */
 let lastKeys: readonly string[] | null = null;
 let lastIndex: ReadonlyMap<string, number> = new Map();
 
@@ -32,10 +32,9 @@ function indexOf(keys: readonly string[]): ReadonlyMap<string, number> {
   return (lastIndex = index);
 }
 
-/** The evidence counted for `key`, or undefined when none was. */
-export function countFor(evidence: EvidenceCounts, key: string): AdaptiveCount | undefined {
-  const i = indexOf(evidence.keys).get(key);
-  return i === undefined ? undefined : (evidence.counts[i] ?? undefined);
+/** Where `key` sits in the evidence's key list; -1 when it was not read. */
+export function positionOf(evidence: EvidenceCounts, key: string): number {
+  return indexOf(evidence.keys).get(key) ?? -1;
 }
 
 /** The counted evidence as a map keyed by adaptiveCountKey, as a trace shows it (spec 2.16 `inputs.adaptiveCounts`). */
