@@ -104,46 +104,12 @@ export class DecisionStore {
   constructor(private readonly db: Sequelize) {}
 
   /**
-   * The recommendation and its impression rows in one statement (data-modifying CTEs run to
-   * completion together), so an immediate Respond finds both or neither, in one round trip.
-   */
-  async saveRecommendation(tenantId: string, rec: Omit<RecommendationRow, "created_at">, impressions: ImpressionRow[]): Promise<Date> {
-    const bind: unknown[] = [tenantId, rec.id, rec.customer_id, rec.flow_id, rec.interaction_id, rec.channel_id, rec.multi_placement,
-      JSON.stringify(rec.offers), JSON.stringify(rec.context), rec.scored_by,
-      rec.experiment_id, rec.experiment_variant, rec.qualified_count, rec.suppressed_count, rec.degraded_scoring];
-    const tuples = impressions.map((i) => {
-      const at = bind.length;
-      bind.push(i.id, i.rank, i.offer_id, i.creative_id, i.channel_id, i.placement_id, i.context_bucket);
-      return `($${at + 1}::uuid, $${at + 2}::int, $${at + 3}::uuid, $${at + 4}::uuid, $${at + 5}::uuid, $${at + 6}::uuid, $${at + 7}::text)`;
-    });
-    const impressionsCte = tuples.length
-      ? `, imp AS (
-          INSERT INTO interactions (tenant_id, id, customer_id, recommendation_id, interaction_id, rank, offer_id, creative_id,
-            channel_id, placement_id, outcome, direction, context_bucket, created_at)
-          SELECT $1, v.id, $3, $2, $5, v.rank, v.offer_id, v.creative_id, v.channel_id, v.placement_id, 'impression', 'outbound', v.bucket, rec.created_at
-          FROM rec, (VALUES ${tuples.join(", ")}) AS v(id, rank, offer_id, creative_id, channel_id, placement_id, bucket))`
-      : "";
-    // One prepared statement per impression count: the text differs only in its VALUES rows.
-    const [row] = await preparedRows<{ created_at: Date }>(
-      this.db,
-      `save-recommendation-${tuples.length}`,
-      `WITH rec AS (
-         INSERT INTO recommendations (tenant_id, id, customer_id, flow_id, interaction_id, channel_id, multi_placement, offers, context, scored_by,
-           experiment_id, experiment_variant, qualified_count, suppressed_count, degraded_scoring)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text[], $11, $12, $13, $14, $15) RETURNING created_at)${impressionsCte}
-       SELECT created_at FROM rec`,
-      bind,
-    );
-    return row.created_at;
-  }
-
-  /**
-   * Several decisions' recommendations and impression rows in one statement (group commit,
-   * recommendation-writer.ts): the batch as one JSON parameter that PostgreSQL takes apart
-   * (json_to_recordset), so one prepared statement serves every batch size, and one commit (one
-   * WAL flush) serves the whole batch. One JSON.stringify in place of a column array per field,
-   * whose jsonb[] array literals pg quoted element by element in JavaScript. All or nothing, like `saveRecommendation`. Answers each recommendation's created_at, in the
-   * order given.
+   * Decisions' recommendations and their impression rows in one statement (data-modifying CTEs run
+   * to completion together, so an immediate Respond finds a decision's rows all or none), in one
+   * round trip: one decision, or a group commit's batch (recommendation-writer.ts). The batch is one
+   * JSON parameter that PostgreSQL takes apart (json_to_recordset), so one prepared statement serves
+   * every batch size and pg quotes no array literals in JavaScript; one commit (one WAL flush) serves
+   * the whole batch. Answers each recommendation's created_at, in the order given.
    */
   async saveRecommendations(batch: RecommendationWrite[]): Promise<Date[]> {
     const rows = await preparedRows<{ id: string; created_at: Date }>(

@@ -10,10 +10,11 @@ import type { DecisionStore, RecommendationWrite } from "./decision-store.js";
 export class RecommendationWriter {
   private readonly commits: GroupCommit<RecommendationWrite, Date>;
 
-  constructor(store: Pick<DecisionStore, "saveRecommendation" | "saveRecommendations">, options: GroupCommitOptions = {}) {
+  constructor(store: Pick<DecisionStore, "saveRecommendations">, options: GroupCommitOptions = {}) {
     this.commits = new GroupCommit(
       (batch) => store.saveRecommendations(batch),
-      (w) => store.saveRecommendation(w.tenantId, w.rec, w.impressions),
+      // The same statement for one write: a lone decision, or each of a failed batch's in turn.
+      async (w) => (await store.saveRecommendations([w]))[0],
       options,
     );
   }

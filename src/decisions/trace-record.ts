@@ -106,15 +106,11 @@ export function traceRecord(
 }
 
 /**
- * SHA-256 (hex) of the canonical JSON (RFC 8785 order: keys sorted) of the configuration version
- * and the recorded inputs: what a replay must match. The service may use node:crypto where the
- * core may not, and a native hash of a few KB costs a tenth of FNV in JavaScript.
+ * The inputsHash: SHA-256 (hex) of the canonical JSON (RFC 8785 order: keys sorted) of the
+ * configuration version and the recorded inputs, what a replay must match; that JSON is spelled
+ * out here so the inputs are written once. The service may use node:crypto where the core may not,
+ * and a native hash of a few KB costs a tenth of FNV in JavaScript.
  */
-export function inputsHash(policyVersionHash: string, inputs: RecordedInputs): string {
-  return hashCanonicalInputs(policyVersionHash, canonicalJson(inputs));
-}
-
-/** canonicalJson({inputs, policyVersionHash}) spelled out, so the inputs are written once. */
 const hashCanonicalInputs = (policyVersionHash: string, inputsJson: string) =>
   createHash("sha256").update(`{"inputs":${inputsJson},"policyVersionHash":${JSON.stringify(policyVersionHash)}}`).digest("hex");
 

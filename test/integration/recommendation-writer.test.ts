@@ -61,7 +61,6 @@ function countingStore() {
   const batches: number[] = [];
   return {
     batches,
-    saveRecommendation: (...args: Parameters<DecisionStore["saveRecommendation"]>) => (batches.push(1), store.saveRecommendation(...args)),
     saveRecommendations: (batch: RecommendationWrite[]) => (batches.push(batch.length), store.saveRecommendations(batch)),
   };
 }

@@ -4,7 +4,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
 import { canonicalJson, decide, evidenceKeys, NO_EVIDENCE, positionOf, prepareSnapshot, type DecisionInput, type SnapshotConfig } from "../../src/core/index.js";
-import { inputsHash, recordedInputsJson, renderTrace, replayInput, serializeRecord, traceRecord, type TraceRecord } from "../../src/decisions/trace-record.js";
+import { recordedInputsJson, renderTrace, replayInput, serializeRecord, traceRecord, type TraceRecord } from "../../src/decisions/trace-record.js";
 
 /**
  * A trace is stored as its replay record and explained by re-running the decision (ADR 4): for
@@ -17,6 +17,14 @@ const cases = readdirSync(casesDir)
   .map((file) => ({ name: file, golden: JSON.parse(readFileSync(join(casesDir, file), "utf8")) as { snapshot: SnapshotConfig; input: DecisionInput } }));
 
 const stored = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
+/** The inputsHash as defined: SHA-256 of the canonical JSON of {policyVersionHash, inputs}. */
+const definedHash = (policyVersionHash: string, inputs: TraceRecord["inputs"]) =>
+  createHash("sha256").update(canonicalJson({ policyVersionHash, inputs })).digest("hex");
+
+/** The inputsHash the service stores with a record of these inputs. */
+const inputsHash = (policyVersionHash: string, inputs: TraceRecord["inputs"]) =>
+  serializeRecord(policyVersionHash, { inputs, selectedOffers: [], refusals: [] }).inputsHash;
 
 function recorded(snapshot: ReturnType<typeof prepareSnapshot>, input: DecisionInput) {
   const keys = evidenceKeys(snapshot, input);
@@ -70,8 +78,7 @@ describe("trace records (ADR 4)", () => {
     assert.notEqual(inputsHash(snapshot.policyVersionHash, { ...record.inputs, counters: { x: 1 } }), base);
     assert.notEqual(inputsHash(snapshot.policyVersionHash, { ...record.inputs, evidence: record.inputs.evidence.map(() => [1, 2] as [number, number]) }), base);
     assert.notEqual(inputsHash("0000000000000000", record.inputs), base);
-    const defined = createHash("sha256").update(canonicalJson({ policyVersionHash: snapshot.policyVersionHash, inputs: record.inputs })).digest("hex");
-    assert.equal(base, defined, "SHA-256 of the canonical JSON of {policyVersionHash, inputs}");
+    assert.equal(base, definedHash(snapshot.policyVersionHash, record.inputs), "SHA-256 of the canonical JSON of {policyVersionHash, inputs}");
   });
 
   test("the stored JSON parses back to the record and carries the same inputsHash", () => {
@@ -80,7 +87,7 @@ describe("trace records (ADR 4)", () => {
       const { record } = recorded(snapshot, golden.input);
       const { json, inputsHash: hash } = serializeRecord(snapshot.policyVersionHash, record);
       assert.deepEqual(JSON.parse(json), record);
-      assert.equal(hash, inputsHash(snapshot.policyVersionHash, record.inputs));
+      assert.equal(hash, definedHash(snapshot.policyVersionHash, record.inputs));
     }
   });
 
