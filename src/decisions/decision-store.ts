@@ -142,6 +142,18 @@ export class DecisionStore {
   }
 
   /**
+   * Takes back a stored decision nobody received (its count failed after its rows were written):
+   * the recommendation and its impressions, in one statement.
+   */
+  async deleteRecommendation(tenantId: string, id: string): Promise<void> {
+    await this.db.query(
+      `WITH imp AS (DELETE FROM interactions WHERE tenant_id = $1 AND recommendation_id = $2 AND outcome = 'impression')
+       DELETE FROM recommendations WHERE tenant_id = $1 AND id = $2`,
+      { bind: [tenantId, id] },
+    );
+  }
+
+  /**
    * One statement per batch, prepared once per connection and batch size (the writer's batches
    * have a bounded size), so PostgreSQL plans it once and sequelize formats no parameters.
    */

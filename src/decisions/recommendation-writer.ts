@@ -10,7 +10,10 @@ import type { DecisionStore, RecommendationWrite } from "./decision-store.js";
 export class RecommendationWriter {
   private readonly commits: GroupCommit<RecommendationWrite, Date>;
 
-  constructor(store: Pick<DecisionStore, "saveRecommendations">, options: GroupCommitOptions = {}) {
+  constructor(
+    private readonly store: Pick<DecisionStore, "saveRecommendations" | "deleteRecommendation">,
+    options: GroupCommitOptions = {},
+  ) {
     this.commits = new GroupCommit(
       (batch) => store.saveRecommendations(batch),
       // The same statement for one write: a lone decision, or each of a failed batch's in turn.
@@ -22,5 +25,10 @@ export class RecommendationWriter {
   /** Resolves with the recommendation's created_at once its rows are committed. */
   save(write: RecommendationWrite): Promise<Date> {
     return this.commits.submit(write);
+  }
+
+  /** Takes back a saved decision's rows (a decision that failed after they were committed). */
+  unsave(tenantId: string, recommendationId: string): Promise<void> {
+    return this.store.deleteRecommendation(tenantId, recommendationId);
   }
 }

@@ -243,10 +243,9 @@ describe("a decision that fails gives back what it took", () => {
    * fails, as Redis would mid-decision; `failRelease` breaks the give-back too. The log is kept.
    */
   function failingRecommend(failRelease: boolean) {
-    const f = svc.running.foundation;
-    const real = createRedisCounters(f.redis!);
+    const real = createRedisCounters(svc.running.foundation.redis!);
     let rounds = 0;
-    const counters: Counters = {
+    return recommendWith({
       ...real,
       evidence: { ...real.evidence, readEvidence: async (_tenantId, keys) => keys.map(() => null) },
       reservations: {
@@ -261,7 +260,12 @@ describe("a decision that fails gives back what it took", () => {
           return real.reservations.release(tenantId, reservations);
         },
       },
-    };
+    });
+  }
+
+  /** Recommend over the given counters in a decisions module of its own, its error log kept. */
+  function recommendWith(counters: Counters) {
+    const f = svc.running.foundation;
     const logged: Array<Record<string, any>> = [];
     const logger = pino({ level: "error" }, { write: (line: string) => void logged.push(JSON.parse(line)) });
     const decisions = createDecisions({
@@ -284,6 +288,13 @@ describe("a decision that fails gives back what it took", () => {
       );
     return { recommend, logged, close: () => decisions.close() };
   }
+
+  const storedRows = async (tenantId: string) => {
+    const [recs, imps] = await Promise.all(
+      ["recommendations", "interactions"].map(async (table) => (await svc.sql(`SELECT count(*)::int AS n FROM ${table} WHERE tenant_id = $1`, [tenantId]))[0].n),
+    );
+    return { recs, imps };
+  };
 
   test("a failure in the second reservation round releases the first round's caps and budgets", async () => {
     const t = await svc.createTenant();
@@ -325,6 +336,37 @@ describe("a decision that fails gives back what it took", () => {
     } finally {
       await failing.close();
     }
+  });
+
+  test("a count that fails after the rows were written takes them back, with the caps the decision took", async () => {
+    const t = await svc.createTenant();
+    for (const priority of [90, 50]) await create("offers", { name: unique("offer"), status: "active", priority }, t);
+    await create("contact-policies", { name: "once a day", config: { scope: "offer", maxImpressions: 1, windowSeconds: 86400 } }, t);
+    const real = createRedisCounters(svc.running.foundation.redis!);
+    let written = false;
+    const failing = recommendWith({
+      ...real,
+      decisionCounter: {
+        ...real.decisionCounter,
+        // Without a quota the count and the write run together: this one fails once the write is committed.
+        countDecision: async (tenantId) => {
+          while ((await storedRows(tenantId)).recs === 0) await new Promise((r) => setTimeout(r, 5));
+          written = true;
+          throw new Error("injected: the count failed");
+        },
+      },
+    });
+    try {
+      await assert.rejects(failing.recommend(t.tenantId, "req-count", "fay"), /the count failed/);
+      assert.ok(written, "the rows were written before the count failed");
+      assert.deepEqual(failing.logged, [], "the take-back worked: nothing to report");
+    } finally {
+      await failing.close();
+    }
+    assert.deepEqual(await storedRows(t.tenantId), { recs: 0, imps: 0 }, "neither the recommendation nor its impressions stay");
+    assert.deepEqual(await capsAndBudgets(t.tenantId), {}, "both offers' caps were given back");
+    const ok = await post("/api/v1/recommend", { customerId: "fay", limit: 2 }, await dataKey(t));
+    assert.equal(ok.body.offers.length, 2, "the caps are free again");
   });
 });
 
@@ -487,6 +529,7 @@ describe("decision traces (spec 2.16, 4.11)", () => {
   });
 });
 
+
 describe("decision quota and workspace reset", () => {
   test("a spent quota is a clear non-retryable 400; reset deletes the data and zeroes the counter", async () => {
     const limited = await startTestService({ decisionQuota: 2 });
@@ -499,6 +542,8 @@ describe("decision quota and workspace reset", () => {
       assert.equal(spent.status, 400);
       assert.match(spent.body.error.message, /2 lifetime decisions/);
       assert.equal(spent.headers.get("retry-after"), null);
+      const [{ n }] = await limited.sql("SELECT count(*)::int AS n FROM recommendations WHERE tenant_id = $1", [t.tenantId]);
+      assert.equal(n, 2, "with a quota the count comes first: the refused decision wrote nothing");
       const usage = await rest(limited.baseUrl, "GET", "/api/v1/workspace/usage", { key: t.apiKey });
       assert.deepEqual(usage.body, { decisionsUsed: 2, decisionQuota: 2 });
 

@@ -62,6 +62,7 @@ function countingStore() {
   return {
     batches,
     saveRecommendations: (batch: RecommendationWrite[]) => (batches.push(batch.length), store.saveRecommendations(batch)),
+    deleteRecommendation: (tenantId: string, id: string) => store.deleteRecommendation(tenantId, id),
   };
 }
 
@@ -119,5 +120,20 @@ describe("recommendation writer (group commit)", () => {
     assert.ok(counting.batches.includes(3), `the three waited for one statement: ${counting.batches.join(", ")}`);
     for (const w of good) assert.equal((await stored(w)).imps.length, 3);
     assert.equal((await stored(orphan)).rec, undefined);
+  });
+
+  test("unsave takes back one decision's recommendation and impressions, and nothing of another's", async () => {
+    const writer = new RecommendationWriter(countingStore());
+    const [kept, taken] = [write(tenants[0]), write(tenants[0])];
+    await Promise.all([writer.save(kept), writer.save(taken)]);
+    await writer.unsave(tenants[1], taken.rec.id); // another tenant's id: nothing happens
+    assert.equal((await stored(taken)).imps.length, 3);
+    await writer.unsave(tenants[0], taken.rec.id);
+    const gone = await stored(taken);
+    assert.equal(gone.rec, undefined);
+    assert.deepEqual(gone.imps, []);
+    const still = await stored(kept);
+    assert.ok(still.rec);
+    assert.equal(still.imps.length, 3);
   });
 });
