@@ -6,9 +6,10 @@ import {
   type DecisionTraceSummary,
   type RecommendResponse,
 } from "../../gen/decisioning/v1/decisions_pb.js";
-import type { Decision, RankedOffer, Rejection } from "../core/index.js";
+import type { Decision, DecisionInput, RankedOffer, Rejection } from "../core/index.js";
 import { isUuid, newId } from "../platform/ids.js";
-import type { TraceRow } from "./decision-store.js";
+import type { RecommendationWrite, TraceRow } from "./decision-store.js";
+import { decisionFunnel } from "./decision-metrics.js";
 import type { TraceRecord } from "./trace-record.js";
 import type { ExperimentArm } from "./experiment-arms.js";
 import type { PublishedContent } from "../content/published-content.js";
@@ -59,6 +60,62 @@ export function toRecommendResponse(r: {
       : [],
     createdAt: timestampFromDate(r.createdAt),
   });
+}
+
+/** A single-placement request: its offers are impressions with an interaction id (spec 4.4). */
+export const singleSlot = (input: Pick<DecisionInput, "placements">): boolean => (input.placements ?? []).length <= 1;
+
+/** A decision's rows as Recommend stores them: the recommendation (id = the input's seed) and its impressions. */
+export function toRecommendationWrite(d: {
+  tenantId: string;
+  input: DecisionInput;
+  decision: Decision;
+  offers: RankedOffer[];
+  refusals: Rejection[];
+  bucket: string;
+  scoredBy: string[];
+  experiment: ExperimentArm | null;
+  interactionId: string | null;
+}): RecommendationWrite {
+  const { input, offers, bucket } = d;
+  const oneSlot = singleSlot(input);
+  return {
+    tenantId: d.tenantId,
+    rec: {
+      id: input.seed,
+      customer_id: input.customerId,
+      flow_id: storedFlowId(d.decision.flowId) ?? null,
+      interaction_id: d.interactionId,
+      channel_id: input.channel ?? null,
+      multi_placement: !oneSlot,
+      offers: offers.map((o) => ({
+        rank: o.rank,
+        offerId: o.offerId,
+        creativeId: o.creativeId,
+        channelId: o.channelId,
+        placementId: o.placementId,
+        score: o.score,
+        bucket,
+      })),
+      context: input.context,
+      scored_by: d.scoredBy,
+      experiment_id: d.experiment?.id ?? null,
+      experiment_variant: d.experiment?.variant ?? null,
+      ...decisionFunnel(d.decision, d.refusals),
+    },
+    // Multi-placement responses write no interaction rows (spec 4.4): Respond then needs creativeId.
+    impressions: oneSlot
+      ? offers.map((o) => ({
+          id: newId(),
+          rank: o.rank,
+          offer_id: o.offerId,
+          creative_id: o.creativeId,
+          channel_id: o.channelId,
+          placement_id: o.placementId,
+          context_bucket: bucket,
+        }))
+      : [],
+  };
 }
 
 /** The trace row of a sampled decision: its replay record, hashed later by the trace writer. */

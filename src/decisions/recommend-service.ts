@@ -20,13 +20,11 @@ import { BucketAdmission } from "./bucket-admission.js";
 import { ExperimentArms, type ExperimentArm } from "./experiment-arms.js";
 import type { Counters } from "./counters.js";
 import type { RecommendationWriter } from "./recommendation-writer.js";
-import type { RecommendationWrite } from "./decision-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 import type { TraceWriter } from "./trace-writer.js";
-import { storedFlowId, toRecommendResponse, toTraceRow } from "./decision-mapper.js";
+import { singleSlot, toRecommendationWrite, toRecommendResponse, toTraceRow } from "./decision-mapper.js";
 import { readDecisionInput, scoreDecision, type DecisionReads } from "./decision-input.js";
 import { traceRecord } from "./trace-record.js";
-import { decisionFunnel } from "./decision-metrics.js";
 import { activeTraceIds } from "../platform/tracing.js";
 
 
@@ -142,45 +140,8 @@ export class RecommendService {
       const { offers, refusals } = await this.reserve(ctx.tenantId, decision, held);
       // Each returned offer is an impression: one more trial of its evidence, counted with the decision.
       const trialKeys = offers.map((o) => adaptiveCountKey(o.offerId, bucket));
-      const singleSlot = (input.placements ?? []).length <= 1;
-      const interactionId = singleSlot && offers.length ? newId() : null;
-      const write: RecommendationWrite = {
-        tenantId: ctx.tenantId,
-        rec: {
-          id: input.seed,
-          customer_id: input.customerId,
-          flow_id: storedFlowId(decision.flowId) ?? null,
-          interaction_id: interactionId,
-          channel_id: input.channel ?? null,
-          multi_placement: !singleSlot,
-          offers: offers.map((o) => ({
-            rank: o.rank,
-            offerId: o.offerId,
-            creativeId: o.creativeId,
-            channelId: o.channelId,
-            placementId: o.placementId,
-            score: o.score,
-            bucket,
-          })),
-          context: input.context,
-          scored_by: scoredBy,
-          experiment_id: experiment?.id ?? null,
-          experiment_variant: experiment?.variant ?? null,
-          ...decisionFunnel(decision, refusals),
-        },
-        // Multi-placement responses write no interaction rows (spec 4.4): Respond then needs creativeId.
-        impressions: singleSlot
-          ? offers.map((o) => ({
-              id: newId(),
-              rank: o.rank,
-              offer_id: o.offerId,
-              creative_id: o.creativeId,
-              channel_id: o.channelId,
-              placement_id: o.placementId,
-              context_bucket: bucket,
-            }))
-          : [],
-      };
+      const interactionId = singleSlot(input) && offers.length ? newId() : null;
+      const write = toRecommendationWrite({ tenantId: ctx.tenantId, input, decision, offers, refusals, bucket, scoredBy, experiment, interactionId });
       const save = () => this.deps.recommendations.save(write);
       if (!offers.length) return { offers, refusals, interactionId, createdAt: await save() };
       if (this.deps.decisionQuota !== null) {
