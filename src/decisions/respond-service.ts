@@ -1,4 +1,4 @@
-import { create, type JsonObject } from "@bufbuild/protobuf";
+import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import {
   RespondBulkResponseSchema,
@@ -7,7 +7,7 @@ import {
   type RespondRequest,
   type RespondResponse,
 } from "../../gen/decisioning/v1/decisions_pb.js";
-import { ALL_CONTEXTS_BUCKET } from "../core/index.js";
+import { ALL_CONTEXTS_BUCKET, mergeAttributes } from "../core/index.js";
 import type { CallInfo, TenantContext } from "../platform/context.js";
 import { AppError, badRequest, isAppError } from "../platform/errors.js";
 import { newId } from "../platform/ids.js";
@@ -147,5 +147,5 @@ function storedContext(req: RespondRequest): JsonObject {
   if (req.channel) names.channel = req.channel;
   if (req.placement) names.placement = req.placement;
   if (req.deviceType) names.deviceType = req.deviceType;
-  return { ...(req.attributes ?? {}), ...names, ...(req.context ?? {}) };
+  return mergeAttributes<JsonValue>(req.attributes ?? {}, names, req.context ?? {});
 }

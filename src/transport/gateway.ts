@@ -7,7 +7,7 @@ import type { Logger } from "../platform/logger.js";
 import { methodPolicy, type ResolvedPolicy } from "../platform/method-policy.js";
 import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
 import type { RateLimitDecision } from "../platform/rate-limiter.js";
-import { authorize, type Authenticator } from "../identity/authenticator.js";
+import { authorize, type Authenticated, type Authenticator } from "../identity/authenticator.js";
 import type { CronAuthenticator } from "../identity/cron-authenticator.js";
 import { screenRequest } from "./request-screen.js";
 import { csrfRefusal } from "./csrf-guard.js";
@@ -40,6 +40,15 @@ export interface InvocationResult {
   rateLimit: RateLimitDecision | null;
   /** A renewed session cookie to send with the answer (HTTP doors only). */
   setCookie: string | null;
+}
+
+/**
+ * The caller as services see it. Members named, not spread: on Node 20's V8 a spread copy that then
+ * gains a member (`{ ...auth, requestId }`) takes a slow path, about 3 µs, and allocates what
+ * survives into the old generation (docs/performance.md, eleventh session).
+ */
+function tenantContext(auth: Authenticated, requestId: string): TenantContext {
+  return { tenantId: auth.tenantId, userId: auth.userId, actorName: auth.actorName, role: auth.role, principal: auth.principal, requestId };
 }
 
 /**
@@ -113,12 +122,12 @@ export class Gateway {
     if (policy.plane === "public") {
       ctx = { tenantId: "", userId: null, actorName: "anonymous", role: "viewer", principal: { kind: "anonymous" }, requestId };
     } else if (policy.plane === "cron") {
-      ctx = { ...this.cronAuthenticator.authenticate(inv.call), requestId };
+      ctx = tenantContext(this.cronAuthenticator.authenticate(inv.call), requestId);
     } else {
-      const { setCookie: renewed, ...auth } = await this.authenticator.authenticate(inv.call);
+      const auth = await this.authenticator.authenticate(inv.call);
       authorize(auth, policy);
-      ctx = { ...auth, requestId };
-      setCookie = renewed ?? null;
+      ctx = tenantContext(auth, requestId);
+      setCookie = auth.setCookie ?? null;
     }
     caller.tenantId = ctx.tenantId;
     const request = await decode();
