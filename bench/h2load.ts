@@ -5,7 +5,7 @@
  * not the client (issue 18: the Node gRPC client cost about 0.17 ms per call on these two cores).
  *
  * h2load sends one body for every request of a run; lanes whose requests must differ (fresh
- * idempotency keys) use bench/h2-client.ts instead.
+ * idempotency keys) use bench/h2-frames.ts instead.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

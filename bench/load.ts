@@ -1,6 +1,6 @@
 /**
  * The in-process load generator, for the lanes h2load cannot drive (requests that must differ,
- * bench/h2-client.ts), and the lane result every lane reports.
+ * bench/h2-frames.ts), and the lane result every lane reports.
  *
  * - `closedLoop` keeps a fixed number of requests in flight for a fixed time: the maximum
  *   throughput at that concurrency.

@@ -11,8 +11,8 @@
  * 3. gRPC, Connect and REST lanes are driven by h2load (bench/h2load.ts), the echo server's and the
  *    service's alike: closed loop for throughput, open loop at fixed rates with every request's
  *    time from h2load's log file. Respond with fresh idempotency keys needs a different body per
- *    request, which h2load cannot send: those lanes use the light node:http2 client
- *    (bench/h2-client.ts), whose own CPU per call is reported next to them, and which also drives
+ *    request, which h2load cannot send: those lanes use a client that writes HTTP/2 frames itself
+ *    (bench/h2-frames.ts), whose own CPU per call is reported next to them, and which also drives
  *    the echo server once so its ceiling is on the page.
  * 4. Every lane reports the server's CPU per request beside the echo server's, and its event-loop
  *    delay; the summary prints each target with the figure, the baseline and met or MISSED.
@@ -35,7 +35,7 @@ import { DEFAULT_POOL_MIN_TREE_WALKS } from "../src/config.js";
 import { closedLoop, failures, warmUp, type Call, type LaneResult } from "./load.js";
 import { measureCrossover, type CrossoverResult } from "./crossover.js";
 import { grpcFrame, h2loadClosed, h2loadOpen, requireH2load, type H2loadTarget } from "./h2load.js";
-import { grpcH2Client } from "./h2-client.js";
+import { grpcFrameClient } from "./h2-frames.js";
 import {
   BENCH_SECRETS,
   ROOT,
@@ -67,8 +67,12 @@ const RATE_GB = 200;
 const CLOSED = { connections: 4 * WORKERS, streams: 8 };
 /** Open loop: 2 connections, up to 64 streams each. */
 const OPEN = { connections: 2 * WORKERS, streams: 64 };
-/** Respond lanes: 16 requests in flight over 2 connections of the light client. */
-const RESPOND_IN_FLIGHT = 16;
+/**
+ * Respond lanes: the closed loop's shape, as many requests in flight over as many connections as
+ * h2load keeps for the echo server they are compared with (16 over 2 until the eleventh session,
+ * which left the machine a fifth idle while the echo server had 32).
+ */
+const RESPOND_IN_FLIGHT = CLOSED.connections * CLOSED.streams;
 
 // ---------------------------------------------------------------------------------------------
 // 1. PostgreSQL and Redis: re-run under test/services.sh when they are not given.
@@ -135,7 +139,7 @@ function cpuTimes(): { busy: number; total: number } | null {
 
 interface Lane extends LaneResult {
   name: string;
-  client: "h2load" | "node:http2";
+  client: "h2load" | "frames";
   /** The client's own CPU per completed request, ms. */
   clientCpuMsPerRequest: number;
   /** The server process measured from inside (bench/probe.mjs): CPU of the main thread and the scoring threads. */
@@ -223,8 +227,8 @@ async function h2Lane(name: string, server: ProbedProcess, target: H2loadTarget,
   return l;
 }
 
-/** A closed-loop lane of the light Node client, its own CPU per call measured (main thread). */
-async function nodeLane(name: string, server: ProbedProcess, call: Call, inFlight: number): Promise<Lane> {
+/** A closed-loop lane of the frame client, its own CPU per call measured (this process). */
+async function frameLane(name: string, server: ProbedProcess, call: Call, inFlight: number): Promise<Lane> {
   await warmUp(call, WARM_S * 1000, inFlight);
   await quiesce(server, false);
   await server.probe.reset();
@@ -236,7 +240,7 @@ async function nodeLane(name: string, server: ProbedProcess, call: Call, inFligh
   const report = await server.probe.report();
   const l: Lane = {
     name,
-    client: "node:http2",
+    client: "frames",
     ...result,
     clientCpuMsPerRequest: (own.user + own.system) / 1000 / Math.max(1, result.ok),
     server: { ...report, cpuMsPerRequest: report.cpuMs / Math.max(1, result.ok) },
@@ -330,16 +334,16 @@ async function run(h2loadVersion: string): Promise<void> {
     },
   };
 
-  // --- A. the echo server (h2load, and once the light Node client) ------------------------------
+  // --- A. the echo server (h2load, and once the frame client) ------------------------------------
   console.log("\nA. echo server (grpc-js, its own process; the same h2load runs as the service's gRPC lanes)");
   const echoTarget = grpcTarget(echo.ports.grpcPort);
   const echoClosed = await h2Lane("echo gRPC", echo, echoTarget, "closed", false);
   const echoOpenA = await h2Lane("echo gRPC", echo, echoTarget, { rate: RATE_ADAPTIVE }, false);
   const echoOpenGb = await h2Lane("echo gRPC", echo, echoTarget, { rate: RATE_GB }, false);
-  const echoCalls = grpcH2Client(echo.ports.grpcPort, { "x-api-key": dataKey });
-  closers.push({ what: "echo node:http2 client", close: async () => echoCalls.close() });
+  const echoCalls = grpcFrameClient(echo.ports.grpcPort, { "x-api-key": dataKey }, CLOSED.connections);
+  closers.push({ what: "echo frame client", close: async () => echoCalls.close() });
   const echoMessage = toBinary(RecommendRequestSchema, recommendRequest());
-  const echoNode = await nodeLane("echo gRPC (Node client)", echo, () => echoCalls.call("/decisioning.v1.DecisionService/Recommend", echoMessage), RESPOND_IN_FLIGHT);
+  const echoNode = await frameLane("echo gRPC (frame client)", echo, () => echoCalls.call("/decisioning.v1.DecisionService/Recommend", echoMessage), RESPOND_IN_FLIGHT);
 
   // --- B. Recommend, default flow (adaptive), 200 offers, traces on ------------------------------
   console.log(`\nB. Recommend, default flow (adaptive model), ${OFFERS} active offers, traces on (sample rate 1.0)`);
@@ -374,10 +378,10 @@ async function run(h2loadVersion: string): Promise<void> {
   const gbOpen = await h2Lane("Recommend gRPC gbt100", service, gbTarget, { rate: RATE_GB }, true);
 
   // --- D. Respond: fresh keys (every request differs) and the same keys replayed -----------------
-  console.log(`\nD. Respond over gRPC, ${RESPOND_IN_FLIGHT} in flight, light Node client (node:http2, a body per request); attributed by recommendationId and rank`);
+  console.log(`\nD. Respond over gRPC, ${RESPOND_IN_FLIGHT} in flight, frame client (HTTP/2 frames over node:net, a body per request); attributed by recommendationId and rank`);
   const recent = (await tracesDb.query("SELECT id, customer_id FROM recommendations ORDER BY created_at DESC LIMIT 5000")).rows as Array<{ id: string; customer_id: string }>;
-  const respondCalls = grpcH2Client(service.ports.grpcPort, { "x-api-key": dataKey });
-  closers.push({ what: "Respond node:http2 client", close: async () => respondCalls.close() });
+  const respondCalls = grpcFrameClient(service.ports.grpcPort, { "x-api-key": dataKey }, CLOSED.connections);
+  closers.push({ what: "Respond frame client", close: async () => respondCalls.close() });
   const run0 = randomBytes(4).toString("hex");
   const respond = (n: number) => {
     const rec = recent[n % recent.length];
@@ -386,9 +390,9 @@ async function run(h2loadVersion: string): Promise<void> {
   };
   // Lanes number their calls from 0 again after warm-up, so fresh keys come from a counter of their own.
   let sent = 0;
-  const respondFresh = await nodeLane("Respond gRPC, fresh keys (Node client)", service, () => respond(sent++), RESPOND_IN_FLIGHT);
+  const respondFresh = await frameLane("Respond gRPC, fresh keys (frame client)", service, () => respond(sent++), RESPOND_IN_FLIGHT);
   const written = sent;
-  const respondReplay = await nodeLane("Respond gRPC, replayed keys (Node client)", service, (i) => respond(i % written), RESPOND_IN_FLIGHT);
+  const respondReplay = await frameLane("Respond gRPC, replayed keys (frame client)", service, (i) => respond(i % written), RESPOND_IN_FLIGHT);
 
   const serviceWarnings = service.warnings.filter((w) => !/SECURITY/.test(String(w.msg)));
   // Stop the servers before the in-process measurement so it has the machine to itself.
@@ -425,9 +429,9 @@ async function run(h2loadVersion: string): Promise<void> {
   add(`Connect JSON p99 @ ${RATE_ADAPTIVE}/s`, connOpen.latency.p99, "ms", "gRPC", recOpen.latency.p99);
   add(`REST JSON p99 @ ${RATE_ADAPTIVE}/s`, restOpen.latency.p99, "ms", "gRPC", recOpen.latency.p99);
   for (const l of [recClosed, connClosed, restClosed, gbClosed]) add(`service CPU per ${l.name} (closed)`, l.server!.cpuMsPerRequest, "ms/req", "echo", echoClosed.server!.cpuMsPerRequest);
-  add("service CPU per Respond, fresh keys", respondFresh.server!.cpuMsPerRequest, "ms/req", "echo (Node client)", echoNode.server!.cpuMsPerRequest);
+  add("service CPU per Respond, fresh keys", respondFresh.server!.cpuMsPerRequest, "ms/req", "echo (frame client)", echoNode.server!.cpuMsPerRequest);
   add("service CPU per Respond, replayed keys", respondReplay.server!.cpuMsPerRequest, "ms/req", "fresh keys", respondFresh.server!.cpuMsPerRequest);
-  add("Node client CPU per Respond call", respondFresh.clientCpuMsPerRequest, "ms/req", "service CPU per Respond", respondFresh.server!.cpuMsPerRequest);
+  add("frame client CPU per Respond call", respondFresh.clientCpuMsPerRequest, "ms/req", "service CPU per Respond", respondFresh.server!.cpuMsPerRequest);
   add("h2load CPU per gRPC Recommend", recClosed.clientCpuMsPerRequest, "ms/req", "service CPU per Recommend", recClosed.server!.cpuMsPerRequest);
   add("scoring crossover (tree walks)", crossover.crossoverByCandidates[200] ?? NaN, "walks at 200 candidates", "DEFAULT_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS, {
     text: "<= 5,000",
