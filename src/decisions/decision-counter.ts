@@ -1,4 +1,4 @@
-import { GroupCommit } from "../platform/group-commit.js";
+import { KeyedGroupCommit } from "../platform/group-commit.js";
 import type { RedisClient } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 import { evidenceSlot, type MemoryEvidenceStore } from "./evidence-store.js";
@@ -87,16 +87,10 @@ export function createRedisDecisionCounter(redis: RedisClient): DecisionCounter 
     return r.countDecisions(keys.length, ...keys, ...args);
   };
   /** By tenant: a batch is one tenant's (its keys share the tenant's hash slot on a Redis Cluster). */
-  const batches = new Map<string, GroupCommit<DecisionCount, number>>();
+  const batches = new KeyedGroupCommit<DecisionCount, number>(countBatch, { maxInFlight: 2 });
   return failClosed<DecisionCounter>({
     async countDecision(tenantId, quota, trialKeys, sent) {
-      let commits = batches.get(tenantId);
-      if (!commits) {
-        // Kept while the tenant has counts on their way: a long-running process serves tenants that come and go.
-        const onIdle = () => batches.delete(tenantId);
-        batches.set(tenantId, (commits = new GroupCommit((batch) => countBatch(tenantId, batch), null, { maxInFlight: 2, onIdle })));
-      }
-      const n = await commits.submit({ quota, trialKeys, sent });
+      const n = await batches.submit(tenantId, { quota, trialKeys, sent });
       return n < 0 ? null : n;
     },
     async uncountDecision(tenantId, trialKeys) {

@@ -1,5 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { preparedRows } from "../platform/db.js";
+import { KeyedGroupCommit } from "../platform/group-commit.js";
 
 /** An outcome as stored in interactions (the first write of its idempotency key). */
 export interface OutcomeRow {
@@ -88,6 +89,15 @@ export interface OutcomeWrite {
  * is a named prepared statement (preparedRows): Respond is a hot path too.
  */
 export class OutcomeStore {
+  /**
+   * Respond looks its recommendation up by id: while two lookups of a tenant run, the ones that
+   * arrive wait and go as one statement (one round trip and one socket write for the batch, about a
+   * fifth of a fresh Respond's CPU when each went alone). An idle service reads each at once.
+   */
+  private readonly byId = new KeyedGroupCommit<string, StoredRecommendation | null>((tenantId, ids) => this.recommendationsById(tenantId, ids), {
+    maxInFlight: 2,
+  });
+
   constructor(private readonly db: Sequelize) {}
 
   async byKey(tenantId: string, key: string): Promise<OutcomeRow | null> {
@@ -128,20 +138,28 @@ export class OutcomeStore {
   }
 
   async recommendation(tenantId: string, id: string): Promise<StoredRecommendation | null> {
-    return this.recommendationBy(tenantId, "id", id);
+    return this.byId.submit(tenantId, id);
+  }
+
+  /** The tenant's recommendations with these ids, in their order; null where there is none. */
+  private async recommendationsById(tenantId: string, ids: string[]): Promise<Array<StoredRecommendation | null>> {
+    const rows = await preparedRows<StoredRecommendation>(
+      this.db,
+      "recommendations-by-ids",
+      `SELECT id, customer_id, interaction_id, offers, created_at FROM recommendations WHERE tenant_id = $1 AND id = ANY($2::uuid[])`,
+      [tenantId, ids],
+    );
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.map((id) => byId.get(id) ?? null);
   }
 
   /** Legacy clients send the interaction id a single-flow recommendation carried. */
   async recommendationByInteraction(tenantId: string, interactionId: string): Promise<StoredRecommendation | null> {
-    return this.recommendationBy(tenantId, "interaction_id", interactionId);
-  }
-
-  private async recommendationBy(tenantId: string, column: "id" | "interaction_id", value: string): Promise<StoredRecommendation | null> {
     const [row] = await preparedRows<StoredRecommendation>(
       this.db,
-      `recommendation-by-${column}`,
-      `SELECT id, customer_id, interaction_id, offers, created_at FROM recommendations WHERE tenant_id = $1 AND ${column} = $2`,
-      [tenantId, value],
+      "recommendation-by-interaction_id",
+      `SELECT id, customer_id, interaction_id, offers, created_at FROM recommendations WHERE tenant_id = $1 AND interaction_id = $2`,
+      [tenantId, interactionId],
     );
     return row ?? null;
   }

@@ -77,3 +77,27 @@ export class GroupCommit<W, R> {
     await Promise.all(batch.map((w) => writeOne(w.write).then(w.resolve, w.reject)));
   }
 }
+
+/**
+ * One GroupCommit per key (a tenant: a batch must be one tenant's, for a Redis Cluster slot or a
+ * statement scoped to one tenant), kept while the key has work on its way: a long-running process
+ * serves tenants that come and go.
+ */
+export class KeyedGroupCommit<W, R> {
+  private readonly groups = new Map<string, GroupCommit<W, R>>();
+
+  constructor(
+    private readonly writeBatch: (key: string, batch: W[]) => Promise<R[]>,
+    private readonly options: Omit<GroupCommitOptions, "onIdle"> = {},
+  ) {}
+
+  submit(key: string, write: W): Promise<R> {
+    let group = this.groups.get(key);
+    if (!group) {
+      const onIdle = () => this.groups.delete(key);
+      group = new GroupCommit((batch: W[]) => this.writeBatch(key, batch), null, { ...this.options, onIdle });
+      this.groups.set(key, group);
+    }
+    return group.submit(write);
+  }
+}

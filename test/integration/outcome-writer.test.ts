@@ -121,3 +121,36 @@ describe("outcome writer (group commit)", () => {
     assert.equal((await rowsWithKey(orphan.tenantId, orphan.row.idempotency_key)).length, 0);
   });
 });
+
+describe("recommendation lookups by id (batched per tenant)", () => {
+  test("concurrent lookups share statements; each answers its own tenant's row, null for another tenant's id or an unknown one", async () => {
+    const [mine, theirs] = tenants;
+    const ids = Array.from({ length: 12 }, () => randomUUID());
+    for (const [i, id] of ids.entries()) {
+      await db.query("INSERT INTO recommendations (tenant_id, id, customer_id, offers) VALUES ($1, $2, $3, $4::jsonb)", {
+        bind: [i % 3 === 0 ? theirs : mine, id, `cust-${i}`, JSON.stringify([{ rank: 1, offerId: randomUUID() }])],
+      });
+    }
+    const unknown = randomUUID();
+    // Count the statements: each takes a connection from the pool.
+    const pool = db.connectionManager as unknown as { getConnection(...args: unknown[]): Promise<unknown> };
+    const getConnection = pool.getConnection.bind(pool);
+    let statements = 0;
+    pool.getConnection = (...args: unknown[]) => (statements++, getConnection(...args));
+    try {
+      const found = await Promise.all([...ids, unknown].map((id) => store.recommendation(mine, id)));
+      ids.forEach((id, i) => {
+        if (i % 3 === 0) assert.equal(found[i], null, `${id} is the other tenant's`);
+        else assert.equal(found[i]?.id, id);
+        if (i % 3 !== 0) assert.equal(found[i]?.customer_id, `cust-${i}`);
+      });
+      assert.equal(found[ids.length], null);
+      assert.ok(statements < ids.length + 1, `13 lookups went in ${statements} statements`);
+      // The other tenant sees its own rows only.
+      assert.equal((await store.recommendation(theirs, ids[0]))?.id, ids[0]);
+      assert.equal(await store.recommendation(theirs, ids[1]), null);
+    } finally {
+      pool.getConnection = getConnection;
+    }
+  });
+});

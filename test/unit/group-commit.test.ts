@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { GroupCommit } from "../../src/platform/group-commit.js";
+import { GroupCommit, KeyedGroupCommit } from "../../src/platform/group-commit.js";
 
 /** A batch writer whose statements finish when the test says, recording each batch. */
 function heldWriter(fail: (batch: number[]) => boolean = () => false) {
@@ -70,3 +70,32 @@ describe("group commit", () => {
     assert.equal(idle, 1);
   });
 });
+
+describe("keyed group commit", () => {
+  test("each key's writes batch among themselves, never with another key's, and a key that went idle starts afresh", async () => {
+    const batches: Array<[string, number[]]> = [];
+    const finish: Array<() => void> = [];
+    const commits = new KeyedGroupCommit<number, string>(
+      (key, batch) => {
+        batches.push([key, batch]);
+        return new Promise((resolve) => finish.push(() => resolve(batch.map((n) => `${key}${n}`))));
+      },
+      { maxInFlight: 1 },
+    );
+    const first = [commits.submit("a", 1), commits.submit("b", 1)];
+    const waiting = [commits.submit("a", 2), commits.submit("b", 2), commits.submit("a", 3)];
+    assert.deepEqual(batches, [["a", [1]], ["b", [1]]]);
+    finish.splice(0).forEach((f) => f());
+    assert.deepEqual(await Promise.all(first), ["a1", "b1"]);
+    await turn();
+    assert.deepEqual(batches.slice(2), [["a", [2, 3]], ["b", [2]]]);
+    finish.splice(0).forEach((f) => f());
+    assert.deepEqual(await Promise.all(waiting), ["a2", "b2", "a3"]);
+    await turn();
+    const again = commits.submit("a", 4);
+    assert.deepEqual(batches.at(-1), ["a", [4]], "an idle key's write goes at once");
+    finish.splice(0).forEach((f) => f());
+    assert.equal(await again, "a4");
+  });
+});
+
