@@ -343,7 +343,7 @@ async function run(h2loadVersion: string): Promise<void> {
   const echoCalls = grpcFrameClient(echo.ports.grpcPort, { "x-api-key": dataKey }, CLOSED.connections);
   closers.push({ what: "echo frame client", close: async () => echoCalls.close() });
   const echoMessage = toBinary(RecommendRequestSchema, recommendRequest());
-  const echoNode = await frameLane("echo gRPC (frame client)", echo, () => echoCalls.call("/decisioning.v1.DecisionService/Recommend", echoMessage), RESPOND_IN_FLIGHT);
+  const echoFrames = await frameLane("echo gRPC (frame client)", echo, () => echoCalls.call("/decisioning.v1.DecisionService/Recommend", echoMessage), RESPOND_IN_FLIGHT);
 
   // --- B. Recommend, default flow (adaptive), 200 offers, traces on ------------------------------
   console.log(`\nB. Recommend, default flow (adaptive model), ${OFFERS} active offers, traces on (sample rate 1.0)`);
@@ -429,7 +429,7 @@ async function run(h2loadVersion: string): Promise<void> {
   add(`Connect JSON p99 @ ${RATE_ADAPTIVE}/s`, connOpen.latency.p99, "ms", "gRPC", recOpen.latency.p99);
   add(`REST JSON p99 @ ${RATE_ADAPTIVE}/s`, restOpen.latency.p99, "ms", "gRPC", recOpen.latency.p99);
   for (const l of [recClosed, connClosed, restClosed, gbClosed]) add(`service CPU per ${l.name} (closed)`, l.server!.cpuMsPerRequest, "ms/req", "echo", echoClosed.server!.cpuMsPerRequest);
-  add("service CPU per Respond, fresh keys", respondFresh.server!.cpuMsPerRequest, "ms/req", "echo (frame client)", echoNode.server!.cpuMsPerRequest);
+  add("service CPU per Respond, fresh keys", respondFresh.server!.cpuMsPerRequest, "ms/req", "echo (frame client)", echoFrames.server!.cpuMsPerRequest);
   add("service CPU per Respond, replayed keys", respondReplay.server!.cpuMsPerRequest, "ms/req", "fresh keys", respondFresh.server!.cpuMsPerRequest);
   add("frame client CPU per Respond call", respondFresh.clientCpuMsPerRequest, "ms/req", "service CPU per Respond", respondFresh.server!.cpuMsPerRequest);
   add("h2load CPU per gRPC Recommend", recClosed.clientCpuMsPerRequest, "ms/req", "service CPU per Recommend", recClosed.server!.cpuMsPerRequest);

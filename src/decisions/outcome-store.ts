@@ -1,6 +1,7 @@
 import type { Sequelize } from "sequelize";
 import { preparedRows } from "../platform/db.js";
 import { KeyedGroupCommit } from "../platform/group-commit.js";
+import { isUuid } from "../platform/ids.js";
 
 /** An outcome as stored in interactions (the first write of its idempotency key). */
 export interface OutcomeRow {
@@ -138,6 +139,8 @@ export class OutcomeStore {
   }
 
   async recommendation(tenantId: string, id: string): Promise<StoredRecommendation | null> {
+    // A batch is one statement: an id PostgreSQL cannot read as a uuid would fail the others with it.
+    if (!isUuid(id)) return null;
     return this.byId.submit(tenantId, id);
   }
 

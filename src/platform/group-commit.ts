@@ -95,7 +95,7 @@ export class KeyedGroupCommit<W, R> {
     let group = this.groups.get(key);
     if (!group) {
       const onIdle = () => this.groups.delete(key);
-      group = new GroupCommit((batch: W[]) => this.writeBatch(key, batch), null, { ...this.options, onIdle });
+      group = new GroupCommit((batch: W[]) => this.writeBatch(key, batch), null, Object.assign({}, this.options, { onIdle }));
       this.groups.set(key, group);
     }
     return group.submit(write);
