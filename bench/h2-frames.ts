@@ -32,8 +32,12 @@ const STREAM_WINDOW = 1 << 24;
 const CONNECTION_WINDOW_EXTRA = (1 << 30) - 65_535;
 
 export interface GrpcFrameClient {
-  /** One unary call with an already serialized message; resolves when the stream ends. */
-  call(path: string, message: Uint8Array): Promise<void>;
+  /**
+   * One unary call with an already serialized message; resolves when the stream ends. With
+   * `connection`, it goes out on that connection (modulo their number) rather than the next in
+   * turn: a client that retries does so on the connection it first used, as a gRPC channel does.
+   */
+  call(path: string, message: Uint8Array, connection?: number): Promise<void>;
   close(): void;
 }
 
@@ -245,7 +249,7 @@ export function grpcFrameClient(port: number, headers: Record<string, string>, c
   const all = Array.from({ length: connections }, () => new Connection(port, headers));
   let turn = 0;
   return {
-    call: (path, message) => all[turn++ % all.length].call(path, message),
+    call: (path, message, connection = turn++) => all[connection % all.length].call(path, message),
     close: () => all.forEach((c) => c.close()),
   };
 }

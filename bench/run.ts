@@ -386,7 +386,9 @@ async function run(h2loadVersion: string): Promise<void> {
   const respond = (n: number) => {
     const rec = recent[n % recent.length];
     const message = toBinary(RespondRequestSchema, create(RespondRequestSchema, { customerId: rec.customer_id, outcome: "click", recommendationId: rec.id, rank: 1, idempotencyKey: `fresh-${run0}-${n}` }));
-    return respondCalls.call("/decisioning.v1.OutcomeService/Respond", message);
+    // Key n always on connection n: a replay reaches the process that recorded it, as a client's
+    // retry over its own channel does (with WORKERS above 1, each process answers its own).
+    return respondCalls.call("/decisioning.v1.OutcomeService/Respond", message, n);
   };
   // Lanes number their calls from 0 again after warm-up, so fresh keys come from a counter of their own.
   let sent = 0;

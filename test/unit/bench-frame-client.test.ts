@@ -12,7 +12,7 @@ import { grpcFrameClient } from "../../bench/h2-frames.js";
 describe("bench frame client", () => {
   let server: Http2Server;
   let port = 0;
-  const seen: Array<{ path: string; key: string | undefined; te: string | undefined; body: Buffer }> = [];
+  const seen: Array<{ path: string; key: string | undefined; te: string | undefined; body: Buffer; session: unknown }> = [];
 
   before(async () => {
     server = createServer();
@@ -21,7 +21,7 @@ describe("bench frame client", () => {
       stream.on("data", (c: Buffer) => chunks.push(c));
       stream.on("end", () => {
         const path = String(headers[":path"]);
-        seen.push({ path, key: headers["x-api-key"] as string | undefined, te: headers.te as string | undefined, body: Buffer.concat(chunks) });
+        seen.push({ path, key: headers["x-api-key"] as string | undefined, te: headers.te as string | undefined, body: Buffer.concat(chunks), session: stream.session });
         if (path.endsWith("/Fail")) {
           // A gRPC error: trailers only, no message.
           stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "5" }, { endStream: true });
@@ -76,5 +76,20 @@ describe("bench frame client", () => {
     client.close();
     assert.equal(seen.length, 400);
     assert.ok(seen.every((s) => s.body.length === 905));
+  });
+
+  test("a call given a connection goes out on it; the others take the connections in turn", async () => {
+    const client = grpcFrameClient(port, { "x-api-key": "k-4" }, 3);
+    seen.length = 0;
+    const message = new Uint8Array([1]);
+    for (let n = 0; n < 6; n++) await client.call("/pkg.Service/Method", message);
+    // Keys 0-5 on connections n % 3, then the same keys again in another order.
+    for (const n of [4, 1, 5, 0, 3, 2]) await client.call("/pkg.Service/Method", message, n);
+    client.close();
+    const sessions = [...new Set(seen.map((s) => s.session))];
+    assert.equal(sessions.length, 3);
+    const on = seen.map((s) => sessions.indexOf(s.session));
+    assert.deepEqual(on.slice(0, 6), [0, 1, 2, 0, 1, 2]);
+    assert.deepEqual(on.slice(6), [4, 1, 5, 0, 3, 2].map((n) => on[n]));
   });
 });
