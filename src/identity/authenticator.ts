@@ -17,6 +17,8 @@ import type { SessionRevocations } from "../sessions/session-revocations.js";
 /** Spec 5.4: liveness data may be at most 30 seconds old. */
 export const LIVENESS_CACHE_MS = 30_000;
 const TOUCH_INTERVAL_MS = 60_000;
+/** Valid API keys whose HMAC this process keeps (the oldest goes first); as many as the key cache holds. */
+const KEY_HASHES = 10_000;
 
 export interface Authenticated {
   tenantId: string;
@@ -46,6 +48,14 @@ export class Authenticator {
   private readonly tenants: TtlCache<boolean>;
   private readonly signer: TokenSigner;
   private readonly lastTouched = new Map<string, number>();
+  /**
+   * The HMAC of each valid API key as presented, computed once per process rather than on every
+   * request (it was a twentieth of a replayed Respond's CPU). Keeping a presented key in memory
+   * widens nothing: each HTTP/2 connection's HPACK table already holds it as long as the connection
+   * lives. Only keys that matched a row are kept, so a caller sending random keys cannot fill it;
+   * whether a kept key is still live is checked as before, against the key cache.
+   */
+  private readonly keyHashes = new Map<string, string>();
 
   constructor(
     private readonly store: IdentityStore,
@@ -143,12 +153,15 @@ export class Authenticator {
   private async fromApiKey(raw: string, call: CallInfo): Promise<Authenticated> {
     if (this.internalApiKey && safeEqual(raw, this.internalApiKey)) return this.internal(call);
     if (!raw.startsWith("krn_")) throw unauthenticated("Invalid API key", "INVALID_API_KEY");
-    const hash = hashApiKey(this.secrets.apiKeyPepper(), raw);
-    const key = await this.live(() => this.keys.get(hash, () => this.store.findApiKeyByHashAcrossTenants(hash)));
+    const kept = this.keyHashes.get(raw);
+    const hash = kept ?? hashApiKey(this.secrets.apiKeyPepper(), raw);
+    const key = this.keys.peek(hash) ?? (await this.live(() => this.keys.get(hash, () => this.store.findApiKeyByHashAcrossTenants(hash))));
     if (!key || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= this.now())) {
       throw unauthenticated("Invalid, revoked or expired API key", "INVALID_API_KEY");
     }
-    const user = await this.liveUser(key.tenant_id, key.user_id);
+    if (kept === undefined) this.keepHash(raw, hash);
+    const user = this.users.peek(`${key.tenant_id}:${key.user_id}`) ?? (await this.liveUser(key.tenant_id, key.user_id));
+    if (user.disabled || user.deleted_at) throw inactiveUser();
     this.touch(key);
     return {
       tenantId: key.tenant_id,
@@ -185,8 +198,13 @@ export class Authenticator {
 
   private async liveUser(tenantId: string, userId: string): Promise<UserRow> {
     const user = await this.live(() => this.users.get(`${tenantId}:${userId}`, () => this.store.findUser(tenantId, userId)));
-    if (!user || user.disabled || user.deleted_at) throw unauthenticated("Unauthorized: the user behind this credential is disabled or removed", "USER_INACTIVE");
+    if (!user || user.disabled || user.deleted_at) throw inactiveUser();
     return user;
+  }
+
+  private keepHash(raw: string, hash: string): void {
+    if (this.keyHashes.size >= KEY_HASHES) this.keyHashes.delete(this.keyHashes.keys().next().value!);
+    this.keyHashes.set(raw, hash);
   }
 
   /** Fail closed: a lookup that cannot be made rejects the request (spec 5.4). */
@@ -208,6 +226,8 @@ export class Authenticator {
     this.store.touchApiKey(key.tenant_id, key.id).catch((err) => this.logger.warn({ err }, "last-used update failed"));
   }
 }
+
+const inactiveUser = () => unauthenticated("Unauthorized: the user behind this credential is disabled or removed", "USER_INACTIVE");
 
 /** Spec 5.2 and 5.3: planes, scopes and roles. Public methods are not authorized here. */
 export function authorize(auth: Authenticated, policy: Pick<ResolvedPolicy, "plane" | "minRole">): void {

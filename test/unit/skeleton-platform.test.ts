@@ -113,24 +113,51 @@ describe("liveness re-checks (spec 5.4)", () => {
 
   /** A fake store over one key and its user; `fail` makes every lookup throw, as a lost database would. */
   function fakeStore(keyChanges: Partial<ApiKeyRow> = {}) {
-    const state = { user: { id: "u1", name: "ana", role: "admin", disabled: false } as UserRow, fail: false };
+    const state = { user: { id: "u1", name: "ana", role: "admin", disabled: false } as UserRow, fail: false, revokedAt: null as Date | null, keyLookups: 0 };
     const lookup = <T>(value: () => T) => async () => {
       if (state.fail) throw new Error("connection refused");
       return value();
     };
     const store = {
-      findApiKeyByHashAcrossTenants: lookup(() => ({ ...key, ...keyChanges })),
+      findApiKeyByHashAcrossTenants: lookup(() => {
+        state.keyLookups++;
+        return { ...key, ...keyChanges, ...(state.revokedAt && { revoked_at: state.revokedAt }) };
+      }),
       findUser: lookup(() => ({ ...state.user })),
       touchApiKey: async () => {},
     } as unknown as IdentityStore;
     return { store, state };
   }
 
-  function authenticator(store: IdentityStore, clock: { now: number }) {
-    const secrets = createSecrets({ apiKeyPepper: pepper, jwtSigningSecret: "j".repeat(40) });
+  function authenticator(store: IdentityStore, clock: { now: number }, secrets = createSecrets({ apiKeyPepper: pepper, jwtSigningSecret: "j".repeat(40) })) {
     return new Authenticator(store, secrets, null, createLogger("silent"), () => clock.now);
   }
-  const call = { header: (name: string) => (name === "x-api-key" ? rawKey : undefined), remoteAddress: "" };
+  const callWith = (apiKey: string) => ({ header: (name: string) => (name === "x-api-key" ? apiKey : undefined), remoteAddress: "" });
+  const call = callWith(rawKey);
+
+  test("a valid key's HMAC is computed once per process, an unknown key's on every request; a kept key is still checked for revocation", async () => {
+    const clock = { now: 1_000_000 };
+    const { store, state } = fakeStore();
+    const secrets = createSecrets({ apiKeyPepper: pepper, jwtSigningSecret: "j".repeat(40) });
+    let hmacs = 0;
+    const auth = authenticator(store, clock, { ...secrets, apiKeyPepper: () => (hmacs++, secrets.apiKeyPepper()) });
+    for (let i = 0; i < 3; i++) assert.equal((await auth.authenticate(call)).userId, "u1");
+    assert.equal(hmacs, 1);
+    // An unknown key (the fake store answers no row for it once the negative is cached) is hashed every time.
+    const unknown = callWith("krn_" + "b".repeat(64));
+    const none = authenticator({ ...store, findApiKeyByHashAcrossTenants: async () => null } as unknown as IdentityStore, clock, { ...secrets, apiKeyPepper: () => (hmacs++, secrets.apiKeyPepper()) });
+    hmacs = 0;
+    for (let i = 0; i < 3; i++) await assert.rejects(none.authenticate(unknown), { reason: "INVALID_API_KEY" });
+    assert.equal(hmacs, 3);
+    // Revoked after it was kept: rejected once the key cache has expired, its row read again.
+    state.revokedAt = new Date(clock.now);
+    clock.now += LIVENESS_CACHE_MS;
+    hmacs = 0;
+    const lookups = state.keyLookups;
+    await assert.rejects(auth.authenticate(call), { code: "UNAUTHENTICATED", reason: "INVALID_API_KEY" });
+    assert.equal(state.keyLookups, lookups + 1);
+    assert.equal(hmacs, 0);
+  });
 
   test("a disabled user is seen within 30 seconds, without any invalidation message", async () => {
     assert.ok(LIVENESS_CACHE_MS <= 30_000);
