@@ -3,6 +3,7 @@ import { toJson } from "@bufbuild/protobuf";
 import canonicalize from "canonicalize";
 import { RespondRequestSchema, type RespondRequest, type RespondResponse } from "../../gen/decisioning/v1/decisions_pb.js";
 import type { Logger } from "../platform/logger.js";
+import { answeredRepeatedly } from "../platform/repeated-answers.js";
 import { toOutcomeRecord } from "./outcome-mapper.js";
 import type { OutcomeRow, OutcomeStore } from "./outcome-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
@@ -21,7 +22,7 @@ export class OutcomeReplay {
    * kept with: a workspace reset (which deletes the records) replaces the snapshot in every
    * process, and with it every entry of the tenant.
    */
-  private readonly recent = new Map<string, { row: OutcomeRow; under: CompiledTenant }>();
+  private readonly recent = new Map<string, Recent>();
 
   constructor(
     private readonly store: Pick<OutcomeStore, "byKey">,
@@ -39,7 +40,7 @@ export class OutcomeReplay {
   /** Like `find`, from this process's recent records only: null means "not known here", not "never recorded". */
   recall(tenantId: string, idempotencyKey: string, hash: string, under: CompiledTenant): RespondResponse | null {
     const known = this.recent.get(recentKey(tenantId, idempotencyKey));
-    return known?.under === under ? this.replay(known.row, hash) : null;
+    return known?.under === under ? this.replay(known, hash) : null;
   }
 
   /** Lost the race to a concurrent call with the same key: that call's record stands. */
@@ -48,20 +49,30 @@ export class OutcomeReplay {
   }
 
   /** Keeps a record this process wrote or read, for the replays that follow. */
-  remember(tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant): OutcomeRow {
+  remember(tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant): Recent {
     const key = recentKey(tenantId, idempotencyKey);
+    const kept: Recent = { row, under, answer: null };
     this.recent.delete(key);
-    this.recent.set(key, { row, under });
+    this.recent.set(key, kept);
     if (this.recent.size > RECENT_RECORDS) this.recent.delete(this.recent.keys().next().value!);
-    return row;
+    return kept;
   }
 
-  private replay(earlier: OutcomeRow, hash: string): RespondResponse {
-    if (earlier.payload_hash !== hash) {
-      this.logger.warn({ idempotencyKey: earlier.idempotency_key, recordId: earlier.id }, "idempotency key replayed with a different payload; the original record stands");
+  private replay(earlier: Recent, hash: string): RespondResponse {
+    const { row } = earlier;
+    if (row.payload_hash !== hash) {
+      this.logger.warn({ idempotencyKey: row.idempotency_key, recordId: row.id }, "idempotency key replayed with a different payload; the original record stands");
     }
-    return toOutcomeRecord(earlier, "already_recorded");
+    // Every replay of a key gets the same answer, so it is built (and by the gRPC door encoded) once.
+    return (earlier.answer ??= answeredRepeatedly(toOutcomeRecord(row, "already_recorded")));
   }
+}
+
+interface Recent {
+  row: OutcomeRow;
+  under: CompiledTenant;
+  /** The `already_recorded` answer, once a replay asked for it. */
+  answer: RespondResponse | null;
 }
 
 const recentKey = (tenantId: string, idempotencyKey: string) => `${tenantId} ${idempotencyKey}`;

@@ -9,6 +9,7 @@ import { GRPC_CODES, errorHeaders, rateLimitHeaders, toAppError } from "./error-
 import { payloadTooLarge, requestIdOf, type Gateway } from "./gateway.js";
 import { GRPC_SERVER_OPTIONS } from "./grpc-options.js";
 import { readBinary } from "./message-codec.js";
+import { encodeAnswer } from "../platform/repeated-answers.js";
 import { inRequestSpan } from "../platform/tracing.js";
 
 function callInfo(call: grpc.ServerUnaryCall<unknown, unknown>): CallInfo {
@@ -60,7 +61,7 @@ export function createGrpcServer(gateway: Gateway): { server: grpc.Server; healt
         // Decoding happens in the handler, so a malformed message is INVALID_ARGUMENT, not INTERNAL.
         requestSerialize: (b: Buffer) => b,
         requestDeserialize: (b: Buffer) => b,
-        responseSerialize: (m: unknown) => Buffer.from(toBinary(method.output, m as never)),
+        responseSerialize: (m: unknown) => encodeAnswer(method.output, m as never),
         responseDeserialize: (b: Buffer) => fromBinary(method.output, b),
       };
       impl[method.localName] = unaryHandler(gateway, method);
