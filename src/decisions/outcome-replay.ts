@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { toJson } from "@bufbuild/protobuf";
-import canonicalize from "canonicalize";
 import { RespondRequestSchema, type RespondRequest, type RespondResponse } from "../../gen/decisioning/v1/decisions_pb.js";
+import { canonicalJson } from "../core/index.js";
 import type { Logger } from "../platform/logger.js";
 import { answeredRepeatedly } from "../platform/repeated-answers.js";
 import { toOutcomeRecord } from "./outcome-mapper.js";
@@ -29,38 +29,47 @@ export class OutcomeReplay {
     private readonly logger: Logger,
   ) {}
 
-  /** The answer to a replay of `idempotencyKey`, or null when the key was never recorded. */
-  async find(tenantId: string, idempotencyKey: string, hash: string, under: CompiledTenant): Promise<RespondResponse | null> {
-    const recalled = this.recall(tenantId, idempotencyKey, hash, under);
+  /**
+   * The answer to a replay of `idempotencyKey`, or null when the key was never recorded. `payload`
+   * is the replay's canonicalPayload, to tell one that differs from the record.
+   */
+  async find(tenantId: string, idempotencyKey: string, payload: string, under: CompiledTenant): Promise<RespondResponse | null> {
+    const recalled = this.recall(tenantId, idempotencyKey, payload, under);
     if (recalled) return recalled;
     const earlier = await this.store.byKey(tenantId, idempotencyKey);
-    return earlier ? this.replay(this.remember(tenantId, idempotencyKey, earlier, under), hash) : null;
+    return earlier ? this.replay(this.remember(tenantId, idempotencyKey, earlier, under), payload) : null;
   }
 
   /** Like `find`, from this process's recent records only: null means "not known here", not "never recorded". */
-  recall(tenantId: string, idempotencyKey: string, hash: string, under: CompiledTenant): RespondResponse | null {
+  recall(tenantId: string, idempotencyKey: string, payload: string, under: CompiledTenant): RespondResponse | null {
     const known = this.recent.get(recentKey(tenantId, idempotencyKey));
-    return known?.under === under ? this.replay(known, hash) : null;
+    return known?.under === under ? this.replay(known, payload) : null;
   }
 
   /** Lost the race to a concurrent call with the same key: that call's record stands. */
-  async replayWinner(tenantId: string, idempotencyKey: string, hash: string, under: CompiledTenant): Promise<RespondResponse> {
-    return this.replay(this.remember(tenantId, idempotencyKey, (await this.store.byKey(tenantId, idempotencyKey))!, under), hash);
+  async replayWinner(tenantId: string, idempotencyKey: string, payload: string, under: CompiledTenant): Promise<RespondResponse> {
+    return this.replay(this.remember(tenantId, idempotencyKey, (await this.store.byKey(tenantId, idempotencyKey))!, under), payload);
   }
 
-  /** Keeps a record this process wrote or read, for the replays that follow. */
-  remember(tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant): Recent {
+  /**
+   * Keeps a record this process wrote or read, for the replays that follow; `payload` is the
+   * canonicalPayload of the request that wrote it, when this process has it.
+   */
+  remember(tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant, payload: string | null = null): Recent {
     const key = recentKey(tenantId, idempotencyKey);
-    const kept: Recent = { row, under, answer: null };
+    const kept: Recent = { row, under, payload, answer: null };
     this.recent.delete(key);
     this.recent.set(key, kept);
     if (this.recent.size > RECENT_RECORDS) this.recent.delete(this.recent.keys().next().value!);
     return kept;
   }
 
-  private replay(earlier: Recent, hash: string): RespondResponse {
+  private replay(earlier: Recent, payload: string): RespondResponse {
     const { row } = earlier;
-    if (row.payload_hash !== hash) {
+    // The text itself where this process has it: hashing it was most of a replay's own CPU.
+    const same = earlier.payload !== null ? earlier.payload === payload : row.payload_hash === hashPayload(payload);
+    if (same) earlier.payload ??= payload;
+    else {
       this.logger.warn({ idempotencyKey: row.idempotency_key, recordId: row.id }, "idempotency key replayed with a different payload; the original record stands");
     }
     // Every replay of a key gets the same answer, so it is built (and by the gRPC door encoded) once.
@@ -71,15 +80,26 @@ export class OutcomeReplay {
 interface Recent {
   row: OutcomeRow;
   under: CompiledTenant;
+  /** The canonicalPayload of the request that wrote the record, once known. */
+  payload: string | null;
   /** The `already_recorded` answer, once a replay asked for it. */
   answer: RespondResponse | null;
 }
 
 const recentKey = (tenantId: string, idempotencyKey: string) => `${tenantId} ${idempotencyKey}`;
 
-/** The request as its sender wrote it (unset fields omitted), for spotting a replay that differs. */
-export function payloadHash(req: RespondRequest): string {
-  return createHash("sha256").update(canonicalize(toJson(RespondRequestSchema, req))!).digest("hex");
+/**
+ * The request as its sender wrote it (unset fields omitted) in canonical JSON (RFC 8785: keys in
+ * code-unit order), for spotting a replay that differs. canonicalJson writes JSON values exactly as
+ * the `canonicalize` package did before it, so stored hashes and derived bulk keys stay the same (tested).
+ */
+export function canonicalPayload(req: RespondRequest): string {
+  return canonicalJson(toJson(RespondRequestSchema, req));
+}
+
+/** The stored payload_hash: SHA-256 (hex) of canonicalPayload. */
+export function hashPayload(payload: string): string {
+  return createHash("sha256").update(payload).digest("hex");
 }
 
 /**
@@ -87,5 +107,5 @@ export function payloadHash(req: RespondRequest): string {
  * fills in, such as a defaulted timestamp), so a retried batch replays instead of duplicating.
  */
 export function defaultIdempotencyKey(item: RespondRequest): string {
-  return `bulk:${payloadHash(item)}`;
+  return `bulk:${hashPayload(canonicalPayload(item))}`;
 }

@@ -15,7 +15,7 @@ import type { Logger } from "../platform/logger.js";
 import type { Attribution, AttributionLadder } from "./attribution.js";
 import type { OutcomeLearning } from "./outcome-learning.js";
 import { toOutcomeRecord, type OutcomeStatus } from "./outcome-mapper.js";
-import { defaultIdempotencyKey, payloadHash, type OutcomeReplay } from "./outcome-replay.js";
+import { canonicalPayload, defaultIdempotencyKey, hashPayload, type OutcomeReplay } from "./outcome-replay.js";
 import type { OutcomeStore } from "./outcome-store.js";
 import type { OutcomeWriter } from "./outcome-writer.js";
 import { validateOutcome } from "./outcome-validation.js";
@@ -84,9 +84,10 @@ export class RespondService {
     const { snapshots, store, writer, replay, attribution, learning, logger } = this.deps;
     const compiled = await snapshots.get(ctx.tenantId);
     const { customerId, outcome, category } = validateOutcome(req, idempotencyKey, compiled);
-    const hash = payloadHash(req);
-    const replayed = replay.recall(ctx.tenantId, idempotencyKey, hash, compiled);
+    const payload = canonicalPayload(req);
+    const replayed = replay.recall(ctx.tenantId, idempotencyKey, payload, compiled);
     if (replayed) return replayed;
+    const hash = hashPayload(payload);
 
     // A key not recorded by this process is most often fresh: it is attributed and inserted at
     // once, and the unique index tells a replay (replayWinner below), one PostgreSQL round trip
@@ -97,7 +98,7 @@ export class RespondService {
     try {
       attributed = await attribution.attribute(ctx.tenantId, customerId, req, compiled);
     } catch (err) {
-      const earlier = await replay.find(ctx.tenantId, idempotencyKey, hash, compiled).catch(() => null);
+      const earlier = await replay.find(ctx.tenantId, idempotencyKey, payload, compiled).catch(() => null);
       if (earlier) return earlier;
       throw err;
     }
@@ -130,8 +131,8 @@ export class RespondService {
       response_time: req.responseTime ?? null,
       occurred_at: req.timestamp ? timestampDate(req.timestamp) : at,
     });
-    if (!row) return replay.replayWinner(ctx.tenantId, idempotencyKey, hash, compiled);
-    replay.remember(ctx.tenantId, idempotencyKey, row, compiled);
+    if (!row) return replay.replayWinner(ctx.tenantId, idempotencyKey, payload, compiled);
+    replay.remember(ctx.tenantId, idempotencyKey, row, compiled, payload);
     // The record is committed; a retry would only replay it. So a learning failure (Redis down) is
     // logged for the operator rather than answered as an error the client cannot fix by retrying.
     await learning.learn(ctx.tenantId, compiled, row, category, status).catch((err) =>

@@ -1,0 +1,67 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { create, toJson } from "@bufbuild/protobuf";
+import canonicalize from "canonicalize";
+import { RespondRequestSchema, RespondResponseSchema } from "../../gen/decisioning/v1/decisions_pb.js";
+import { OutcomeReplay, canonicalPayload, defaultIdempotencyKey, hashPayload } from "../../src/decisions/outcome-replay.js";
+import { encodeAnswer } from "../../src/platform/repeated-answers.js";
+import { createLogger } from "../../src/platform/logger.js";
+import type { OutcomeRow } from "../../src/decisions/outcome-store.js";
+import type { CompiledTenant } from "../../src/decisions/snapshot-compiler.js";
+
+const requests = [
+  create(RespondRequestSchema, { customerId: "c-1", outcome: "click", recommendationId: "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", rank: 1, idempotencyKey: "k-1" }),
+  create(RespondRequestSchema, {
+    customerId: "c-2",
+    outcome: "conversion",
+    offerId: "o-1",
+    context: { z: 1, a: [1, { y: 2, b: "x" }], "10": 3, "2": 4, nested: { "é": "u\u2028", "": null } },
+    attributes: { age: 41, tier: "gold", score: 0.1 + 0.2, big: 1e21, small: 5e-7 },
+    outcomeDetails: {},
+    conversionValue: Number.NaN,
+    responseTime: -0,
+    timestamp: { seconds: 1700000000n, nanos: 5 },
+  }),
+];
+
+describe("Respond's idempotency (src/decisions/outcome-replay.ts)", () => {
+  test("the canonical payload is the text the canonicalize package wrote, so stored hashes and derived bulk keys do not change", () => {
+    for (const req of requests) {
+      const before = canonicalize(toJson(RespondRequestSchema, req))!;
+      assert.equal(canonicalPayload(req), before);
+      assert.equal(hashPayload(canonicalPayload(req)), createHash("sha256").update(before).digest("hex"));
+      assert.equal(defaultIdempotencyKey(req), `bulk:${createHash("sha256").update(before).digest("hex")}`);
+    }
+  });
+
+  test("replays of one key from memory share one answer, encoded once; one with another payload still warns each time", () => {
+    const warnings: unknown[] = [];
+    const logger = Object.assign(createLogger("silent"), { warn: (...args: unknown[]) => void warnings.push(args) });
+    const replay = new OutcomeReplay({ byKey: async () => null }, logger);
+    const under = {} as CompiledTenant;
+    const [original, other] = requests.map(canonicalPayload);
+    const row = {
+      id: "r-1", customer_id: "c-1", outcome: "click", idempotency_key: "k-1", payload_hash: hashPayload(original), offer_id: "o-1",
+      direction: "inbound", context: { age: 41 }, outcome_details: {}, occurred_at: new Date(0), created_at: new Date(0),
+    } as unknown as OutcomeRow;
+    // Kept as read from PostgreSQL (no payload): the first replay compares hashes, the ones after the text.
+    replay.remember("t-1", "k-1", row, under);
+    const first = replay.recall("t-1", "k-1", original, under)!;
+    assert.equal(first.status, "already_recorded");
+    assert.equal(first.id, "r-1");
+    assert.equal(replay.recall("t-1", "k-1", original, under), first);
+    assert.equal(encodeAnswer(RespondResponseSchema, first), encodeAnswer(RespondResponseSchema, first));
+    assert.equal(warnings.length, 0);
+    assert.equal(replay.recall("t-1", "k-1", other, under), first, "the original record stands");
+    assert.equal(replay.recall("t-1", "k-1", other, under), first);
+    assert.equal(warnings.length, 2);
+    // Kept with the payload that wrote it (this process recorded it).
+    replay.remember("t-1", "k-2", { ...row, idempotency_key: "k-2", payload_hash: "not compared" }, under, original);
+    assert.equal(replay.recall("t-1", "k-2", original, under)?.idempotencyKey, "k-2");
+    assert.equal(warnings.length, 2);
+    replay.recall("t-1", "k-2", other, under);
+    assert.equal(warnings.length, 3);
+    assert.equal(replay.recall("t-1", "k-1", original, {} as CompiledTenant), null, "kept under another snapshot");
+  });
+});
