@@ -155,13 +155,12 @@ export class Authenticator {
     if (!raw.startsWith("krn_")) throw unauthenticated("Invalid API key", "INVALID_API_KEY");
     const kept = this.keyHashes.get(raw);
     const hash = kept ?? hashApiKey(this.secrets.apiKeyPepper(), raw);
-    const key = this.keys.peek(hash) ?? (await this.live(() => this.keys.get(hash, () => this.store.findApiKeyByHashAcrossTenants(hash))));
+    const key = await this.cached(this.keys, hash, () => this.store.findApiKeyByHashAcrossTenants(hash));
     if (!key || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= this.now())) {
       throw unauthenticated("Invalid, revoked or expired API key", "INVALID_API_KEY");
     }
     if (kept === undefined) this.keepHash(raw, hash);
-    const user = this.users.peek(`${key.tenant_id}:${key.user_id}`) ?? (await this.liveUser(key.tenant_id, key.user_id));
-    if (user.disabled || user.deleted_at) throw inactiveUser();
+    const user = await this.liveUser(key.tenant_id, key.user_id);
     this.touch(key);
     return {
       tenantId: key.tenant_id,
@@ -176,14 +175,14 @@ export class Authenticator {
   private async internal(call: CallInfo): Promise<Authenticated> {
     const tenantId = call.header("x-tenant-id");
     if (!tenantId) throw invalidField("X-Tenant-Id", "is required with the internal server key");
-    const exists = isUuid(tenantId) && (await this.live(() => this.tenants.get(tenantId, async () => (await this.store.findTenant(tenantId)) !== null)));
+    const exists = isUuid(tenantId) && (await this.cached(this.tenants, tenantId, async () => (await this.store.findTenant(tenantId)) !== null));
     if (!exists) throw invalidField("X-Tenant-Id", `unknown tenant ${tenantId}`);
     return { tenantId, userId: null, actorName: "system", role: "admin", principal: { kind: "internal" } };
   }
 
   private async fromAccessToken(token: string): Promise<Authenticated> {
     const claims = await this.signer.verify(token);
-    const client = await this.live(() => this.clients.get(claims.sub, () => this.store.findOAuthClientAcrossTenants(claims.sub)));
+    const client = await this.cached(this.clients, claims.sub, () => this.store.findOAuthClientAcrossTenants(claims.sub));
     if (!client || client.revoked_at || client.tenant_id !== claims.tid) {
       throw unauthenticated("The OAuth client of this token has been revoked", "CLIENT_REVOKED");
     }
@@ -197,9 +196,17 @@ export class Authenticator {
   }
 
   private async liveUser(tenantId: string, userId: string): Promise<UserRow> {
-    const user = await this.live(() => this.users.get(`${tenantId}:${userId}`, () => this.store.findUser(tenantId, userId)));
-    if (!user || user.disabled || user.deleted_at) throw inactiveUser();
+    const user = await this.cached(this.users, `${tenantId}:${userId}`, () => this.store.findUser(tenantId, userId));
+    if (!user || user.disabled || user.deleted_at) throw unauthenticated("Unauthorized: the user behind this credential is disabled or removed", "USER_INACTIVE");
     return user;
+  }
+
+  /**
+   * A liveness lookup through its cache: a fresh hit as it is, with no promise for the request path
+   * to wait on (TtlCache.peek), otherwise the load, failing closed.
+   */
+  private cached<V>(cache: TtlCache<V>, key: string, load: () => Promise<V>): V | Promise<V> {
+    return cache.peek(key) ?? this.live(() => cache.get(key, load));
   }
 
   private keepHash(raw: string, hash: string): void {
@@ -226,8 +233,6 @@ export class Authenticator {
     this.store.touchApiKey(key.tenant_id, key.id).catch((err) => this.logger.warn({ err }, "last-used update failed"));
   }
 }
-
-const inactiveUser = () => unauthenticated("Unauthorized: the user behind this credential is disabled or removed", "USER_INACTIVE");
 
 /** Spec 5.2 and 5.3: planes, scopes and roles. Public methods are not authorized here. */
 export function authorize(auth: Authenticated, policy: Pick<ResolvedPolicy, "plane" | "minRole">): void {
