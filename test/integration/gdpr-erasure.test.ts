@@ -192,3 +192,31 @@ describe("GDPR erasure", () => {
     assert.equal((await call(editor.apiKey, "DELETE", "/api/v1/export/full?customerId=a")).status, 403);
   });
 });
+
+describe("tenant deletion (migration 0029)", () => {
+  test("deleting a tenant row removes its decisions, outcomes and traces in the deleting transaction; another tenant keeps its own", async () => {
+    const [gone, kept] = [await tenantWithFlow(), await tenantWithFlow()];
+    for (const { flow, dataKey } of [gone, kept]) await click(dataKey, "dora", await recommend(dataKey, "dora", flow.key));
+    for (const { t } of [gone, kept]) await traces(t.tenantId, "dora", 1);
+    const decisionRows = async (tenantId: string) => {
+      const { customers: _, ...rest } = await rowsOf(tenantId, "dora");
+      return rest;
+    };
+    const before = { recommendations: 1, interactions: 2, decision_traces: 1 }; // the impression and the click
+    assert.deepEqual(await decisionRows(gone.t.tenantId), before);
+
+    const db = svc.running.foundation.db;
+    await assert.rejects(
+      db.transaction(async (transaction) => {
+        await db.query("DELETE FROM tenants WHERE id = $1", { bind: [gone.t.tenantId], transaction });
+        throw new Error("roll back");
+      }),
+      /roll back/,
+    );
+    assert.deepEqual(await decisionRows(gone.t.tenantId), before, "a rolled-back delete keeps the rows");
+
+    await svc.sql("DELETE FROM tenants WHERE id = $1", [gone.t.tenantId]);
+    assert.deepEqual(await decisionRows(gone.t.tenantId), { recommendations: 0, interactions: 0, decision_traces: 0 });
+    assert.deepEqual(await decisionRows(kept.t.tenantId), before);
+  });
+});

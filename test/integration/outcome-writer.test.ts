@@ -113,12 +113,12 @@ describe("outcome writer (group commit)", () => {
     const writer = new OutcomeWriter(counting, { maxInFlight: 1 });
     const first = writer.insert(tenants[0], outcome(tenants[0]).row);
     const good = [outcome(tenants[0]), outcome(tenants[1])];
-    const orphan = outcome(randomUUID()); // no such tenant: the foreign key refuses it
-    const answers = await Promise.allSettled([first, writer.insert(good[0].tenantId, good[0].row), writer.insert(orphan.tenantId, orphan.row), writer.insert(good[1].tenantId, good[1].row)]);
+    const unstorable = outcome(tenants[0], undefined, { offer_id: null as unknown as string }); // NOT NULL refuses it
+    const answers = await Promise.allSettled([first, writer.insert(good[0].tenantId, good[0].row), writer.insert(unstorable.tenantId, unstorable.row), writer.insert(good[1].tenantId, good[1].row)]);
     assert.deepEqual(answers.map((a) => a.status), ["fulfilled", "fulfilled", "rejected", "fulfilled"]);
     assert.ok(counting.batches.includes(3), `the three waited for one statement: ${counting.batches.join(", ")}`);
     for (const w of good) assert.equal((await rowsWithKey(w.tenantId, w.row.idempotency_key)).length, 1);
-    assert.equal((await rowsWithKey(orphan.tenantId, orphan.row.idempotency_key)).length, 0);
+    assert.equal((await rowsWithKey(unstorable.tenantId, unstorable.row.idempotency_key)).length, 0);
   });
 });
 

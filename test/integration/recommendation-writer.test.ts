@@ -114,12 +114,12 @@ describe("recommendation writer (group commit)", () => {
     const writer = new RecommendationWriter(counting, { maxInFlight: 1 });
     const first = writer.save(write(tenants[0])); // runs alone, so the next ones wait and batch
     const good = [write(tenants[0]), write(tenants[1])];
-    const orphan = write(randomUUID()); // no such tenant: the foreign key refuses it
-    const outcomes = await Promise.allSettled([first, writer.save(good[0]), writer.save(orphan), writer.save(good[1])]);
+    const unstorable = write(tenants[0], 3, { customer_id: null as unknown as string }); // NOT NULL refuses it
+    const outcomes = await Promise.allSettled([first, writer.save(good[0]), writer.save(unstorable), writer.save(good[1])]);
     assert.deepEqual(outcomes.map((o) => o.status), ["fulfilled", "fulfilled", "rejected", "fulfilled"]);
     assert.ok(counting.batches.includes(3), `the three waited for one statement: ${counting.batches.join(", ")}`);
     for (const w of good) assert.equal((await stored(w)).imps.length, 3);
-    assert.equal((await stored(orphan)).rec, undefined);
+    assert.equal((await stored(unstorable)).rec, undefined);
   });
 
   test("unsave takes back one decision's recommendation and impressions, and nothing of another's", async () => {
