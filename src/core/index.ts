@@ -28,6 +28,7 @@ export * from "./flow.js";
 export * from "./frequency-caps.js";
 export * from "./guardrails.js";
 export * from "./hash.js";
+export * from "./bounded-map.js";
 export * from "./maturity-ramp.js";
 export * from "./model-lineup.js";
 export * from "./offer-scope.js";

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { toJson } from "@bufbuild/protobuf";
 import { RespondRequestSchema, type RespondRequest, type RespondResponse } from "../../gen/decisioning/v1/decisions_pb.js";
-import { canonicalJson } from "../core/index.js";
+import { canonicalJson, setNewest } from "../core/index.js";
 import type { Logger } from "../platform/logger.js";
 import { answeredRepeatedly } from "../platform/repeated-answers.js";
 import { toOutcomeRecord } from "./outcome-mapper.js";
@@ -56,11 +56,8 @@ export class OutcomeReplay {
    * canonicalPayload of the request that wrote it, when this process has it.
    */
   remember(tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant, payload: string | null = null): Recent {
-    const key = recentKey(tenantId, idempotencyKey);
     const kept: Recent = { row, under, payload, answer: null };
-    this.recent.delete(key);
-    this.recent.set(key, kept);
-    if (this.recent.size > RECENT_RECORDS) this.recent.delete(this.recent.keys().next().value!);
+    setNewest(this.recent, recentKey(tenantId, idempotencyKey), kept, RECENT_RECORDS);
     return kept;
   }
 

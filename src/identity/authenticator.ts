@@ -2,6 +2,7 @@ import type { CallInfo, Principal, RoleName } from "../platform/context.js";
 import { roleAtLeast } from "../platform/context.js";
 import { isAppError, forbidden, unauthenticated, invalidField } from "../platform/errors.js";
 import { safeEqual } from "../platform/crypto.js";
+import { setNewest } from "../core/bounded-map.js";
 import { isUuid } from "../platform/ids.js";
 import { TtlCache } from "../platform/ttl-cache.js";
 import type { Secrets } from "../platform/secrets.js";
@@ -159,7 +160,7 @@ export class Authenticator {
     if (!key || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= this.now())) {
       throw unauthenticated("Invalid, revoked or expired API key", "INVALID_API_KEY");
     }
-    if (kept === undefined) this.keepHash(raw, hash);
+    if (kept === undefined) setNewest(this.keyHashes, raw, hash, KEY_HASHES);
     const user = await this.liveUser(key.tenant_id, key.user_id);
     this.touch(key);
     return {
@@ -207,11 +208,6 @@ export class Authenticator {
    */
   private cached<V>(cache: TtlCache<V>, key: string, load: () => Promise<V>): V | Promise<V> {
     return cache.peek(key) ?? this.live(() => cache.get(key, load));
-  }
-
-  private keepHash(raw: string, hash: string): void {
-    if (this.keyHashes.size >= KEY_HASHES) this.keyHashes.delete(this.keyHashes.keys().next().value!);
-    this.keyHashes.set(raw, hash);
   }
 
   /** Fail closed: a lookup that cannot be made rejects the request (spec 5.4). */

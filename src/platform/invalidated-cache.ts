@@ -1,3 +1,4 @@
+import { setNewest } from "../core/bounded-map.js";
 import type { Bus } from "./bus.js";
 
 /**
@@ -28,9 +29,8 @@ export class InvalidatedCache<V> {
   get(key: string): Promise<V> {
     const hit = this.entries.get(key);
     if (hit) return hit;
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
     const loading = this.load(key);
-    this.entries.set(key, loading);
+    setNewest(this.entries, key, loading, this.maxEntries);
     loading.catch(() => {
       if (this.entries.get(key) === loading) this.entries.delete(key);
     });

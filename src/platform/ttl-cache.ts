@@ -1,3 +1,4 @@
+import { setNewest } from "../core/bounded-map.js";
 /**
  * A bounded time-to-live cache for lookups on the request path. Concurrent misses for one key share
  * a single load; failed loads are not cached, so a caller that fails closed retries next time.
@@ -18,22 +19,18 @@ export class TtlCache<V> {
 
   /** The value cached for `key` while it is fresh, without a promise: the request path's hits need no turn of the microtask queue. */
   peek(key: string): V | undefined {
-    const hit = this.entries.get(key);
-    return hit && hit.expiresAt > this.now() ? hit.value : undefined;
+    return this.fresh(key)?.value;
   }
 
   async get(key: string, load: () => Promise<V>): Promise<V> {
-    const hit = this.entries.get(key);
-    if (hit && hit.expiresAt > this.now()) return hit.value;
+    const hit = this.fresh(key);
+    if (hit) return hit.value;
     const pending = this.inflight.get(key);
     if (pending) return pending;
     const p: Promise<V> = load()
       .then((value) => {
         // Still this key's load, i.e. no delete since it started: its value may be kept.
-        if (this.inflight.get(key) === p) {
-          if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-          this.entries.set(key, { value, expiresAt: this.now() + this.ttlMs });
-        }
+        if (this.inflight.get(key) === p) setNewest(this.entries, key, { value, expiresAt: this.now() + this.ttlMs }, this.maxEntries);
         return value;
       })
       .finally(() => {
@@ -41,6 +38,11 @@ export class TtlCache<V> {
       });
     this.inflight.set(key, p);
     return p;
+  }
+
+  private fresh(key: string): { value: V } | undefined {
+    const hit = this.entries.get(key);
+    return hit && hit.expiresAt > this.now() ? hit : undefined;
   }
 
   delete(key: string): void {

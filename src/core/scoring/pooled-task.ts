@@ -12,6 +12,7 @@
  * sources) plus the rare per-candidate extras, because cloning 200 result objects each way cost
  * the event loop more than the 20,000 tree walks it sent away (docs/performance.md, "Inline or pool").
  */
+import { setNewest } from "../bounded-map.js";
 import type { ModelConfig, ModelType } from "./models.js";
 import { scoreCandidates, type CandidateScore, type ScoreTask } from "./score-candidates.js";
 import type { PropensitySource, ScoringOffer } from "./scorer.js";
@@ -64,9 +65,7 @@ export class RefCache<K, V> {
   }
 
   set(ref: K, value: V): void {
-    this.byRef.delete(ref);
-    this.byRef.set(ref, value);
-    if (this.byRef.size > this.capacity) this.byRef.delete(this.byRef.keys().next().value!);
+    setNewest(this.byRef, ref, value, this.capacity);
   }
 
   get size(): number {
