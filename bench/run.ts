@@ -14,8 +14,11 @@
  *    request, which h2load cannot send: those lanes use a client that writes HTTP/2 frames itself
  *    (bench/h2-frames.ts), whose own CPU per call is reported next to them, and which also drives
  *    the echo server once so its ceiling is on the page.
+ *    After the service's Recommend lanes, the floor (bench/floor-server.ts) runs the same closed
+ *    loop: a server that stores and counts each Recommend as the service does, with no decision.
  * 4. Every lane reports the server's CPU per request beside the echo server's, and its event-loop
- *    delay; the summary prints each target with the figure, the baseline and met or MISSED.
+ *    delay; the summary prints each target with the figure, the baseline and met or MISSED, and
+ *    the whole machine's CPU per request of the echo server, the floor and the service.
  * 5. In-process, the inline-versus-pool crossover of scoring (bench/crossover.ts).
  * 6. It stops everything it started and drops its database and Redis keys.
  *
@@ -359,6 +362,13 @@ async function run(h2loadVersion: string): Promise<void> {
   const restClosed = await h2Lane("Recommend REST JSON (h2c)", service, restTarget, "closed", true);
   const restOpen = await h2Lane("Recommend REST JSON (h2c)", service, restTarget, { rate: RATE_ADAPTIVE }, true);
 
+  // --- B2. the floor: the same writes and count without a decision (bench/floor-server.ts) ---------
+  console.log("\nB2. the floor: a grpc-js server that stores and counts each Recommend as the service does, without deciding (bench/floor-server.ts)");
+  const floor = await spawnProbed("bench/floor-server.ts", { ...env, FLOOR_TENANT_ID: tenant.tenantId, FLOOR_API_KEY: dataKey }, "the floor server");
+  closers.push({ what: "the floor server", close: () => floor.stop() });
+  const floorClosed = await h2Lane("floor gRPC (stores, no decision)", floor, grpcTarget(floor.ports.grpcPort), "closed", true);
+  await floor.stop();
+
   // --- C. Recommend with a 100-tree gradient-boosted model ---------------------------------------
   console.log(`\nC. Recommend, flow "gbt" scoring with a ${GB_TREES}-tree depth-${GB_DEPTH} gradient-boosted model (${GB_TREES * OFFERS} tree walks per request; the pool takes tasks from ${DEFAULT_POOL_MIN_TREE_WALKS})`);
   await restOk(baseUrl, "POST", "/api/v1/algorithm-models", tenant.apiKey, { name: "bench gbt", key: "gbt100", type: "gradient_boosted", config: { trees: xgboostTrees(GB_TREES, GB_DEPTH) } }, 201);
@@ -420,6 +430,12 @@ async function run(h2loadVersion: string): Promise<void> {
   const clean = (l: Lane) => failures(l) === 0;
   const throughputAtLeast = (l: Lane, base: Lane, x: number) => ({ text: `>= ${x} × ${base.name}`, ok: clean(l) && l.throughput >= x * base.throughput });
   add("gRPC Recommend throughput (closed)", recClosed.throughput, "req/s", "echo", echoClosed.throughput, throughputAtLeast(recClosed, echoClosed, 0.25));
+  add("floor throughput (closed: stores and counts, no decision)", floorClosed.throughput, "req/s", "echo", echoClosed.throughput);
+  add("gRPC Recommend throughput (closed)", recClosed.throughput, "req/s", "floor", floorClosed.throughput);
+  // The whole machine's CPU (every process, the kernel, h2load) per answered request: on two cores
+  // the budget of 0.25 × echo is 2 cores / (0.25 × echo's req/s).
+  const machineMs = (l: Lane) => ((l.machineCpu ?? NaN) * machine.nproc * LANE_S * 1000) / Math.max(1, l.ok);
+  for (const l of [echoClosed, floorClosed, recClosed]) add(`machine CPU per request, ${l.name} (closed)`, machineMs(l), "ms/req", "echo", machineMs(echoClosed));
   add(`gRPC Recommend p99 @ ${RATE_ADAPTIVE}/s`, recOpen.latency.p99, "ms", "echo", echoOpenA.latency.p99, { text: "<= 10 ms, no failures", ok: recOpen.latency.p99 <= 10 && clean(recOpen) });
   add(`gRPC Recommend gbt100 p99 @ ${RATE_GB}/s`, gbOpen.latency.p99, "ms", "echo", echoOpenGb.latency.p99, { text: "<= 20 ms, no failures", ok: gbOpen.latency.p99 <= 20 && clean(gbOpen) });
   add("Connect JSON Recommend throughput (closed)", connClosed.throughput, "req/s", "gRPC", recClosed.throughput, throughputAtLeast(connClosed, recClosed, 0.6));

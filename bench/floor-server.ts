@@ -1,0 +1,122 @@
+/**
+ * The floor: what a Recommend costs on this stack when its decision costs nothing. A grpc-js
+ * server, in its own process, that serves `decisioning.v1.DecisionService/Recommend` doing only
+ * the work the spec requires around a decision, the way the service does it:
+ * - decodes the request with the service's descriptors and server options, and checks the
+ *   `x-api-key` header against one key held in memory (the service's key cache, without its HMAC);
+ * - writes the decision's recommendation and three impression rows through the service's own
+ *   group commit (RecommendationWriter, DecisionStore) and counts the three offers' trials in
+ *   Redis (three HINCRBY, one pipeline per turn of the event loop), both before it answers, as
+ *   Respond must be able to attribute at once;
+ * - queues the decision's trace row (sample rate 1.0) and writes traces after the answer in
+ *   batches of 50, as the service's TraceWriter does.
+ * Its rows are copies of the last decision the service stored for the tenant (new ids, the
+ * request's customer), so they are as wide as the service's and land in the same tables and
+ * indexes. What it leaves out is the decision: reading the input, qualifying, applying contact
+ * policies, scoring 200 offers, ranking, and building and serializing the trace record.
+ *
+ * The bench compares it with the echo server and the service in one run (docs/performance.md):
+ * floor / echo is the most any implementation of the decision on this stack could reach.
+ *
+ * Env: DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX, FLOOR_TENANT_ID, FLOOR_API_KEY. Prints one JSON
+ * line {"grpcPort": n} once listening; stops on SIGTERM.
+ */
+import * as grpc from "@grpc/grpc-js";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Redis } from "ioredis";
+import { RecommendResponseSchema, type RecommendRequest, type RecommendResponse } from "../gen/decisioning/v1/decisions_pb.js";
+import { DecisionStore, type ImpressionRow, type RecommendationRow, type SerializedTrace } from "../src/decisions/decision-store.js";
+import { RecommendationWriter } from "../src/decisions/recommendation-writer.js";
+import { createSequelize, selectRows } from "../src/platform/db.js";
+import { newId } from "../src/platform/ids.js";
+import { tenantKey } from "../src/platform/redis.js";
+import { serveRecommend } from "./recommend-server.js";
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`bench/floor-server.ts needs ${name}`);
+  return value;
+};
+const tenantId = env("FLOOR_TENANT_ID");
+const apiKey = env("FLOOR_API_KEY");
+const db = createSequelize(env("DATABASE_URL"));
+const store = new DecisionStore(db);
+const writer = new RecommendationWriter(store);
+const redis = new Redis(env("REDIS_URL"), { keyPrefix: env("REDIS_KEY_PREFIX") });
+
+// --- the template: the last decision the service stored for the tenant ---------------------------
+const [last] = await selectRows<RecommendationRow & { tenant_id: string }>(
+  db,
+  "SELECT * FROM recommendations WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 1",
+  [tenantId],
+);
+if (!last) throw new Error("the floor copies the service's last decision: run a Recommend first");
+const { tenant_id: _tenant, created_at: _createdAt, ...rec } = last;
+const impressions = await selectRows<ImpressionRow>(
+  db,
+  `SELECT id, rank, offer_id, creative_id, channel_id, placement_id, context_bucket FROM interactions
+   WHERE tenant_id = $1 AND recommendation_id = $2 AND outcome = 'impression' ORDER BY rank`,
+  [tenantId, rec.id],
+);
+const [trace] = await selectRows<SerializedTrace>(db, "SELECT * FROM decision_traces WHERE tenant_id = $1 AND recommendation_id = $2", [tenantId, rec.id]);
+if (!trace) throw new Error("the floor copies the service's last decision with its trace: run a Recommend with traces on first");
+const trialKeys = impressions.map((i) => tenantKey(tenantId, "floor", `${i.offer_id}|${i.context_bucket}`));
+const offers = impressions.map((i) => ({ rank: i.rank, offerId: i.offer_id, offerName: `bench-offer-${i.rank}`, score: 0.5, propensity: 0.5, propensitySource: "adaptation" }));
+
+// --- Redis: the decisions of one turn of the event loop counted in one pipeline --------------------
+let counting: { pipeline: ReturnType<Redis["pipeline"]>; done: Promise<unknown> } | null = null;
+function countTrials(): Promise<unknown> {
+  if (!counting) {
+    const pipeline = redis.pipeline();
+    const done = new Promise((resolve, reject) =>
+      setImmediate(() => {
+        counting = null;
+        pipeline.exec().then(resolve, reject);
+      }),
+    );
+    counting = { pipeline, done };
+  }
+  for (const key of trialKeys) counting.pipeline.hincrby(key, "trials", 1);
+  return counting.done;
+}
+
+// --- traces: written after the answer, 50 to a statement ------------------------------------------
+let traces: SerializedTrace[] = [];
+let writingTraces: Promise<void> | null = null;
+function queueTrace(row: SerializedTrace): void {
+  traces.push(row);
+  writingTraces ??= (async () => {
+    while (traces.length) {
+      const batch = traces.slice(0, 50);
+      traces = traces.slice(50);
+      await store.insertTraces(batch);
+    }
+  })().finally(() => (writingTraces = null));
+}
+
+async function recommend(request: RecommendRequest): Promise<RecommendResponse> {
+  const id = newId();
+  const interactionId = newId();
+  const [createdAt] = await Promise.all([
+    writer.save({
+      tenantId,
+      rec: { ...rec, id, customer_id: request.customerId, interaction_id: interactionId },
+      impressions: impressions.map((i) => ({ ...i, id: newId() })),
+    }),
+    countTrials(),
+  ]);
+  queueTrace({ ...trace, id: newId(), recommendation_id: id, customer_id: request.customerId, created_at: createdAt });
+  return create(RecommendResponseSchema, { recommendationId: id, interactionId, customerId: request.customerId, offers, createdAt: timestampFromDate(createdAt) });
+}
+
+serveRecommend(
+  (call, callback) => {
+    if (call.metadata.get("x-api-key")[0] !== apiKey) return callback({ code: grpc.status.UNAUTHENTICATED, details: "invalid API key" });
+    recommend(call.request).then(
+      (response) => callback(null, response),
+      (err: Error) => callback({ code: grpc.status.INTERNAL, details: err.message }),
+    );
+  },
+  () => Promise.resolve(writingTraces).finally(() => Promise.all([db.close(), redis.quit()])),
+);
