@@ -10,7 +10,7 @@
  *   Respond must be able to attribute at once;
  * - queues the decision's trace row (sample rate 1.0) and writes traces after the answer in
  *   batches of 50, as the service's TraceWriter does.
- * Its rows are copies of the last decision the service stored for the tenant (new ids, the
+ * Its rows are copies of one decision the service stored, FLOOR_TEMPLATE_ID (new ids, the
  * request's customer), so they are as wide as the service's and land in the same tables and
  * indexes. What it leaves out is the decision: reading the input, qualifying, applying contact
  * policies, scoring 200 offers, ranking, and building and serializing the trace record.
@@ -18,8 +18,8 @@
  * The bench compares it with the echo server and the service in one run (docs/performance.md):
  * floor / echo is the most any implementation of the decision on this stack could reach.
  *
- * Env: DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX, FLOOR_TENANT_ID, FLOOR_API_KEY. Prints one JSON
- * line {"grpcPort": n} once listening; stops on SIGTERM.
+ * Env: DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX, FLOOR_TENANT_ID, FLOOR_API_KEY and
+ * FLOOR_TEMPLATE_ID. Prints one JSON line {"grpcPort": n} once listening; stops on SIGTERM.
  */
 import * as grpc from "@grpc/grpc-js";
 import { create } from "@bufbuild/protobuf";
@@ -45,13 +45,12 @@ const store = new DecisionStore(db);
 const writer = new RecommendationWriter(store);
 const redis = new Redis(env("REDIS_URL"), { keyPrefix: env("REDIS_KEY_PREFIX") });
 
-// --- the template: the last decision the service stored for the tenant ---------------------------
-const [last] = await selectRows<RecommendationRow & { tenant_id: string }>(
-  db,
-  "SELECT * FROM recommendations WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 1",
-  [tenantId],
-);
-if (!last) throw new Error("the floor copies the service's last decision: run a Recommend first");
+// --- the template: a decision the service stored ----------------------------------------------------
+const [last] = await selectRows<RecommendationRow & { tenant_id: string }>(db, "SELECT * FROM recommendations WHERE tenant_id = $1 AND id = $2", [
+  tenantId,
+  env("FLOOR_TEMPLATE_ID"),
+]);
+if (!last) throw new Error("FLOOR_TEMPLATE_ID names no recommendation of FLOOR_TENANT_ID");
 const { tenant_id: _tenant, created_at: _createdAt, ...rec } = last;
 const impressions = await selectRows<ImpressionRow>(
   db,
@@ -60,7 +59,7 @@ const impressions = await selectRows<ImpressionRow>(
   [tenantId, rec.id],
 );
 const [trace] = await selectRows<SerializedTrace>(db, "SELECT * FROM decision_traces WHERE tenant_id = $1 AND recommendation_id = $2", [tenantId, rec.id]);
-if (!trace) throw new Error("the floor copies the service's last decision with its trace: run a Recommend with traces on first");
+if (!trace) throw new Error("the floor copies a decision with its trace: FLOOR_TEMPLATE_ID's has none (traces off?)");
 const trialKeys = impressions.map((i) => tenantKey(tenantId, "floor", `${i.offer_id}|${i.context_bucket}`));
 const offers = impressions.map((i) => ({ rank: i.rank, offerId: i.offer_id, offerName: `bench-offer-${i.rank}`, score: 0.5, propensity: 0.5, propensitySource: "adaptation" }));
 

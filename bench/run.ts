@@ -14,8 +14,10 @@
  *    request, which h2load cannot send: those lanes use a client that writes HTTP/2 frames itself
  *    (bench/h2-frames.ts), whose own CPU per call is reported next to them, and which also drives
  *    the echo server once so its ceiling is on the page.
- *    After the service's Recommend lanes, the floor (bench/floor-server.ts) runs the same closed
- *    loop: a server that stores and counts each Recommend as the service does, with no decision.
+ *    After the service's other lanes, the floor (bench/floor-server.ts) runs the same closed loop:
+ *    a server that stores and counts each Recommend as the service does, with no decision; then
+ *    the service again for a second tenant with three active offers (a decision that costs
+ *    little, the same rows and request handling).
  * 4. Every lane reports the server's CPU per request beside the echo server's, and its event-loop
  *    delay; the summary prints each target with the figure, the baseline and met or MISSED, and
  *    the whole machine's CPU per request of the echo server, the floor and the service.
@@ -62,6 +64,8 @@ const LANE_S = seconds("BENCH_LANE_SECONDS", 10);
 const WARM_S = seconds("BENCH_WARMUP_SECONDS", 2);
 const WORKERS = Math.max(1, Number(process.env.BENCH_WORKERS) || 1);
 const OFFERS = 200;
+/** The second tenant's active offers: the service with a decision that costs little, beside the floor. */
+const SMALL_OFFERS = 3;
 const GB_TREES = 100;
 const GB_DEPTH = 4;
 const RATE_ADAPTIVE = 500;
@@ -361,13 +365,8 @@ async function run(h2loadVersion: string): Promise<void> {
   const connOpen = await h2Lane("Recommend Connect JSON (h2c)", service, connectTarget, { rate: RATE_ADAPTIVE }, true);
   const restClosed = await h2Lane("Recommend REST JSON (h2c)", service, restTarget, "closed", true);
   const restOpen = await h2Lane("Recommend REST JSON (h2c)", service, restTarget, { rate: RATE_ADAPTIVE }, true);
-
-  // --- B2. the floor: the same writes and count without a decision (bench/floor-server.ts) ---------
-  console.log("\nB2. the floor: a grpc-js server that stores and counts each Recommend as the service does, without deciding (bench/floor-server.ts)");
-  const floor = await spawnProbed("bench/floor-server.ts", { ...env, FLOOR_TENANT_ID: tenant.tenantId, FLOOR_API_KEY: dataKey }, "the floor server");
-  closers.push({ what: "the floor server", close: () => floor.stop() });
-  const floorClosed = await h2Lane("floor gRPC (stores, no decision)", floor, grpcTarget(floor.ports.grpcPort), "closed", true);
-  await floor.stop();
+  // The floor copies an adaptive decision's rows: the last one stored now.
+  const adaptiveTemplate = (await tracesDb.query("SELECT id FROM recommendations ORDER BY created_at DESC, id DESC LIMIT 1")).rows[0].id as string;
 
   // --- C. Recommend with a 100-tree gradient-boosted model ---------------------------------------
   console.log(`\nC. Recommend, flow "gbt" scoring with a ${GB_TREES}-tree depth-${GB_DEPTH} gradient-boosted model (${GB_TREES * OFFERS} tree walks per request; the pool takes tasks from ${DEFAULT_POOL_MIN_TREE_WALKS})`);
@@ -406,13 +405,31 @@ async function run(h2loadVersion: string): Promise<void> {
   const written = sent;
   const respondReplay = await frameLane("Respond gRPC, replayed keys (frame client)", service, (i) => respond(i % written), RESPOND_IN_FLIGHT);
 
+  // --- E. the floor: the same writes and count without a decision (bench/floor-server.ts) ----------
+  // Last of the service's lanes, so that the rows it and the second tenant add (tens of thousands)
+  // weigh on no judged lane.
+  console.log("\nE. the floor: a grpc-js server that stores and counts each Recommend as the service does, without deciding (bench/floor-server.ts)");
+  const floor = await spawnProbed("bench/floor-server.ts", { ...env, FLOOR_TENANT_ID: tenant.tenantId, FLOOR_API_KEY: dataKey, FLOOR_TEMPLATE_ID: adaptiveTemplate }, "the floor server");
+  closers.push({ what: "the floor server", close: () => floor.stop() });
+  const floorClosed = await h2Lane("floor gRPC (stores, no decision)", floor, grpcTarget(floor.ports.grpcPort), "closed", true);
+  await floor.stop();
+  // The service with a decision that costs little: another tenant with three active offers. It
+  // stores the same rows, through the same request handling, as the 200-offer lane.
+  const small = (await runCli(["tenant", "create", "--name", "bench-3-offers"], { ...env, LOG_LEVEL: "warn" })) as { tenantId: string; apiKey: string };
+  await runCli(["tenant", "set-limits", "--tenant", small.tenantId, "--limits", JSON.stringify(limits)], { ...env, LOG_LEVEL: "warn" });
+  for (let i = 0; i < SMALL_OFFERS; i++) await restOk(baseUrl, "POST", "/api/v1/offers", small.apiKey, offerBody(i), 201);
+  const smallKey = (await restOk(baseUrl, "POST", "/api/v1/api-keys", small.apiKey, { name: "bench" }, 201)).key as string;
+  const smallTarget: H2loadTarget = { ...recTarget, headers: { ...grpcHeaders, "x-api-key": smallKey } };
+  await h2loadClosed(smallTarget, { ...CLOSED, seconds: 2 * WARM_S });
+  const smallClosed = await h2Lane(`Recommend gRPC adaptive, ${SMALL_OFFERS} offers`, service, smallTarget, "closed", true);
+
   const serviceWarnings = service.warnings.filter((w) => !/SECURITY/.test(String(w.msg)));
   // Stop the servers before the in-process measurement so it has the machine to itself.
   await echo.stop();
   await service.stop();
 
-  // --- E. inline versus pool ---------------------------------------------------------------------
-  console.log("\nE. scoring inline vs the Piscina pool (in this process; gradient-boosted, depth 4, explain off as on a Recommend without explain)");
+  // --- F. inline versus pool ---------------------------------------------------------------------
+  console.log("\nF. scoring inline vs the Piscina pool (in this process; gradient-boosted, depth 4, explain off as on a Recommend without explain)");
   const crossover = await measureCrossover({ log: console.log, budgetMs: 250 });
 
   // --- Summary -------------------------------------------------------------------------------------
@@ -432,10 +449,12 @@ async function run(h2loadVersion: string): Promise<void> {
   add("gRPC Recommend throughput (closed)", recClosed.throughput, "req/s", "echo", echoClosed.throughput, throughputAtLeast(recClosed, echoClosed, 0.25));
   add("floor throughput (closed: stores and counts, no decision)", floorClosed.throughput, "req/s", "echo", echoClosed.throughput);
   add("gRPC Recommend throughput (closed)", recClosed.throughput, "req/s", "floor", floorClosed.throughput);
+  add(`gRPC Recommend throughput, ${SMALL_OFFERS} offers (closed)`, smallClosed.throughput, "req/s", "floor", floorClosed.throughput);
+  add(`gRPC Recommend throughput, ${SMALL_OFFERS} offers (closed)`, smallClosed.throughput, "req/s", "echo", echoClosed.throughput);
   // The whole machine's CPU (every process, the kernel, h2load) per answered request: on two cores
   // the budget of 0.25 × echo is 2 cores / (0.25 × echo's req/s).
   const machineMs = (l: Lane) => ((l.machineCpu ?? NaN) * machine.nproc * LANE_S * 1000) / Math.max(1, l.ok);
-  for (const l of [echoClosed, floorClosed, recClosed]) add(`machine CPU per request, ${l.name} (closed)`, machineMs(l), "ms/req", "echo", machineMs(echoClosed));
+  for (const l of [echoClosed, floorClosed, smallClosed, recClosed]) add(`machine CPU per request, ${l.name} (closed)`, machineMs(l), "ms/req", "echo", machineMs(echoClosed));
   add(`gRPC Recommend p99 @ ${RATE_ADAPTIVE}/s`, recOpen.latency.p99, "ms", "echo", echoOpenA.latency.p99, { text: "<= 10 ms, no failures", ok: recOpen.latency.p99 <= 10 && clean(recOpen) });
   add(`gRPC Recommend gbt100 p99 @ ${RATE_GB}/s`, gbOpen.latency.p99, "ms", "echo", echoOpenGb.latency.p99, { text: "<= 20 ms, no failures", ok: gbOpen.latency.p99 <= 20 && clean(gbOpen) });
   add("Connect JSON Recommend throughput (closed)", connClosed.throughput, "req/s", "gRPC", recClosed.throughput, throughputAtLeast(connClosed, recClosed, 0.6));
