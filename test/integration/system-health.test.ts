@@ -46,7 +46,8 @@ describe("health alerts (HealthAlerts port)", () => {
     assert.equal(again[0].message, "suppression at 95%");
     assert.deepEqual(again[0].details, { rate: 0.95 });
     assert.equal(again[0].raisedAt, first.raisedAt);
-    assert.ok(again[0].updatedAt >= first.updatedAt);
+    // As instants: RFC 3339 text leaves out a zero fraction, so "…:05Z" sorts after "…:05.123Z".
+    assert.ok(Date.parse(again[0].updatedAt) >= Date.parse(first.updatedAt), `${again[0].updatedAt} >= ${first.updatedAt}`);
 
     await healthAlerts.clear(t.tenantId, "funnel:suppression_rate");
     await healthAlerts.clear(t.tenantId, "funnel:suppression_rate"); // nothing open: no effect, no error
