@@ -5,11 +5,11 @@
  * - decodes the request with the service's descriptors and server options, and checks the
  *   `x-api-key` header against one key held in memory (the service's key cache, without its HMAC);
  * - writes the decision's recommendation and three impression rows through the service's own
- *   group commit (RecommendationWriter, DecisionStore) and counts the three offers' trials in
- *   Redis (three HINCRBY, one pipeline per turn of the event loop), both before it answers, as
- *   Respond must be able to attribute at once;
- * - queues the decision's trace row (sample rate 1.0) and writes traces after the answer in
- *   batches of 50, as the service's TraceWriter does.
+ *   group commit (RecommendationWriter, DecisionStore) and counts the decision and its three
+ *   offers' trials with the service's Redis counter (one script for the decisions that wait
+ *   together), both before it answers, as Respond must be able to attribute at once;
+ * - queues the decision's trace row (sample rate 1.0) on the service's TraceWriter, which writes
+ *   it after the answer with the others.
  * Its rows are copies of one decision the service stored, FLOOR_TEMPLATE_ID (new ids, the
  * request's customer), so they are as wide as the service's and land in the same tables and
  * indexes. What it leaves out is the decision: reading the input, qualifying, applying contact
@@ -28,9 +28,12 @@ import { Redis } from "ioredis";
 import { RecommendResponseSchema, type RecommendRequest, type RecommendResponse } from "../gen/decisioning/v1/decisions_pb.js";
 import { DecisionStore, type ImpressionRow, type RecommendationRow, type SerializedTrace } from "../src/decisions/decision-store.js";
 import { RecommendationWriter } from "../src/decisions/recommendation-writer.js";
+import { TraceWriter } from "../src/decisions/trace-writer.js";
+import { adaptiveCountKey, type SnapshotConfig } from "../src/core/index.js";
+import { createRedisDecisionCounter } from "../src/decisions/decision-counter.js";
+import { createLogger } from "../src/platform/logger.js";
 import { createSequelize, selectRows } from "../src/platform/db.js";
 import { newId } from "../src/platform/ids.js";
-import { tenantKey } from "../src/platform/redis.js";
 import { serveRecommend } from "./recommend-server.js";
 
 const env = (name: string): string => {
@@ -43,7 +46,9 @@ const apiKey = env("FLOOR_API_KEY");
 const db = createSequelize(env("DATABASE_URL"));
 const store = new DecisionStore(db);
 const writer = new RecommendationWriter(store);
+const traces = new TraceWriter(store, createLogger("warn", 2));
 const redis = new Redis(env("REDIS_URL"), { keyPrefix: env("REDIS_KEY_PREFIX") });
+const counter = createRedisDecisionCounter(redis);
 
 // --- the template: a decision the service stored ----------------------------------------------------
 const [last] = await selectRows<RecommendationRow & { tenant_id: string }>(db, "SELECT * FROM recommendations WHERE tenant_id = $1 AND id = $2", [
@@ -60,39 +65,10 @@ const impressions = await selectRows<ImpressionRow>(
 );
 const [trace] = await selectRows<SerializedTrace>(db, "SELECT * FROM decision_traces WHERE tenant_id = $1 AND recommendation_id = $2", [tenantId, rec.id]);
 if (!trace) throw new Error("the floor copies a decision with its trace: FLOOR_TEMPLATE_ID's has none (traces off?)");
-const trialKeys = impressions.map((i) => tenantKey(tenantId, "floor", `${i.offer_id}|${i.context_bucket}`));
+// Already stored by the service; the writer stores it once more (ON CONFLICT DO NOTHING) as it would its own.
+const policy = (await store.policy(tenantId, trace.policy_version_hash)) as SnapshotConfig;
+const trialKeys = impressions.map((i) => adaptiveCountKey(i.offer_id, i.context_bucket));
 const offers = impressions.map((i) => ({ rank: i.rank, offerId: i.offer_id, offerName: `bench-offer-${i.rank}`, score: 0.5, propensity: 0.5, propensitySource: "adaptation" }));
-
-// --- Redis: the decisions of one turn of the event loop counted in one pipeline --------------------
-let counting: { pipeline: ReturnType<Redis["pipeline"]>; done: Promise<unknown> } | null = null;
-function countTrials(): Promise<unknown> {
-  if (!counting) {
-    const pipeline = redis.pipeline();
-    const done = new Promise((resolve, reject) =>
-      setImmediate(() => {
-        counting = null;
-        pipeline.exec().then(resolve, reject);
-      }),
-    );
-    counting = { pipeline, done };
-  }
-  for (const key of trialKeys) counting.pipeline.hincrby(key, "trials", 1);
-  return counting.done;
-}
-
-// --- traces: written after the answer, 50 to a statement ------------------------------------------
-let traces: SerializedTrace[] = [];
-let writingTraces: Promise<void> | null = null;
-function queueTrace(row: SerializedTrace): void {
-  traces.push(row);
-  writingTraces ??= (async () => {
-    while (traces.length) {
-      const batch = traces.slice(0, 50);
-      traces = traces.slice(50);
-      await store.insertTraces(batch);
-    }
-  })().finally(() => (writingTraces = null));
-}
 
 async function recommend(request: RecommendRequest): Promise<RecommendResponse> {
   const id = newId();
@@ -103,9 +79,9 @@ async function recommend(request: RecommendRequest): Promise<RecommendResponse> 
       rec: { ...rec, id, customer_id: request.customerId, interaction_id: interactionId },
       impressions: impressions.map((i) => ({ ...i, id: newId() })),
     }),
-    countTrials(),
+    counter.countDecision(tenantId, null, trialKeys),
   ]);
-  queueTrace({ ...trace, id: newId(), recommendation_id: id, customer_id: request.customerId, created_at: createdAt });
+  traces.enqueueSerialized({ ...trace, id: newId(), recommendation_id: id, customer_id: request.customerId, created_at: createdAt, policy });
   return create(RecommendResponseSchema, { recommendationId: id, interactionId, customerId: request.customerId, offers, createdAt: timestampFromDate(createdAt) });
 }
 
@@ -117,5 +93,5 @@ serveRecommend(
       (err: Error) => callback({ code: grpc.status.INTERNAL, details: err.message }),
     );
   },
-  () => Promise.resolve(writingTraces).finally(() => Promise.all([db.close(), redis.quit()])),
+  () => traces.close().finally(() => Promise.all([db.close(), redis.quit()])),
 );

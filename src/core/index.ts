@@ -5,6 +5,7 @@
  */
 export * from "./alert-rules.js";
 export * from "./attributes.js";
+export * from "./bounded-map.js";
 export * from "./budgets.js";
 export * from "./canonical-json.js";
 export * from "./catalog.js";
@@ -28,7 +29,6 @@ export * from "./flow.js";
 export * from "./frequency-caps.js";
 export * from "./guardrails.js";
 export * from "./hash.js";
-export * from "./bounded-map.js";
 export * from "./maturity-ramp.js";
 export * from "./model-lineup.js";
 export * from "./offer-scope.js";

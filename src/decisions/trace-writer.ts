@@ -8,7 +8,7 @@ import { serializeRecord } from "./trace-record.js";
 const gzipAsync = promisify(gzip);
 
 /** A serialized trace and the configuration version it must be replayed against. */
-type QueuedTrace = SerializedTrace & { policy: SnapshotConfig };
+export type QueuedTrace = SerializedTrace & { policy: SnapshotConfig };
 
 export interface TraceWriterOptions {
   /** Serialized trace bytes waiting beyond this are dropped (and counted), never blocking a decision. */
@@ -61,7 +61,7 @@ export class TraceWriter {
       this.pending--;
       try {
         const { json, inputsHash } = serializeRecord(row.policy_version_hash, row.trace);
-        this.push(serialized(row, inputsHash, json, policy));
+        this.enqueueSerialized(serialized(row, inputsHash, json, policy));
       } catch (err) {
         this.dropped++;
         this.logger.error({ err, recommendationId: row.recommendation_id }, "decision trace could not be serialized");
@@ -70,7 +70,8 @@ export class TraceWriter {
     });
   }
 
-  private push(trace: QueuedTrace): void {
+  /** A trace already serialized, queued as `enqueue` queues its own (bench/floor-server.ts writes copies of one). */
+  enqueueSerialized(trace: QueuedTrace): void {
     this.queuedBytes += trace.trace.length;
     this.queue.push(trace);
     while (this.queuedBytes > this.maxQueueBytes && this.queue.length > 1) {
