@@ -41,12 +41,12 @@ export const AUDIT_ACTIONS = [
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /**
- * The stored actions an `action` filter value finds. `delete` is what a user filtering for
- * deletions means, and the spec's export filter offers only create, update and delete: it finds
- * soft deletes (how every catalog deletion is stored) as well as hard ones (a workspace reset).
- * `soft_delete` still finds soft deletes alone.
+ * The stored actions an export's `action` filter finds. The spec's export filter offers only
+ * create, update and delete, so there `delete` means every deletion: soft deletes (how every
+ * catalog deletion is stored) as well as hard ones (a workspace reset). The change feed lists
+ * `delete` and `soft_delete` as values of their own and matches each exactly.
  */
-export function actionsMatching(filter: string): AuditAction[] {
+export function exportActionsMatching(filter: string): AuditAction[] {
   return filter === "delete" ? ["delete", "soft_delete"] : [filter as AuditAction];
 }
 

@@ -7,7 +7,9 @@ import {
   ListAuditLogsResponseSchema,
   ListChangeHistoryResponseSchema,
   type AuditVerification,
+  type AuditLogEntry,
   type ExportAuditLogRequest,
+  type GetAuditLogRequest,
   type ListAuditLogsRequest,
   type ListAuditLogsResponse,
   type ListChangeHistoryRequest,
@@ -18,9 +20,10 @@ import {
 import { HttpBodySchema, type HttpBody } from "../../gen/google/api/httpbody_pb.js";
 import { DownloadDispositionSchema } from "../../gen/decisioning/v1/common_pb.js";
 import type { TenantContext } from "../platform/context.js";
-import { invalidField, invalidFields, type FieldViolation } from "../platform/errors.js";
+import { invalidField, invalidFields, notFound, type FieldViolation } from "../platform/errors.js";
+import { isUuid } from "../platform/ids.js";
 import { limitOffsetRequest, offsetPageRequest } from "../platform/pagination.js";
-import { AUDIT_ACTIONS, actionsMatching, entryJson, integrityHash, type AuditRow } from "./audit-entry.js";
+import { AUDIT_ACTIONS, entryJson, exportActionsMatching, integrityHash, type AuditAction, type AuditRow } from "./audit-entry.js";
 import type { AuditFilter, AuditStore } from "./audit-store.js";
 import { changeSummary, changedFields } from "./change-summary.js";
 import { auditCsv, auditSoc2 } from "./audit-export.js";
@@ -68,6 +71,12 @@ export class AuditService {
     });
   }
 
+  async getAuditLog(ctx: TenantContext, req: GetAuditLogRequest): Promise<AuditLogEntry> {
+    const row = isUuid(req.id) ? await this.store.byId(ctx.tenantId, req.id) : null;
+    if (!row) throw notFound("audit log entry", req.id);
+    return fromJson(AuditLogEntrySchema, entryJson(row) as JsonValue);
+  }
+
   async verifyAuditLog(ctx: TenantContext, req: VerifyAuditLogRequest): Promise<AuditVerification> {
     if (req.limit !== undefined && (!Number.isInteger(req.limit) || req.limit < 1)) throw invalidField("limit", "must be a whole number of at least 1");
     const total = await this.store.count(ctx.tenantId, {});
@@ -93,7 +102,7 @@ export class AuditService {
     const { since, until } = dateRange(req.startDate, req.endDate, violations);
     if (violations.length) throw invalidFields(violations);
 
-    const filter: AuditFilter = { entityType: req.entityType || undefined, actions: req.action ? actionsMatching(req.action) : undefined, since, until };
+    const filter: AuditFilter = { entityType: req.entityType || undefined, actions: req.action ? exportActionsMatching(req.action) : undefined, since, until };
     const [rows, total] = await Promise.all([this.store.page(ctx.tenantId, filter, limit, offset, "oldest"), this.store.count(ctx.tenantId, filter)]);
     const day = new Date().toISOString().slice(0, 10);
     if (format === "csv") return download(auditCsv(rows), "text/csv; charset=utf-8", `audit-log-${day}.csv`);
@@ -120,7 +129,7 @@ export class AuditService {
     const filter: AuditFilter = {
       entityType: req.entityType || undefined,
       entityId: req.entityId || undefined,
-      actions: req.action ? actionsMatching(req.action) : undefined,
+      actions: req.action ? [req.action as AuditAction] : undefined,
       since: req.since ? timestampDate(req.since) : undefined,
     };
     const [rows, total] = await Promise.all([this.store.page(ctx.tenantId, filter, limit, offset, "newest"), this.store.count(ctx.tenantId, filter)]);

@@ -7,7 +7,7 @@ import type { AuditRow } from "./audit-entry.js";
 export interface AuditFilter {
   entityType?: string;
   entityId?: string;
-  /** Any of these stored actions (audit-entry.ts actionsMatching). */
+  /** Any of these stored actions (audit-service.ts: exact, or exportActionsMatching). */
   actions?: string[];
   /** Inclusive. */
   since?: Date;
@@ -87,6 +87,11 @@ export class AuditStore {
     const sql = `SELECT * FROM audit_log WHERE ${where(tenantId, filter, bind)} ORDER BY seq ${order === "newest" ? "DESC" : "ASC"}
                  LIMIT $${bind.length + 1} OFFSET $${bind.length + 2}`;
     return selectRows<AuditRow>(this.db, sql, [...bind, limit, offset]);
+  }
+
+  async byId(tenantId: string, id: string): Promise<AuditRow | null> {
+    const [row] = await selectRows<AuditRow>(this.db, "SELECT * FROM audit_log WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
+    return row ?? null;
   }
 
   /** The entry `skip` places before the newest (0 = the newest), or null past the chain's start. */

@@ -238,13 +238,13 @@ export class DecisionStore {
     return row ? { ...row, trace: JSON.parse(traceJson(row.trace)) as TraceRecord } : null;
   }
 
-  async settings(tenantId: string): Promise<SettingsRow> {
-    const [row] = await selectRows<SettingsRow>(this.db, "SELECT * FROM tenant_settings WHERE tenant_id = $1", [tenantId]);
+  async settings(tenantId: string, t?: Transaction): Promise<SettingsRow> {
+    const [row] = await selectRows<SettingsRow>(this.db, "SELECT * FROM tenant_settings WHERE tenant_id = $1", [tenantId], t);
     return row ?? DEFAULT_SETTINGS;
   }
 
-  async saveSettings(tenantId: string, values: Partial<SettingsRow>): Promise<SettingsRow> {
-    const merged = { ...(await this.settings(tenantId)), ...values };
+  /** Writes the settings as given: the caller merges them with what it read in the same transaction. */
+  async saveSettings(t: Transaction, tenantId: string, merged: SettingsRow): Promise<SettingsRow> {
     const [row] = await execReturning<SettingsRow>(
       this.db,
       `INSERT INTO tenant_settings (tenant_id, decision_trace_enabled, decision_trace_sample_rate, maturity_ramp_days, maturity_ramp_start_fraction,
@@ -256,6 +256,7 @@ export class DecisionStore {
        RETURNING *`,
       [tenantId, merged.decision_trace_enabled, merged.decision_trace_sample_rate, merged.maturity_ramp_days, merged.maturity_ramp_start_fraction,
         merged.llm_explanations_enabled, merged.require_publish_approval],
+      t,
     );
     return row;
   }

@@ -116,7 +116,7 @@ export function createDecisions(o: DecisionsOptions) {
   const history = new CustomerHistory(o.db, store);
   const traceService = new TraceService(store, traceReader);
   const customerService = new CustomerService(store, customers);
-  const tenantSettings = new TenantSettingsService(store, snapshots);
+  const tenantSettings = new TenantSettingsService(o.db, store, o.audit, snapshots);
   const workspace = new WorkspaceService({
     store,
     counters: o.counters,

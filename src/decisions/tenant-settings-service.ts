@@ -1,9 +1,12 @@
-import { create } from "@bufbuild/protobuf";
+import { create, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { TenantSettingsSchema, type TenantSettings, type TenantSettingsWrite } from "../../gen/decisioning/v1/configuration_pb.js";
+import type { Sequelize } from "sequelize";
+import type { AuditLog } from "../audit/audit-log.js";
 import type { TenantContext } from "../platform/context.js";
 import { invalidFields, type FieldViolation } from "../platform/errors.js";
 import type { InvalidatedCache } from "../platform/invalidated-cache.js";
+import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import type { DecisionStore, SettingsRow } from "./decision-store.js";
 
 const MAX_RAMP_DAYS = 365;
@@ -20,13 +23,19 @@ function toSettings(row: SettingsRow): TenantSettings {
   });
 }
 
+/** The settings as the audit log keeps them: what the API shows. */
+const auditSnapshot = (row: SettingsRow) => toJson(TenantSettingsSchema, toSettings(row), { alwaysEmitImplicit: true }) as JsonObject;
+
 /**
- * Tenant settings (spec 2.16): tracing, the maturity ramp, and the opt-in to explanations (4.11). They are part of the compiled
- * snapshot, so a change invalidates it in every process.
+ * Tenant settings (spec 2.16): tracing, the maturity ramp, and the opt-ins to explanations (4.11)
+ * and publish approvals (3.5). They are part of the compiled snapshot, so a change invalidates it
+ * in every process; they are configuration, so a change is audited like any other.
  */
 export class TenantSettingsService {
   constructor(
+    private readonly db: Sequelize,
     private readonly store: DecisionStore,
+    private readonly audit: AuditLog,
     private readonly snapshots: InvalidatedCache<unknown>,
   ) {}
 
@@ -44,13 +53,27 @@ export class TenantSettingsService {
     const llmExplanations = req.aiAnalyzerSettings?.llmExplanationsEnabled;
     if (fraction !== undefined && !(fraction >= 0 && fraction <= 1)) violations.push({ field: "maturityRampStartFraction", message: "must be between 0 and 1" });
     if (violations.length) throw invalidFields(violations);
-    const row = await this.store.saveSettings(ctx.tenantId, {
+    const changes: Partial<SettingsRow> = {
       ...(req.decisionTraceEnabled !== undefined && { decision_trace_enabled: req.decisionTraceEnabled }),
       ...(rate !== undefined && { decision_trace_sample_rate: rate }),
       ...(days !== undefined && { maturity_ramp_days: days }),
       ...(fraction !== undefined && { maturity_ramp_start_fraction: fraction }),
       ...(llmExplanations !== undefined && { llm_explanations_enabled: llmExplanations }),
       ...(req.requirePublishApproval !== undefined && { require_publish_approval: req.requirePublishApproval }),
+    };
+    const row = await tenantWriteTransaction(this.db, ctx.tenantId, async (t) => {
+      const before = await this.store.settings(ctx.tenantId, t);
+      const after = await this.store.saveSettings(t, ctx.tenantId, { ...before, ...changes });
+      await this.audit.record(t, ctx, {
+        action: "update",
+        entityType: "tenant_settings",
+        entityId: ctx.tenantId,
+        entityName: "tenant settings",
+        before: auditSnapshot(before),
+        after: auditSnapshot(after),
+        entityVersion: null,
+      });
+      return after;
     });
     await this.snapshots.invalidate(ctx.tenantId);
     return toSettings(row);

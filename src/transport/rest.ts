@@ -204,11 +204,13 @@ export class RestTranscoder {
     // Routes are sorted most literal segments first; once a path matches, less specific templates
     // are not considered, so a known path with the wrong verb is a 405 rather than a variable match.
     let matchedTier: number | null = null;
+    const allowed = new Set<string>();
     for (const route of this.routes) {
       if (matchedTier !== null && route.literalCount < matchedTier) break;
       const vars = match(route, parts);
       if (!vars) continue;
       matchedTier = route.literalCount;
+      allowed.add(route.verb);
       if (route.verb !== verb) continue;
       const method = route.method;
       await inRequestSpan(`${method.parent.typeName}/${method.name}`, "rest", call, () => this.serve(route, vars, url, req, res, call));
@@ -219,6 +221,8 @@ export class RestTranscoder {
       : new AppError({ code: "NOT_FOUND", reason: "NOT_FOUND", message: `No route for ${verb} ${url.pathname}` });
     // No body is read here: drop whatever arrives, so that a client still sending reads the answer, not a reset.
     req.resume();
+    // RFC 9110: a 405 names the methods the path does have.
+    if (matchedTier !== null) res.setHeader("allow", [...allowed].join(", "));
     sendError(res, err, "problem", requestIdOf(call));
   }
 

@@ -74,6 +74,17 @@ describe("GET /api/v1/audit-logs", () => {
     assert.ok(!theirs.body.logs.some((l: any) => l.entityId === offer.id));
   });
 
+  test("one entry by id: the tenant's own only, admin only", async () => {
+    const [entry] = (await get("/api/v1/audit-logs?limit=1")).body.logs;
+    const one = await get(`/api/v1/audit-logs/${entry.id}`);
+    assert.equal(one.status, 200);
+    assert.deepEqual(one.body, entry);
+    assert.equal((await get(`/api/v1/audit-logs/${entry.id}`, editor.apiKey)).status, 403);
+    const other = await svc.createTenant("audit-one-other");
+    assert.equal((await get(`/api/v1/audit-logs/${entry.id}`, other.apiKey)).status, 404, "another tenant's entry");
+    assert.equal((await get("/api/v1/audit-logs/not-a-uuid")).status, 404);
+  });
+
   test("admin only; bad paging is 400 naming the field; the log is immutable (405)", async () => {
     assert.equal((await get("/api/v1/audit-logs", editor.apiKey)).status, 403);
     assert.equal((await get("/api/v1/audit-logs", viewer.apiKey)).status, 403);
@@ -82,9 +93,13 @@ describe("GET /api/v1/audit-logs", () => {
     assert.match(bad.body.detail, /^limit: /);
     assert.match((await get("/api/v1/audit-logs?page=0")).body.detail, /^page: /);
     const before = (await sql("SELECT count(*)::int AS n FROM audit_log"))[0].n;
-    for (const method of ["PUT", "PATCH", "DELETE"]) {
-      const res = await rest(svc.baseUrl, method, "/api/v1/audit-logs", { key: admin.apiKey, body: {} });
-      assert.equal(res.status, 405, method);
+    const [entry] = (await get("/api/v1/audit-logs?limit=1")).body.logs;
+    for (const path of ["/api/v1/audit-logs", `/api/v1/audit-logs/${entry.id}`]) {
+      for (const method of ["PUT", "PATCH", "DELETE"]) {
+        const res = await rest(svc.baseUrl, method, path, { key: admin.apiKey, body: {} });
+        assert.equal(res.status, 405, `${method} ${path}`);
+        assert.equal(res.headers.get("allow"), "GET", `${method} ${path}`);
+      }
     }
     assert.equal((await sql("SELECT count(*)::int AS n FROM audit_log"))[0].n, before);
   });
@@ -224,7 +239,7 @@ describe("GET and POST /api/v1/audit-export", () => {
     }
   });
 
-  test("action=delete finds soft deletes too (what the spec's create/update/delete filter means)", async () => {
+  test("the export's action=delete finds soft deletes too (its filter offers only create/update/delete); the change feed matches delete and soft_delete exactly", async () => {
     const tenant = await svc.createTenant("deleting");
     const offer = await createOffer({}, tenant.apiKey);
     await rest(svc.baseUrl, "DELETE", `/api/v1/offers?id=${offer.id}`, { key: tenant.apiKey, headers: { "x-requested-with": "test" } });
@@ -232,8 +247,9 @@ describe("GET and POST /api/v1/audit-export", () => {
     assert.deepEqual(exported.body.data.map((r: any) => [r.action, r.entityId]), [["soft_delete", offer.id]]);
     assert.equal(exported.body.total, 1);
     const history = await get(`/api/v1/change-history?action=delete`, tenant.apiKey);
-    assert.deepEqual(history.body.changes.map((c: any) => c.entityId), [offer.id]);
-    assert.equal((await get(`/api/v1/change-history?action=soft_delete`, tenant.apiKey)).body.total, 1, "soft_delete alone still works");
+    assert.deepEqual(history.body.changes, [], "spec 4.5 lists delete and soft_delete as separate change-history filters");
+    const soft = await get(`/api/v1/change-history?action=soft_delete`, tenant.apiKey);
+    assert.deepEqual(soft.body.changes.map((c: any) => [c.action, c.entityId]), [["soft_delete", offer.id]]);
     assert.equal((await get(`/api/v1/audit-export?action=update`, tenant.apiKey)).body.total, 0);
   });
 
@@ -307,6 +323,22 @@ describe("GET /api/v1/change-history", () => {
     assert.equal((await get("/api/v1/change-history?limit=201", editor.apiKey)).status, 400);
     assert.equal((await get("/api/v1/change-history", viewer.apiKey)).status, 403);
     assert.equal((await get(`/api/v1/change-history?entityId=${offer.id}`, other.apiKey)).body.total, 0);
+  });
+
+  test("a tenant settings change is audited with before and after, and summarized", async () => {
+    const tenant = await svc.createTenant("settings-audit");
+    const put = await rest(svc.baseUrl, "PUT", "/api/v1/tenant-settings", { key: tenant.apiKey, body: { requirePublishApproval: true } });
+    assert.equal(put.status, 200, JSON.stringify(put.body));
+    const [entry] = (await get("/api/v1/audit-logs?entityType=tenant_settings", tenant.apiKey)).body.logs;
+    assert.equal(entry.action, "update");
+    assert.equal(entry.entityId, tenant.tenantId);
+    assert.equal(entry.before.requirePublishApproval, false);
+    assert.equal(entry.after.requirePublishApproval, true);
+    const [change] = (await get("/api/v1/change-history?entityType=tenant_settings", tenant.apiKey)).body.changes;
+    assert.match(change.summary, /requirePublishApproval/);
+    const bad = await rest(svc.baseUrl, "PUT", "/api/v1/tenant-settings", { key: tenant.apiKey, body: { decisionTraceSampleRate: 2 } });
+    assert.equal(bad.status, 400);
+    assert.equal((await get("/api/v1/audit-logs?entityType=tenant_settings", tenant.apiKey)).body.total, 1, "a refused change is not audited");
   });
 
   test("cascaded creative deletes carry their reason", async () => {

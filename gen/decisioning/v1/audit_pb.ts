@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file decisioning/v1/audit.proto.
  */
 export const file_decisioning_v1_audit: GenFile = /*@__PURE__*/
-  fileDesc("ChpkZWNpc2lvbmluZy92MS9hdWRpdC5wcm90bxIOZGVjaXNpb25pbmcudjEi3AQKDUF1ZGl0TG9nRW50cnkSCgoCaWQYASABKAkSDgoGYWN0aW9uGAIgASgJEhMKC2VudGl0eV90eXBlGAMgASgJEhEKCWVudGl0eV9pZBgEIAEoCRIgCgtlbnRpdHlfbmFtZRgFIAEoCUIGirUYAggBSACIAQESNAoGYmVmb3JlGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIGirUYAggBSAGIAQESMwoFYWZ0ZXIYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgaKtRgCCAFIAogBARIjCg5lbnRpdHlfdmVyc2lvbhgIIAEoBUIGirUYAggBSAOIAQESKAoHY2hhbmdlcxgJIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSHAoHdXNlcl9pZBgKIAEoCUIGirUYAggBSASIAQESEQoJdXNlcl9uYW1lGAsgASgJEhEKCXRlbmFudF9pZBgMIAEoCRIfCgpyZXF1ZXN0X2lkGA0gASgJQgaKtRgCCAFIBYgBARIWCg5pbnRlZ3JpdHlfaGFzaBgOIAEoCRIeCglwcmV2X2hhc2gYDyABKAlCBoq1GAIIAUgGiAEBEi0KCXRpbWVzdGFtcBgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDgoMX2VudGl0eV9uYW1lQgkKB19iZWZvcmVCCAoGX2FmdGVyQhEKD19lbnRpdHlfdmVyc2lvbkIKCghfdXNlcl9pZEINCgtfcmVxdWVzdF9pZEIMCgpfcHJldl9oYXNoImUKFExpc3RBdWRpdExvZ3NSZXF1ZXN0EhMKC2VudGl0eV90eXBlGAEgASgJEhEKBHBhZ2UYAiABKAVIAIgBARISCgVsaW1pdBgDIAEoBUgBiAEBQgcKBV9wYWdlQggKBl9saW1pdCJwChVMaXN0QXVkaXRMb2dzUmVzcG9uc2USKwoEbG9ncxgBIAMoCzIdLmRlY2lzaW9uaW5nLnYxLkF1ZGl0TG9nRW50cnkSDQoFdG90YWwYAiABKAUSDAoEcGFnZRgDIAEoBRINCgVsaW1pdBgEIAEoBSI1ChVWZXJpZnlBdWRpdExvZ1JlcXVlc3QSEgoFbGltaXQYASABKAVIAIgBAUIICgZfbGltaXQirwEKEUF1ZGl0VmVyaWZpY2F0aW9uEg4KBmludGFjdBgBIAEoCBIQCgh2ZXJpZmllZBgCIAEoBRINCgV0b3RhbBgDIAEoBRIPCgdzY2FubmVkGAQgASgFEhkKDGJyb2tlbl9hdF9pZBgFIAEoCUgAiAEBEhoKDWJyb2tlbl9yZWFzb24YBiABKAlIAYgBAUIPCg1fYnJva2VuX2F0X2lkQhAKDl9icm9rZW5fcmVhc29uIpYCChVFeHBvcnRBdWRpdExvZ1JlcXVlc3QSDgoGZm9ybWF0GAEgASgJEjMKCnN0YXJ0X2RhdGUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESOQoIZW5kX2RhdGUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgaKtRgCGAFIAYgBARITCgtlbnRpdHlfdHlwZRgEIAEoCRIOCgZhY3Rpb24YBSABKAkSEgoFbGltaXQYBiABKAVIAogBARITCgZvZmZzZXQYByABKAVIA4gBAUINCgtfc3RhcnRfZGF0ZUILCglfZW5kX2RhdGVCCAoGX2xpbWl0QgkKB19vZmZzZXQitgEKGFZlcmlmeUF1ZGl0RXhwb3J0UmVxdWVzdBIOCgZhY3Rpb24YASABKAkSMwoKc3RhcnRfZGF0ZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBARI5CghlbmRfZGF0ZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBoq1GAIYAUgBiAEBQg0KC19zdGFydF9kYXRlQgsKCV9lbmRfZGF0ZSLGAQoYTGlzdENoYW5nZUhpc3RvcnlSZXF1ZXN0EhMKC2VudGl0eV90eXBlGAEgASgJEhEKCWVudGl0eV9pZBgCIAEoCRIOCgZhY3Rpb24YAyABKAkSLgoFc2luY2UYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESEgoFbGltaXQYBSABKAVIAYgBARIRCgRwYWdlGAYgASgFSAKIAQFCCAoGX3NpbmNlQggKBl9saW1pdEIHCgVfcGFnZSI6CgpDaGFuZ2VVc2VyEhcKAmlkGAEgASgJQgaKtRgCCAFIAIgBARIMCgRuYW1lGAIgASgJQgUKA19pZCKeAgoSQ2hhbmdlSGlzdG9yeUVudHJ5EgoKAmlkGAEgASgJEg4KBmFjdGlvbhgCIAEoCRITCgtlbnRpdHlfdHlwZRgDIAEoCRIRCgllbnRpdHlfaWQYBCABKAkSIAoLZW50aXR5X25hbWUYBSABKAlCBoq1GAIIAUgAiAEBEg8KB3N1bW1hcnkYBiABKAkSKAoEdXNlchgHIAEoCzIaLmRlY2lzaW9uaW5nLnYxLkNoYW5nZVVzZXISLQoJdGltZXN0YW1wGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgdjaGFuZ2VzGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIOCgxfZW50aXR5X25hbWUifAoZTGlzdENoYW5nZUhpc3RvcnlSZXNwb25zZRIzCgdjaGFuZ2VzGAEgAygLMiIuZGVjaXNpb25pbmcudjEuQ2hhbmdlSGlzdG9yeUVudHJ5Eg0KBXRvdGFsGAIgASgFEgwKBHBhZ2UYAyABKAUSDQoFbGltaXQYBCABKAUyxAUKDEF1ZGl0U2VydmljZRKAAQoNTGlzdEF1ZGl0TG9ncxIkLmRlY2lzaW9uaW5nLnYxLkxpc3RBdWRpdExvZ3NSZXF1ZXN0GiUuZGVjaXNpb25pbmcudjEuTGlzdEF1ZGl0TG9nc1Jlc3BvbnNlIiKKtRgECAEQA4LT5JMCFBISL2FwaS92MS9hdWRpdC1sb2dzEoUBCg5WZXJpZnlBdWRpdExvZxIlLmRlY2lzaW9uaW5nLnYxLlZlcmlmeUF1ZGl0TG9nUmVxdWVzdBohLmRlY2lzaW9uaW5nLnYxLkF1ZGl0VmVyaWZpY2F0aW9uIimKtRgECAEQA4LT5JMCGxIZL2FwaS92MS9hdWRpdC1sb2dzL3ZlcmlmeRKJAQoORXhwb3J0QXVkaXRMb2cSJS5kZWNpc2lvbmluZy52MS5FeHBvcnRBdWRpdExvZ1JlcXVlc3QaFC5nb29nbGUuYXBpLkh0dHBCb2R5IjqKtRgaCAEQAzIUCgxhdWRpdF9leHBvcnQQChg8IAGC0+STAhYSFC9hcGkvdjEvYXVkaXQtZXhwb3J0EokBChFWZXJpZnlBdWRpdEV4cG9ydBIoLmRlY2lzaW9uaW5nLnYxLlZlcmlmeUF1ZGl0RXhwb3J0UmVxdWVzdBohLmRlY2lzaW9uaW5nLnYxLkF1ZGl0VmVyaWZpY2F0aW9uIieKtRgECAEQA4LT5JMCGToBKiIUL2FwaS92MS9hdWRpdC1leHBvcnQSkAEKEUxpc3RDaGFuZ2VIaXN0b3J5EiguZGVjaXNpb25pbmcudjEuTGlzdENoYW5nZUhpc3RvcnlSZXF1ZXN0GikuZGVjaXNpb25pbmcudjEuTGlzdENoYW5nZUhpc3RvcnlSZXNwb25zZSImirUYBAgBEAKC0+STAhgSFi9hcGkvdjEvY2hhbmdlLWhpc3RvcnliBnByb3RvMw", [file_decisioning_v1_options, file_google_api_annotations, file_google_api_httpbody, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChpkZWNpc2lvbmluZy92MS9hdWRpdC5wcm90bxIOZGVjaXNpb25pbmcudjEi3AQKDUF1ZGl0TG9nRW50cnkSCgoCaWQYASABKAkSDgoGYWN0aW9uGAIgASgJEhMKC2VudGl0eV90eXBlGAMgASgJEhEKCWVudGl0eV9pZBgEIAEoCRIgCgtlbnRpdHlfbmFtZRgFIAEoCUIGirUYAggBSACIAQESNAoGYmVmb3JlGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIGirUYAggBSAGIAQESMwoFYWZ0ZXIYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgaKtRgCCAFIAogBARIjCg5lbnRpdHlfdmVyc2lvbhgIIAEoBUIGirUYAggBSAOIAQESKAoHY2hhbmdlcxgJIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSHAoHdXNlcl9pZBgKIAEoCUIGirUYAggBSASIAQESEQoJdXNlcl9uYW1lGAsgASgJEhEKCXRlbmFudF9pZBgMIAEoCRIfCgpyZXF1ZXN0X2lkGA0gASgJQgaKtRgCCAFIBYgBARIWCg5pbnRlZ3JpdHlfaGFzaBgOIAEoCRIeCglwcmV2X2hhc2gYDyABKAlCBoq1GAIIAUgGiAEBEi0KCXRpbWVzdGFtcBgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDgoMX2VudGl0eV9uYW1lQgkKB19iZWZvcmVCCAoGX2FmdGVyQhEKD19lbnRpdHlfdmVyc2lvbkIKCghfdXNlcl9pZEINCgtfcmVxdWVzdF9pZEIMCgpfcHJldl9oYXNoImUKFExpc3RBdWRpdExvZ3NSZXF1ZXN0EhMKC2VudGl0eV90eXBlGAEgASgJEhEKBHBhZ2UYAiABKAVIAIgBARISCgVsaW1pdBgDIAEoBUgBiAEBQgcKBV9wYWdlQggKBl9saW1pdCIgChJHZXRBdWRpdExvZ1JlcXVlc3QSCgoCaWQYASABKAkicAoVTGlzdEF1ZGl0TG9nc1Jlc3BvbnNlEisKBGxvZ3MYASADKAsyHS5kZWNpc2lvbmluZy52MS5BdWRpdExvZ0VudHJ5Eg0KBXRvdGFsGAIgASgFEgwKBHBhZ2UYAyABKAUSDQoFbGltaXQYBCABKAUiNQoVVmVyaWZ5QXVkaXRMb2dSZXF1ZXN0EhIKBWxpbWl0GAEgASgFSACIAQFCCAoGX2xpbWl0Iq8BChFBdWRpdFZlcmlmaWNhdGlvbhIOCgZpbnRhY3QYASABKAgSEAoIdmVyaWZpZWQYAiABKAUSDQoFdG90YWwYAyABKAUSDwoHc2Nhbm5lZBgEIAEoBRIZCgxicm9rZW5fYXRfaWQYBSABKAlIAIgBARIaCg1icm9rZW5fcmVhc29uGAYgASgJSAGIAQFCDwoNX2Jyb2tlbl9hdF9pZEIQCg5fYnJva2VuX3JlYXNvbiKWAgoVRXhwb3J0QXVkaXRMb2dSZXF1ZXN0Eg4KBmZvcm1hdBgBIAEoCRIzCgpzdGFydF9kYXRlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBEjkKCGVuZF9kYXRlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGirUYAhgBSAGIAQESEwoLZW50aXR5X3R5cGUYBCABKAkSDgoGYWN0aW9uGAUgASgJEhIKBWxpbWl0GAYgASgFSAKIAQESEwoGb2Zmc2V0GAcgASgFSAOIAQFCDQoLX3N0YXJ0X2RhdGVCCwoJX2VuZF9kYXRlQggKBl9saW1pdEIJCgdfb2Zmc2V0IrYBChhWZXJpZnlBdWRpdEV4cG9ydFJlcXVlc3QSDgoGYWN0aW9uGAEgASgJEjMKCnN0YXJ0X2RhdGUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESOQoIZW5kX2RhdGUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgaKtRgCGAFIAYgBAUINCgtfc3RhcnRfZGF0ZUILCglfZW5kX2RhdGUixgEKGExpc3RDaGFuZ2VIaXN0b3J5UmVxdWVzdBITCgtlbnRpdHlfdHlwZRgBIAEoCRIRCgllbnRpdHlfaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEi4KBXNpbmNlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBEhIKBWxpbWl0GAUgASgFSAGIAQESEQoEcGFnZRgGIAEoBUgCiAEBQggKBl9zaW5jZUIICgZfbGltaXRCBwoFX3BhZ2UiOgoKQ2hhbmdlVXNlchIXCgJpZBgBIAEoCUIGirUYAggBSACIAQESDAoEbmFtZRgCIAEoCUIFCgNfaWQingIKEkNoYW5nZUhpc3RvcnlFbnRyeRIKCgJpZBgBIAEoCRIOCgZhY3Rpb24YAiABKAkSEwoLZW50aXR5X3R5cGUYAyABKAkSEQoJZW50aXR5X2lkGAQgASgJEiAKC2VudGl0eV9uYW1lGAUgASgJQgaKtRgCCAFIAIgBARIPCgdzdW1tYXJ5GAYgASgJEigKBHVzZXIYByABKAsyGi5kZWNpc2lvbmluZy52MS5DaGFuZ2VVc2VyEi0KCXRpbWVzdGFtcBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoHY2hhbmdlcxgJIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCDgoMX2VudGl0eV9uYW1lInwKGUxpc3RDaGFuZ2VIaXN0b3J5UmVzcG9uc2USMwoHY2hhbmdlcxgBIAMoCzIiLmRlY2lzaW9uaW5nLnYxLkNoYW5nZUhpc3RvcnlFbnRyeRINCgV0b3RhbBgCIAEoBRIMCgRwYWdlGAMgASgFEg0KBWxpbWl0GAQgASgFMr8GCgxBdWRpdFNlcnZpY2USgAEKDUxpc3RBdWRpdExvZ3MSJC5kZWNpc2lvbmluZy52MS5MaXN0QXVkaXRMb2dzUmVxdWVzdBolLmRlY2lzaW9uaW5nLnYxLkxpc3RBdWRpdExvZ3NSZXNwb25zZSIiirUYBAgBEAOC0+STAhQSEi9hcGkvdjEvYXVkaXQtbG9ncxJ5CgtHZXRBdWRpdExvZxIiLmRlY2lzaW9uaW5nLnYxLkdldEF1ZGl0TG9nUmVxdWVzdBodLmRlY2lzaW9uaW5nLnYxLkF1ZGl0TG9nRW50cnkiJ4q1GAQIARADgtPkkwIZEhcvYXBpL3YxL2F1ZGl0LWxvZ3Mve2lkfRKFAQoOVmVyaWZ5QXVkaXRMb2cSJS5kZWNpc2lvbmluZy52MS5WZXJpZnlBdWRpdExvZ1JlcXVlc3QaIS5kZWNpc2lvbmluZy52MS5BdWRpdFZlcmlmaWNhdGlvbiIpirUYBAgBEAOC0+STAhsSGS9hcGkvdjEvYXVkaXQtbG9ncy92ZXJpZnkSiQEKDkV4cG9ydEF1ZGl0TG9nEiUuZGVjaXNpb25pbmcudjEuRXhwb3J0QXVkaXRMb2dSZXF1ZXN0GhQuZ29vZ2xlLmFwaS5IdHRwQm9keSI6irUYGggBEAMyFAoMYXVkaXRfZXhwb3J0EAoYPCABgtPkkwIWEhQvYXBpL3YxL2F1ZGl0LWV4cG9ydBKJAQoRVmVyaWZ5QXVkaXRFeHBvcnQSKC5kZWNpc2lvbmluZy52MS5WZXJpZnlBdWRpdEV4cG9ydFJlcXVlc3QaIS5kZWNpc2lvbmluZy52MS5BdWRpdFZlcmlmaWNhdGlvbiInirUYBAgBEAOC0+STAhk6ASoiFC9hcGkvdjEvYXVkaXQtZXhwb3J0EpABChFMaXN0Q2hhbmdlSGlzdG9yeRIoLmRlY2lzaW9uaW5nLnYxLkxpc3RDaGFuZ2VIaXN0b3J5UmVxdWVzdBopLmRlY2lzaW9uaW5nLnYxLkxpc3RDaGFuZ2VIaXN0b3J5UmVzcG9uc2UiJoq1GAQIARACgtPkkwIYEhYvYXBpL3YxL2NoYW5nZS1oaXN0b3J5YgZwcm90bzM", [file_decisioning_v1_options, file_google_api_annotations, file_google_api_httpbody, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * One audit entry as spec 2.6 shows it.
@@ -140,6 +140,23 @@ export const ListAuditLogsRequestSchema: GenMessage<ListAuditLogsRequest> = /*@_
   messageDesc(file_decisioning_v1_audit, 1);
 
 /**
+ * @generated from message decisioning.v1.GetAuditLogRequest
+ */
+export type GetAuditLogRequest = Message<"decisioning.v1.GetAuditLogRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message decisioning.v1.GetAuditLogRequest.
+ * Use `create(GetAuditLogRequestSchema)` to create a new message.
+ */
+export const GetAuditLogRequestSchema: GenMessage<GetAuditLogRequest> = /*@__PURE__*/
+  messageDesc(file_decisioning_v1_audit, 2);
+
+/**
  * @generated from message decisioning.v1.ListAuditLogsResponse
  */
 export type ListAuditLogsResponse = Message<"decisioning.v1.ListAuditLogsResponse"> & {
@@ -169,7 +186,7 @@ export type ListAuditLogsResponse = Message<"decisioning.v1.ListAuditLogsRespons
  * Use `create(ListAuditLogsResponseSchema)` to create a new message.
  */
 export const ListAuditLogsResponseSchema: GenMessage<ListAuditLogsResponse> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_audit, 2);
+  messageDesc(file_decisioning_v1_audit, 3);
 
 /**
  * @generated from message decisioning.v1.VerifyAuditLogRequest
@@ -188,7 +205,7 @@ export type VerifyAuditLogRequest = Message<"decisioning.v1.VerifyAuditLogReques
  * Use `create(VerifyAuditLogRequestSchema)` to create a new message.
  */
 export const VerifyAuditLogRequestSchema: GenMessage<VerifyAuditLogRequest> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_audit, 3);
+  messageDesc(file_decisioning_v1_audit, 4);
 
 /**
  * @generated from message decisioning.v1.AuditVerification
@@ -240,7 +257,7 @@ export type AuditVerification = Message<"decisioning.v1.AuditVerification"> & {
  * Use `create(AuditVerificationSchema)` to create a new message.
  */
 export const AuditVerificationSchema: GenMessage<AuditVerification> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_audit, 4);
+  messageDesc(file_decisioning_v1_audit, 5);
 
 /**
  * @generated from message decisioning.v1.ExportAuditLogRequest
@@ -291,7 +308,7 @@ export type ExportAuditLogRequest = Message<"decisioning.v1.ExportAuditLogReques
  * Use `create(ExportAuditLogRequestSchema)` to create a new message.
  */
 export const ExportAuditLogRequestSchema: GenMessage<ExportAuditLogRequest> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_audit, 5);
+  messageDesc(file_decisioning_v1_audit, 6);
 
 /**
  * @generated from message decisioning.v1.VerifyAuditExportRequest
@@ -322,7 +339,7 @@ export type VerifyAuditExportRequest = Message<"decisioning.v1.VerifyAuditExport
  * Use `create(VerifyAuditExportRequestSchema)` to create a new message.
  */
 export const VerifyAuditExportRequestSchema: GenMessage<VerifyAuditExportRequest> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_audit, 6);
+  messageDesc(file_decisioning_v1_audit, 7);
 
 /**
  * @generated from message decisioning.v1.ListChangeHistoryRequest
@@ -366,7 +383,7 @@ export type ListChangeHistoryRequest = Message<"decisioning.v1.ListChangeHistory
  * Use `create(ListChangeHistoryRequestSchema)` to create a new message.
  */
 export const ListChangeHistoryRequestSchema: GenMessage<ListChangeHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_audit, 7);
+  messageDesc(file_decisioning_v1_audit, 8);
 
 /**
  * @generated from message decisioning.v1.ChangeUser
@@ -388,7 +405,7 @@ export type ChangeUser = Message<"decisioning.v1.ChangeUser"> & {
  * Use `create(ChangeUserSchema)` to create a new message.
  */
 export const ChangeUserSchema: GenMessage<ChangeUser> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_audit, 8);
+  messageDesc(file_decisioning_v1_audit, 9);
 
 /**
  * One change-feed entry (spec 2.7).
@@ -447,7 +464,7 @@ export type ChangeHistoryEntry = Message<"decisioning.v1.ChangeHistoryEntry"> & 
  * Use `create(ChangeHistoryEntrySchema)` to create a new message.
  */
 export const ChangeHistoryEntrySchema: GenMessage<ChangeHistoryEntry> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_audit, 9);
+  messageDesc(file_decisioning_v1_audit, 10);
 
 /**
  * @generated from message decisioning.v1.ListChangeHistoryResponse
@@ -479,7 +496,7 @@ export type ListChangeHistoryResponse = Message<"decisioning.v1.ListChangeHistor
  * Use `create(ListChangeHistoryResponseSchema)` to create a new message.
  */
 export const ListChangeHistoryResponseSchema: GenMessage<ListChangeHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_decisioning_v1_audit, 10);
+  messageDesc(file_decisioning_v1_audit, 11);
 
 /**
  * The hash-chained audit log (spec 2.6, 4.5) and the change feed read from it (spec 2.7).
@@ -497,6 +514,17 @@ export const AuditService: GenService<{
     methodKind: "unary";
     input: typeof ListAuditLogsRequestSchema;
     output: typeof ListAuditLogsResponseSchema;
+  },
+  /**
+   * One entry; 404 when the tenant has none with that id. Exists so that the entry paths answer
+   * PUT, PATCH and DELETE with 405 like the collection (spec 4.5), not with "no route".
+   *
+   * @generated from rpc decisioning.v1.AuditService.GetAuditLog
+   */
+  getAuditLog: {
+    methodKind: "unary";
+    input: typeof GetAuditLogRequestSchema;
+    output: typeof AuditLogEntrySchema;
   },
   /**
    * Recomputes hashes and links over the whole chain, or over its last `limit` entries.
