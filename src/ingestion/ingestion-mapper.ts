@@ -97,12 +97,15 @@ export function toIrEnvelope(pipeline: PipelineRow, row: IrVersionRow): Pipeline
   });
 }
 
+/** A node's count as the uint32 field holds it (ingestion.proto, NodeResult): larger counts read as its maximum. */
+const rowCount = (n: number) => Math.min(n, 0xffff_ffff);
+
 export function toNodeResult(o: NodeOutcome): NodeResult {
   return create(NodeResultSchema, {
     id: o.id,
     kind: o.kind,
-    rowsOut: o.rowsOut === undefined ? undefined : BigInt(o.rowsOut),
-    rowsLoaded: o.rowsLoaded === undefined ? undefined : BigInt(o.rowsLoaded),
+    rowsOut: o.rowsOut === undefined ? undefined : rowCount(o.rowsOut),
+    rowsLoaded: o.rowsLoaded === undefined ? undefined : rowCount(o.rowsLoaded),
     meta: o.meta as JsonObject,
   });
 }

@@ -57,7 +57,7 @@ describe("the decide node: batch decisions (spec 1; docs/ingestion.md, decide)",
     assert.equal(res.body.ok, true, JSON.stringify(res.body));
     const decide = res.body.nodeResults.find((r: { id: string }) => r.id === "decide");
     assert.equal(decide.meta.decisions, 3);
-    assert.equal(decide.rowsOut, "4", "two offers each for b1 and b2; b3 is eligible for none");
+    assert.equal(decide.rowsOut, 4, "two offers each for b1 and b2; b3 is eligible for none");
     const table = `"${h.dataSchema(h.admin.tenantId)}".ds_next_best`;
     const loaded = await h.svc.sql(`SELECT "customerId", rank, "offerId", "recommendationId" FROM ${table} ORDER BY 1, 2`);
     assert.deepEqual(loaded.map((r) => [r.customerId, r.rank]), [["b1", 1], ["b1", 2], ["b2", 1], ["b2", 2]]);

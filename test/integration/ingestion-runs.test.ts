@@ -64,10 +64,10 @@ describe("the runner: sources and load modes (spec 4.20)", () => {
     assert.equal(first.irVersion, 1);
     assert.ok(first.runId);
     const byId = Object.fromEntries(first.nodeResults.map((r: { id: string }) => [r.id, r]));
-    assert.equal(byId.src.rowsOut, "4");
+    assert.equal(byId.src.rowsOut, 4, "a JSON number");
     assert.deepEqual(byId.src.meta.files, ["upsert/a.csv", "upsert/b.csv.gz"]);
-    assert.equal(byId.fix.rowsOut, "4");
-    assert.equal(byId.load.rowsLoaded, "3");
+    assert.equal(byId.fix.rowsOut, 4);
+    assert.equal(byId.load.rowsLoaded, 3, "a JSON number");
     assert.deepEqual(await rows(s.table), [
       { customer_id: "c1", email: "A2@X.IO", age: 31, balance: "11.00" },
       { customer_id: "c2", email: "B@X.IO", age: 41, balance: "0.00" },
@@ -168,7 +168,7 @@ describe("the runner: sources and load modes (spec 4.20)", () => {
     await h.put("wm/2.csv", csv(["w1,changed-but-old,1,1,2025-01-01T12:00:00Z", "w3,c,1,1,2025-01-03T00:00:00Z"]));
     const second = await run(id);
     assert.equal(second.ok, true);
-    assert.equal(second.nodeResults[1].rowsLoaded, "1");
+    assert.equal(second.nodeResults[1].rowsLoaded, 1);
     assert.deepEqual((await rows(s.table)).map((r) => [r.customer_id, r.email]), [["w1", "a"], ["w2", "b"], ["w3", "c"]]);
     const [p] = await h.svc.sql("SELECT watermarks FROM ingestion_pipelines WHERE id = $1", [id]);
     assert.match(p.watermarks.load, /^2025-01-03/);
