@@ -1,9 +1,11 @@
-import { create, toJson } from "@bufbuild/protobuf";
+import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
+  ContentDetailSchema,
   ContentItemSchema,
   ContentReferenceSchema,
   ContentVersionSchema,
+  type ContentDetail,
   type ContentItem,
   type ContentReference,
   type ContentVersion,
@@ -12,8 +14,9 @@ import type { ContentRow, VersionRow } from "./content-store.js";
 
 const some = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
 
-export function toContentItem(row: ContentRow): ContentItem {
-  return create(ContentItemSchema, {
+/** The item's public fields, which both ContentItem and the top level of ContentDetail carry. */
+function itemFields(row: ContentRow) {
+  return {
     id: row.id,
     title: row.title,
     body: row.body,
@@ -31,6 +34,21 @@ export function toContentItem(row: ContentRow): ContentItem {
     createdBy: some(row.created_by),
     createdAt: timestampFromDate(row.created_at),
     updatedAt: timestampFromDate(row.updated_at),
+  } satisfies MessageInitShape<typeof ContentItemSchema>;
+}
+
+export function toContentItem(row: ContentRow): ContentItem {
+  return create(ContentItemSchema, itemFields(row));
+}
+
+/** The read of one item: its fields at the top level (spec 4.8) and again under `item` for earlier clients. */
+export function toContentDetail(row: ContentRow, links: { parent: ContentRow | null; source: ContentRow | null; versions: VersionRow[] }): ContentDetail {
+  return create(ContentDetailSchema, {
+    ...itemFields(row),
+    item: toContentItem(row),
+    parentTemplate: links.parent ? toContentReference(links.parent) : undefined,
+    source: links.source ? toContentReference(links.source) : undefined,
+    versions: links.versions.map(toContentVersion),
   });
 }
 

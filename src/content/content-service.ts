@@ -1,7 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { EmptySchema, type Empty } from "@bufbuild/protobuf/wkt";
 import {
-  ContentDetailSchema,
   ListContentResponseSchema,
   ListContentVersionsResponseSchema,
   type ContentDetail,
@@ -15,7 +14,8 @@ import {
   type RejectContentRequest,
   type RevertContentRequest,
 } from "../../gen/decisioning/v1/content_pb.js";
-import { CONTENT_MOVES, CONTENT_STATES, contentMoveRefusal, editedSinceReview, isContentStatus, type ContentMove } from "../core/index.js";
+import { CONTENT_MOVES, CONTENT_STATES, contentMoveRefusal, isContentStatus, type ContentMove } from "../core/index.js";
+import { actorId } from "../approvals/actor.js";
 import type { AuditAction } from "../audit/audit-entry.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import type { TenantContext } from "../platform/context.js";
@@ -24,7 +24,7 @@ import { AppError, forbidden, invalidField, invalidFields, notFound, type FieldV
 import { isUuid, newId } from "../platform/ids.js";
 import { cursorPage, cursorPageRequest } from "../platform/pagination.js";
 import type { FieldRule } from "../catalog/write-fields.js";
-import { contentSnapshot, toContentItem, toContentReference, toContentVersion } from "./content-mapper.js";
+import { contentSnapshot, toContentDetail, toContentItem, toContentVersion } from "./content-mapper.js";
 import type { ContentChange, ContentRow, ContentStore } from "./content-store.js";
 
 const MAX_TITLE = 255;
@@ -61,7 +61,9 @@ const LINKS = [
  * Content items (spec 2.17, 3.2, 4.8; docs/content.md). Every write runs under the tenant's write
  * lock with the item's row locked, writes its version snapshot when the version moves, and an
  * audit entry, all in one transaction. Recommend serves an item's published version, which only
- * publish (and archive, which withdraws it) changes.
+ * publish (and archive, which withdraws it) changes. Submitter and approver are actors as the
+ * approvals name them (a user id, or `oauth_client:<clientId>`), so an OAuth client of the editor
+ * or admin role may take either part, never both for one review.
  */
 export class ContentService {
   constructor(private readonly deps: ContentDeps) {}
@@ -81,12 +83,7 @@ export class ContentService {
     const item = await this.mustFind(ctx.tenantId, req.id);
     const link = (id: string | null) => (id ? store.item(ctx.tenantId, id) : Promise.resolve(null));
     const [parent, source, versions] = await Promise.all([link(item.parent_template_id), link(item.source_id), store.versions(ctx.tenantId, item.id, READ_VERSIONS)]);
-    return create(ContentDetailSchema, {
-      item: toContentItem(item),
-      parentTemplate: parent ? toContentReference(parent) : undefined,
-      source: source ? toContentReference(source) : undefined,
-      versions: versions.map(toContentVersion),
-    });
+    return toContentDetail(item, { parent, source, versions });
   }
 
   async listContentVersions(ctx: TenantContext, req: ListContentVersionsRequest): Promise<ListContentVersionsResponse> {
@@ -115,7 +112,7 @@ export class ContentService {
     return toContentItem(item);
   }
 
-  /** Any state; the state stays (spec 3.2), so edits to a published item wait for their own review (a submit). */
+  /** Any state; the state stays (spec 3.2), so an edit of a reviewed item reaches review only through a revert to draft. */
   async updateContent(ctx: TenantContext, req: ContentWrite): Promise<ContentItem> {
     const fields = this.fields(req, "update");
     return this.write(ctx, req.id, async (t, before) => {
@@ -126,34 +123,47 @@ export class ContentService {
     });
   }
 
-  /** From draft, or from approved/published with edits since the review; a published version keeps serving. */
+  /** From draft only (spec 3.2); a published version keeps serving through the review. */
   async submitContent(ctx: TenantContext, req: ContentIdRequest): Promise<ContentItem> {
-    return this.move(ctx, req.id, "submit", () => ({ submitted_by: ctx.userId, approved_by: null, approved_version: null, rejection_reason: null }));
+    return this.move(ctx, req.id, "submit", () => ({ submitted_by: actorId(ctx), approved_by: null, approved_version: null, rejection_reason: null }));
   }
 
-  /** Four eyes: whoever submitted the item cannot approve it, whatever their role. */
+  /** Four eyes: whoever submitted the item (user or OAuth client) cannot approve it, whatever their role. */
   async approveContent(ctx: TenantContext, req: ContentIdRequest): Promise<ContentItem> {
     return this.move(ctx, req.id, "approve", (before) => {
-      if (!ctx.userId) throw forbidden("approving content needs a signed-in user or a user's API key", "APPROVER_UNKNOWN");
-      if (before.submitted_by === ctx.userId) throw forbidden("the submitter of a content item cannot approve it; another editor or admin must", "SELF_APPROVAL");
-      return { approved_by: ctx.userId, approved_version: before.version };
+      const approver = actorId(ctx);
+      if (before.submitted_by === approver) throw forbidden("the submitter of a content item cannot approve it; another editor or admin must", "SELF_APPROVAL");
+      return { approved_by: approver, approved_version: before.version };
     });
   }
 
   async rejectContent(ctx: TenantContext, req: RejectContentRequest): Promise<ContentItem> {
     const reason = req.reason.trim();
     if (!reason || reason.length > MAX_REASON) throw invalidField("reason", `is required, 1 to ${MAX_REASON} characters`);
-    return this.move(ctx, req.id, "reject", () => ({ rejection_reason: reason, approved_by: null, approved_version: null }), { reason });
+    return this.move(ctx, req.id, "reject", () => ({ rejection_reason: reason, approved_by: null, approved_version: null }), { extra: { reason } });
   }
 
-  /** The approved version goes live: edits made after the approval are not published with it. */
+  /**
+   * The approved content goes live as a new version (spec 3.2: "version snapshot"), which becomes
+   * both the item's version and its published version. An edit made after the approval is not
+   * published with it: the item takes the approved content back, and the edit stays in the history.
+   */
   async publishContent(ctx: TenantContext, req: ContentIdRequest): Promise<ContentItem> {
     const at = new Date();
-    const item = await this.move(ctx, req.id, "publish", async (before, t) => {
-      const version = before.approved_version ?? before.version;
-      await this.deps.store.markPublished(t, ctx.tenantId, before.id, version, at);
-      return { published_version: version, published_at: at };
-    });
+    const item = await this.move(
+      ctx,
+      req.id,
+      "publish",
+      async (before, t) => {
+        const approved = (await this.deps.store.version(ctx.tenantId, before.id, before.approved_version ?? before.version, t))!;
+        // The row is locked, so the bumped version is this one.
+        return { title: approved.title, body: approved.body, content_type: approved.content_type, published_version: before.version + 1, published_at: at };
+      },
+      {
+        newVersion: (t, before, after) =>
+          this.deps.store.snapshot(t, ctx.tenantId, after, "publish", ctx.userId, { revertedFrom: before.approved_version ?? before.version, publishedAt: at }),
+      },
+    );
     this.deps.configChanged(ctx.tenantId);
     return item;
   }
@@ -172,7 +182,7 @@ export class ContentService {
         { title: target.title, body: target.body, content_type: target.content_type, status: "draft", submitted_by: null, approved_by: null, approved_version: null },
         true,
       );
-      await this.deps.store.snapshot(t, ctx.tenantId, after, "revert", ctx.userId, target.version);
+      await this.deps.store.snapshot(t, ctx.tenantId, after, "revert", ctx.userId, { revertedFrom: target.version });
       return { action: "rollback", after, changes: { revertedTo: target.version } };
     });
   }
@@ -190,25 +200,24 @@ export class ContentService {
     return create(EmptySchema);
   }
 
-  /** A workflow move of the table in core/content-workflow.ts, with the columns it sets. */
+  /**
+   * A workflow move of the table in core/content-workflow.ts, with the columns it sets. With
+   * `newVersion`, the move makes the item's next version and writes its snapshot.
+   */
   private move(
     ctx: TenantContext,
     id: string,
     move: ContentMove,
     columns: (before: ContentRow, t: Transaction) => ContentChange | Promise<ContentChange>,
-    extra: Record<string, unknown> = {},
+    opts: { extra?: Record<string, unknown>; newVersion?: (t: Transaction, before: ContentRow, after: ContentRow) => Promise<void> } = {},
   ): Promise<ContentItem> {
+    const extra = opts.extra ?? {};
     return this.write(ctx, id, async (t, before) => {
-      const edited = editedSinceReview({
-        status: before.status,
-        version: before.version,
-        approvedVersion: before.approved_version,
-        publishedVersion: before.published_version,
-      });
-      const refusal = contentMoveRefusal(move, before.status, edited);
+      const refusal = contentMoveRefusal(move, before.status);
       if (refusal) throw new AppError({ code: "INVALID_ARGUMENT", reason: "ILLEGAL_TRANSITION", message: `status: ${refusal}` });
       const change = await columns(before, t);
-      const after = await this.deps.store.update(t, ctx.tenantId, before.id, { ...change, status: CONTENT_MOVES[move].to }, false);
+      const after = await this.deps.store.update(t, ctx.tenantId, before.id, { ...change, status: CONTENT_MOVES[move].to }, Boolean(opts.newVersion));
+      await opts.newVersion?.(t, before, after);
       const action: AuditAction = move === "submit" ? "update" : move;
       return { action, after, changes: { workflow: { move, from: before.status, to: after.status }, ...extra } };
     });

@@ -30,7 +30,7 @@ export interface VersionRow {
   title: string;
   body: string;
   content_type: string;
-  change: "create" | "update" | "revert";
+  change: "create" | "update" | "revert" | "publish";
   reverted_from: number | null;
   published_at: Date | null;
   created_by: string | null;
@@ -101,12 +101,25 @@ export class ContentStore {
     return row;
   }
 
-  /** The snapshot of the item's current version, written by `actor`. */
-  async snapshot(t: Transaction, tenantId: string, item: ContentRow, change: VersionRow["change"], actor: string | null, revertedFrom: number | null = null): Promise<void> {
+  /**
+   * The snapshot of the item's current version, written by `actor`. `revertedFrom`: the version a
+   * revert or publish copied; `publishedAt`: set when this snapshot is the one a publish made live.
+   */
+  async snapshot(
+    t: Transaction,
+    tenantId: string,
+    item: ContentRow,
+    change: VersionRow["change"],
+    actor: string | null,
+    opts: { revertedFrom?: number; publishedAt?: Date } = {},
+  ): Promise<void> {
     await this.db.query(
-      `INSERT INTO content_versions (tenant_id, content_id, version, title, body, content_type, change, reverted_from, created_by)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      { bind: [tenantId, item.id, item.version, item.title, item.body, item.content_type, change, revertedFrom, actor], transaction: t },
+      `INSERT INTO content_versions (tenant_id, content_id, version, title, body, content_type, change, reverted_from, published_at, created_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      {
+        bind: [tenantId, item.id, item.version, item.title, item.body, item.content_type, change, opts.revertedFrom ?? null, opts.publishedAt ?? null, actor],
+        transaction: t,
+      },
     );
   }
 
@@ -127,14 +140,6 @@ export class ContentStore {
       `SELECT ${VERSION_COLUMNS} FROM content_versions WHERE tenant_id = $1 AND content_id = $2 ORDER BY version DESC LIMIT $3`,
       [tenantId, id, limit],
     );
-  }
-
-  /** Stamps the snapshot that went live. */
-  async markPublished(t: Transaction, tenantId: string, id: string, version: number, at: Date): Promise<void> {
-    await this.db.query("UPDATE content_versions SET published_at = $4 WHERE tenant_id = $1 AND content_id = $2 AND version = $3", {
-      bind: [tenantId, id, version, at],
-      transaction: t,
-    });
   }
 
   /** Items among `ids` that a creative may name: the tenant's, not archived. */

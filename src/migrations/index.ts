@@ -28,6 +28,7 @@ import * as m0027 from "./0027-ingestion.js";
 import * as m0027TenantSchemas from "./0027-ingestion-tenant-schemas.js";
 import * as m0028 from "./0028-trace-compression.js";
 import * as m0029 from "./0029-decision-rows-without-tenant-keys.js";
+import * as m0030 from "./0030-content-publish-versions.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
 export const migrations: Migration[] = [
@@ -60,4 +61,5 @@ export const migrations: Migration[] = [
   { name: "0027-ingestion-tenant-schemas", up: m0027TenantSchemas.up },
   { name: "0028-trace-compression", up: m0028.up },
   { name: "0029-decision-rows-without-tenant-keys", up: m0029.up },
+  { name: "0030-content-publish-versions", up: m0030.up },
 ];

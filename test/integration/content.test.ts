@@ -41,6 +41,17 @@ async function publish(id: string) {
   }
 }
 
+/** A new OAuth client of the tenant with `scopes`, and a token it obtained. */
+async function oauthClient(scopes: string[]): Promise<{ clientId: string; token: string }> {
+  const c = await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { key: admin.apiKey, body: { scopes } });
+  assert.equal(c.status, 201, JSON.stringify(c.body));
+  const t = await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", {
+    body: { grant_type: "client_credentials", client_id: c.body.clientId, client_secret: c.body.clientSecret },
+  });
+  assert.equal(t.status, 200, JSON.stringify(t.body));
+  return { clientId: c.body.clientId, token: t.body.access_token };
+}
+
 /** The newest audit entry of the tenant for content items. */
 async function lastAudit() {
   const [entry] = (await call("GET", "/api/v1/audit-logs?entityType=content_item&limit=1")).body.logs;
@@ -74,7 +85,15 @@ describe("create and read (spec 4.8)", () => {
 
     const read = await call("GET", `/api/v1/content/${created.id}`, undefined, viewer.apiKey);
     assert.equal(read.status, 200);
-    assert.equal(read.body.item.id, created.id);
+    // Spec 4.8: the item's own fields at the top level, the links and versions beside them, and
+    // the same item again under `item` for clients of the earlier nested shape.
+    const { item: nested, parentTemplate, source: linkedSource, versions, ...top } = read.body;
+    assert.deepEqual(top, created);
+    assert.deepEqual(nested, created);
+    assert.equal(read.body.status, "draft");
+    assert.equal(read.body.version, 1);
+    assert.equal(read.body.publishedAt, null);
+    assert.ok(parentTemplate && linkedSource && versions);
     assert.deepEqual(read.body.parentTemplate, { id: template.id, title: "Template", status: "draft", version: 1 });
     assert.equal(read.body.source.id, source.id);
     assert.equal(read.body.versions.length, 1);
@@ -136,12 +155,58 @@ describe("workflow (spec 3.2)", () => {
     const published = await move(it.id, "publish");
     assert.equal(published.status, 200);
     assert.equal(published.body.status, "published");
-    assert.equal(published.body.publishedVersion, 1);
+    // Spec 3.2: publish records publishedAt and a version snapshot, which is the item's version.
+    assert.equal(published.body.version, 2);
+    assert.equal(published.body.publishedVersion, 2);
+    assert.equal(published.body.approvedVersion, 1);
     assert.ok(Date.parse(published.body.publishedAt) > Date.now() - 60_000);
-    assert.equal((await lastAudit()).action, "publish");
-    const [snapshot] = (await call("GET", `/api/v1/content/${it.id}/versions`)).body.data;
-    assert.equal(snapshot.version, 1);
-    assert.equal(snapshot.publishedAt, published.body.publishedAt);
+    const entry = await lastAudit();
+    assert.equal(entry.action, "publish");
+    assert.equal(entry.entityVersion, 2);
+    const versions = (await call("GET", `/api/v1/content/${it.id}/versions`)).body.data;
+    assert.deepEqual(
+      versions.map((v: any) => [v.version, v.change, v.revertedFrom, v.body, v.publishedAt]),
+      [[2, "publish", 1, "<p>20% off</p>", published.body.publishedAt], [1, "create", null, "<p>20% off</p>", null]],
+    );
+    const read = (await call("GET", `/api/v1/content/${it.id}`)).body;
+    assert.deepEqual([read.status, read.version, read.publishedVersion, read.publishedAt], ["published", 2, 2, published.body.publishedAt]);
+    assert.equal(read.versions.length, 2);
+  });
+
+  test("an OAuth client of the editor or admin role may submit and approve, never both for one review", async () => {
+    const writer = await oauthClient(["write"]);
+    const adminClient = await oauthClient(["admin"]);
+    const reader = await oauthClient(["read"]);
+    const byToken = (id: string, verb: string, token: string) =>
+      rest(svc.baseUrl, "POST", `/api/v1/content/${id}/${verb}`, { bearer: token, body: {} });
+
+    // A user submits; a client approves.
+    const a = await item();
+    await move(a.id, "submit");
+    assert.equal((await byToken(a.id, "approve", reader.token)).status, 403, "a viewer client cannot approve");
+    const approved = await byToken(a.id, "approve", writer.token);
+    assert.equal(approved.status, 200, JSON.stringify(approved.body));
+    assert.equal(approved.body.status, "approved");
+    assert.equal(approved.body.approvedBy, `oauth_client:${writer.clientId}`);
+    assert.equal((await lastAudit()).action, "approve");
+
+    // A client submits: it cannot approve its own submission, another client or a user can.
+    for (const approver of [{ token: adminClient.token }, { key: editor.apiKey }]) {
+      const b = await item();
+      const submitted = await byToken(b.id, "submit", writer.token);
+      assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
+      assert.equal(submitted.body.submittedBy, `oauth_client:${writer.clientId}`);
+      const self = await byToken(b.id, "approve", writer.token);
+      assert.equal(self.status, 403);
+      assert.equal(self.body.reason, "SELF_APPROVAL");
+      assert.equal((await call("GET", `/api/v1/content/${b.id}`)).body.status, "in_review");
+      const other = approver.token ? await byToken(b.id, "approve", approver.token) : await move(b.id, "approve", approver.key);
+      assert.equal(other.status, 200, JSON.stringify(other.body));
+      assert.equal(other.body.approvedBy, approver.token ? `oauth_client:${adminClient.clientId}` : editor.userId);
+      const published = await byToken(b.id, "publish", writer.token);
+      assert.equal(published.status, 200, JSON.stringify(published.body));
+      assert.equal(published.body.status, "published");
+    }
   });
 
   test("reject needs a reason and sends the item back to draft with it", async () => {
@@ -206,20 +271,21 @@ describe("workflow (spec 3.2)", () => {
   test("revert copies an earlier version into a new one in draft; later or missing versions are a 400", async () => {
     const it = await item({ body: "first" });
     await call("PUT", `/api/v1/content/${it.id}`, { body: "second" }, editor.apiKey);
+    // Published as version 3, the snapshot of version 2's content.
     await publish(it.id);
-    for (const version of [2, 3, 0]) {
+    for (const version of [3, 4, 0]) {
       const res = await move(it.id, `revert/${version}`);
       assert.equal(res.status, 400, `revert to ${version}`);
       assert.match(res.body.detail, /^version: /);
     }
     const res = await move(it.id, "revert/1");
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    assert.equal(res.body.version, 3);
+    assert.equal(res.body.version, 4);
     assert.equal(res.body.status, "draft");
     assert.equal(res.body.body, "first");
-    assert.equal(res.body.publishedVersion, 2, "the published version keeps serving");
+    assert.equal(res.body.publishedVersion, 3, "the published version keeps serving");
     const [newest] = (await call("GET", `/api/v1/content/${it.id}/versions`)).body.data;
-    assert.deepEqual([newest.version, newest.change, newest.revertedFrom, newest.body], [3, "revert", 1, "first"]);
+    assert.deepEqual([newest.version, newest.change, newest.revertedFrom, newest.body], [4, "revert", 1, "first"]);
     const entry = await lastAudit();
     assert.equal(entry.action, "rollback");
     assert.equal(entry.changes.revertedTo, 1);
@@ -344,16 +410,18 @@ describe("Recommend serves published content", () => {
     };
     assert.equal(await served(), null, "nothing published yet");
 
+    // Version 2 is the publish snapshot of version 1.
     await publish(it.id);
-    assert.deepEqual(await served(), { contentId: it.id, version: 1, title: "Banner", body: "Old banner", contentType: "html" });
+    assert.deepEqual(await served(), { contentId: it.id, version: 2, title: "Banner", body: "Old banner", contentType: "html" });
 
     await call("PUT", `/api/v1/content/${it.id}`, { body: "New banner" }, editor.apiKey);
     assert.equal((await served()).body, "Old banner", "an edit is not live until it is published");
 
+    // Back to draft (4), the edit again (5), reviewed and published as 6.
     await move(it.id, "revert/1");
     await call("PUT", `/api/v1/content/${it.id}`, { body: "New banner" }, editor.apiKey);
     await publish(it.id);
-    assert.deepEqual(await served(), { contentId: it.id, version: 4, title: "Banner", body: "New banner", contentType: "html" });
+    assert.deepEqual(await served(), { contentId: it.id, version: 6, title: "Banner", body: "New banner", contentType: "html" });
 
     assert.equal((await call("DELETE", `/api/v1/content/${it.id}`)).status, 204);
     assert.equal(await served(), null, "archived content is withdrawn");
@@ -368,8 +436,8 @@ describe("Recommend serves published content", () => {
   });
 });
 
-describe("editing reviewed content (docs/content.md)", () => {
-  test("an edited published item is submitted again from published; its published version serves until the edit is published", async () => {
+describe("editing reviewed content (spec 3.2, docs/content.md)", () => {
+  test("submit is refused from approved and published, edited or not; a revert is the way back to review", async () => {
     const it = await item({ title: "Hero", body: "Live text" });
     const offer = (await call("POST", "/api/v1/offers", { name: unique("edited"), status: "active", priority: 100 })).body;
     const creative = (await call("POST", "/api/v1/creatives", { offerId: offer.id, name: unique("hero"), contentId: it.id })).body;
@@ -380,37 +448,41 @@ describe("editing reviewed content (docs/content.md)", () => {
       return o.content?.body ?? null;
     };
     await publish(it.id);
-    // Without an edit there is nothing to review: submit stays refused.
-    const unedited = await move(it.id, "submit");
-    assert.equal(unedited.status, 400);
-    assert.match(unedited.body.detail, /^status: cannot submit a published content item without changes since its review/);
-
     const edited = await call("PUT", `/api/v1/content/${it.id}`, { body: "Edited text" }, editor.apiKey);
-    assert.deepEqual([edited.body.status, edited.body.version, edited.body.publishedVersion], ["published", 2, 1], "update keeps the state (spec 3.2)");
-    const submitted = await move(it.id, "submit");
-    assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
-    assert.deepEqual([submitted.body.status, submitted.body.publishedVersion], ["in_review", 1]);
-    assert.equal(await served(), "Live text", "the published version keeps serving during the review");
-    const entry = await lastAudit();
-    assert.deepEqual(entry.changes.workflow, { move: "submit", from: "published", to: "in_review" });
-
-    // Rejected: back to draft, still serving the published version.
-    assert.equal((await move(it.id, "reject", editor2.apiKey, { reason: "tone" })).body.status, "draft");
+    assert.deepEqual([edited.body.status, edited.body.version, edited.body.publishedVersion], ["published", 3, 2], "update keeps the state (spec 3.2)");
+    // Spec 3.2: submit "must be draft", also with an edit since the review.
+    const fromPublished = await move(it.id, "submit");
+    assert.equal(fromPublished.status, 400);
+    assert.equal(fromPublished.body.reason, "ILLEGAL_TRANSITION");
+    assert.equal(fromPublished.body.detail, "status: cannot submit a published content item; it must be draft");
+    assert.equal((await call("GET", `/api/v1/content/${it.id}`)).body.status, "published");
     assert.equal(await served(), "Live text");
+
+    // The way back: revert to draft, apply the edit, review, publish.
+    await move(it.id, "revert/2");
+    await call("PUT", `/api/v1/content/${it.id}`, { body: "Edited text" }, editor.apiKey);
+    assert.equal(await served(), "Live text", "the published version keeps serving through the draft");
     await publish(it.id);
     assert.equal(await served(), "Edited text");
 
-    // The same from approved: an edit after the approval is submitted again, and approval covers it.
-    await call("PUT", `/api/v1/content/${it.id}`, { body: "Third text" }, editor.apiKey);
+    // From approved, edited after the approval: submit is refused too.
+    await move(it.id, "revert/1");
     await move(it.id, "submit");
     await move(it.id, "approve", editor2.apiKey);
-    await call("PUT", `/api/v1/content/${it.id}`, { body: "Fourth text" }, editor.apiKey);
-    const again = await move(it.id, "submit");
-    assert.equal(again.status, 200, JSON.stringify(again.body));
-    assert.equal(again.body.approvedBy, null, "the earlier approval no longer stands");
-    await move(it.id, "approve", editor2.apiKey);
-    assert.equal((await move(it.id, "publish")).body.publishedVersion, 4);
-    assert.equal(await served(), "Fourth text");
+    const afterApproval = await call("PUT", `/api/v1/content/${it.id}`, { body: "Unreviewed text" }, editor.apiKey);
+    assert.deepEqual([afterApproval.body.status, afterApproval.body.version, afterApproval.body.approvedVersion], ["approved", 8, 7]);
+    const fromApproved = await move(it.id, "submit");
+    assert.equal(fromApproved.status, 400);
+    assert.equal(fromApproved.body.detail, "status: cannot submit a approved content item; it must be draft");
+
+    // Publish makes the approved content live as a new version; the later edit stays in the history.
+    const published = await move(it.id, "publish");
+    assert.equal(published.status, 200, JSON.stringify(published.body));
+    assert.deepEqual([published.body.version, published.body.publishedVersion, published.body.body], [9, 9, "Live text"]);
+    assert.equal(await served(), "Live text");
+    const [live, unreviewed] = (await call("GET", `/api/v1/content/${it.id}/versions`)).body.data;
+    assert.deepEqual([live.version, live.change, live.revertedFrom, live.body], [9, "publish", 7, "Live text"]);
+    assert.deepEqual([unreviewed.version, unreviewed.change, unreviewed.body], [8, "update", "Unreviewed text"]);
   });
 });
 
@@ -455,6 +527,7 @@ describe("doors, concurrency and reset", () => {
     const headers = { "x-api-key": editor.apiKey };
     for (const client of [connectClient(ContentService, svc.baseUrl), grpcClient(ContentService, svc.grpcAddress)]) {
       const detail = await client.getContent({ id: it.id }, { headers });
+      assert.deepEqual([detail.id, detail.body, detail.status, detail.version], [it.id, "door", "draft", 1]);
       assert.equal(detail.item?.body, "door");
       assert.equal(detail.versions.length, 1);
       const refused = await rpcError(client.approveContent({ id: it.id }, { headers }));

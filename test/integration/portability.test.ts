@@ -143,20 +143,21 @@ describe("export and import", () => {
     assert.equal(trigger.status, "inactive");
     assert.equal(trigger.action.journeyId, newId.get(source.journey.id), "the rule enrols into the imported journey");
     assert.equal(imported.entities.journeys.find((j: any) => j.id === newId.get(source.journey.id)).status, "inactive");
-    // Content: every version, the item in draft with nothing published, the creative naming the copy.
+    // Content: every version (3 is the publish snapshot of 2), the item in draft with nothing
+    // published, the creative naming the copy.
     const content = imported.entities.contentItems.find((c: any) => c.id === newId.get(source.content.id));
-    assert.deepEqual([content.status, content.version, content.body, content.publishedVersion, content.approvedBy], ["draft", 2, "v2", null, null]);
+    assert.deepEqual([content.status, content.version, content.body, content.publishedVersion, content.approvedBy], ["draft", 3, "v2", null, null]);
     assert.equal(content.parentTemplateId, newId.get(source.template.id));
-    assert.deepEqual(imported.entities.contentVersions.filter((v: any) => v.contentId === content.id).map((v: any) => [v.version, v.body, v.publishedAt]), [[1, "v1", null], [2, "v2", null]]);
+    assert.deepEqual(imported.entities.contentVersions.filter((v: any) => v.contentId === content.id).map((v: any) => [v.version, v.body, v.publishedAt]), [[1, "v1", null], [2, "v2", null], [3, "v2", null]]);
     assert.equal(imported.entities.contentItems.findIndex((c: any) => c.id === content.id) < imported.entities.contentItems.findIndex((c: any) => c.sourceId === content.id), true, "the named item is exported first");
     const creative = imported.entities.creatives.find((c: any) => c.id === newId.get(source.creative.id));
     assert.equal(creative.contentId, content.id, "the imported creative names the imported content");
     const read = await call(b, "GET", `/api/v1/content/${content.id}`);
     assert.equal(read.status, 200);
-    assert.equal((read.body as any).versions.length, 2);
+    assert.equal((read.body as any).versions.length, 3);
     // The next edit continues the imported history.
     const edited = await call(b, "PUT", `/api/v1/content/${content.id}`, { body: "v3" });
-    assert.deepEqual([edited.status, (edited.body as any).version], [200, 3]);
+    assert.deepEqual([edited.status, (edited.body as any).version], [200, 4]);
     const alert = imported.entities.alertRules.find((r: any) => r.id === newId.get(source.alert.id));
     assert.equal(alert.enabled, false);
     assert.equal(alert.threshold, 0.01);

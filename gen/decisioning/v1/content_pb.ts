@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file decisioning/v1/content.proto.
  */
 export const file_decisioning_v1_content: GenFile = /*@__PURE__*/
-  fileDesc("ChxkZWNpc2lvbmluZy92MS9jb250ZW50LnByb3RvEg5kZWNpc2lvbmluZy52MSIeChBDb250ZW50SWRSZXF1ZXN0EgoKAmlkGAEgASgJIvgBCgxDb250ZW50V3JpdGUSCgoCaWQYASABKAkSEgoFdGl0bGUYAiABKAlIAIgBARIbCgRib2R5GAMgASgJQgiKtRgEKMCEPUgBiAEBEhkKDGNvbnRlbnRfdHlwZRgEIAEoCUgCiAEBEicKEnBhcmVudF90ZW1wbGF0ZV9pZBgFIAEoCUIGirUYAggBSAOIAQESHgoJc291cmNlX2lkGAYgASgJQgaKtRgCCAFIBIgBAUIICgZfdGl0bGVCBwoFX2JvZHlCDwoNX2NvbnRlbnRfdHlwZUIVChNfcGFyZW50X3RlbXBsYXRlX2lkQgwKCl9zb3VyY2VfaWQi1wUKC0NvbnRlbnRJdGVtEgoKAmlkGAEgASgJEg0KBXRpdGxlGAIgASgJEgwKBGJvZHkYAyABKAkSFAoMY29udGVudF90eXBlGAQgASgJEg4KBnN0YXR1cxgFIAEoCRIPCgd2ZXJzaW9uGAYgASgFEicKEnBhcmVudF90ZW1wbGF0ZV9pZBgHIAEoCUIGirUYAggBSACIAQESHgoJc291cmNlX2lkGAggASgJQgaKtRgCCAFIAYgBARImChFwdWJsaXNoZWRfdmVyc2lvbhgJIAEoBUIGirUYAggBSAKIAQESPQoMcHVibGlzaGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGirUYAggBSAOIAQESIQoMc3VibWl0dGVkX2J5GAsgASgJQgaKtRgCCAFIBIgBARIgCgthcHByb3ZlZF9ieRgMIAEoCUIGirUYAggBSAWIAQESJQoQYXBwcm92ZWRfdmVyc2lvbhgNIAEoBUIGirUYAggBSAaIAQESJQoQcmVqZWN0aW9uX3JlYXNvbhgOIAEoCUIGirUYAggBSAeIAQESHwoKY3JlYXRlZF9ieRgPIAEoCUIGirUYAggBSAiIAQESLgoKY3JlYXRlZF9hdBgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCFQoTX3BhcmVudF90ZW1wbGF0ZV9pZEIMCgpfc291cmNlX2lkQhQKEl9wdWJsaXNoZWRfdmVyc2lvbkIPCg1fcHVibGlzaGVkX2F0Qg8KDV9zdWJtaXR0ZWRfYnlCDgoMX2FwcHJvdmVkX2J5QhMKEV9hcHByb3ZlZF92ZXJzaW9uQhMKEV9yZWplY3Rpb25fcmVhc29uQg0KC19jcmVhdGVkX2J5Ik4KEENvbnRlbnRSZWZlcmVuY2USCgoCaWQYASABKAkSDQoFdGl0bGUYAiABKAkSDgoGc3RhdHVzGAMgASgJEg8KB3ZlcnNpb24YBCABKAUiygIKDkNvbnRlbnRWZXJzaW9uEg8KB3ZlcnNpb24YASABKAUSDQoFdGl0bGUYAiABKAkSDAoEYm9keRgDIAEoCRIUCgxjb250ZW50X3R5cGUYBCABKAkSDgoGY2hhbmdlGAUgASgJEiIKDXJldmVydGVkX2Zyb20YBiABKAVCBoq1GAIIAUgAiAEBEj0KDHB1Ymxpc2hlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBoq1GAIIAUgBiAEBEh8KCmNyZWF0ZWRfYnkYCCABKAlCBoq1GAIIAUgCiAEBEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQhAKDl9yZXZlcnRlZF9mcm9tQg8KDV9wdWJsaXNoZWRfYXRCDQoLX2NyZWF0ZWRfYnkikgIKDUNvbnRlbnREZXRhaWwSKQoEaXRlbRgBIAEoCzIbLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRJdGVtEkYKD3BhcmVudF90ZW1wbGF0ZRgCIAEoCzIgLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRSZWZlcmVuY2VCBoq1GAIIAUgAiAEBEj0KBnNvdXJjZRgDIAEoCzIgLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRSZWZlcmVuY2VCBoq1GAIIAUgBiAEBEjAKCHZlcnNpb25zGAQgAygLMh4uZGVjaXNpb25pbmcudjEuQ29udGVudFZlcnNpb25CEgoQX3BhcmVudF90ZW1wbGF0ZUIJCgdfc291cmNlImAKEkxpc3RDb250ZW50UmVxdWVzdBISCgVsaW1pdBgBIAEoBUgAiAEBEg4KBmN1cnNvchgCIAEoCRIOCgZzdGF0dXMYAyABKAkSDAoEdGV4dBgEIAEoCUIICgZfbGltaXQidgoTTGlzdENvbnRlbnRSZXNwb25zZRIpCgRkYXRhGAEgAygLMhsuZGVjaXNpb25pbmcudjEuQ29udGVudEl0ZW0SNAoKcGFnaW5hdGlvbhgCIAEoCzIgLmRlY2lzaW9uaW5nLnYxLkN1cnNvclBhZ2luYXRpb24iMgoUUmVqZWN0Q29udGVudFJlcXVlc3QSCgoCaWQYASABKAkSDgoGcmVhc29uGAIgASgJIigKGkxpc3RDb250ZW50VmVyc2lvbnNSZXF1ZXN0EgoKAmlkGAEgASgJIksKG0xpc3RDb250ZW50VmVyc2lvbnNSZXNwb25zZRIsCgRkYXRhGAEgAygLMh4uZGVjaXNpb25pbmcudjEuQ29udGVudFZlcnNpb24iMwoUUmV2ZXJ0Q29udGVudFJlcXVlc3QSCgoCaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoBSJnCg1TZXJ2ZWRDb250ZW50EhIKCmNvbnRlbnRfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoBRINCgV0aXRsZRgDIAEoCRIMCgRib2R5GAQgASgJEhQKDGNvbnRlbnRfdHlwZRgFIAEoCTKVCwoOQ29udGVudFNlcnZpY2USdwoLTGlzdENvbnRlbnQSIi5kZWNpc2lvbmluZy52MS5MaXN0Q29udGVudFJlcXVlc3QaIy5kZWNpc2lvbmluZy52MS5MaXN0Q29udGVudFJlc3BvbnNlIh+KtRgECAEQAYLT5JMCERIPL2FwaS92MS9jb250ZW50EnEKDUNyZWF0ZUNvbnRlbnQSHC5kZWNpc2lvbmluZy52MS5Db250ZW50V3JpdGUaGy5kZWNpc2lvbmluZy52MS5Db250ZW50SXRlbSIlirUYBwgBEAIgyQGC0+STAhQ6ASoiDy9hcGkvdjEvY29udGVudBJzCgpHZXRDb250ZW50EiAuZGVjaXNpb25pbmcudjEuQ29udGVudElkUmVxdWVzdBodLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnREZXRhaWwiJIq1GAQIARABgtPkkwIWEhQvYXBpL3YxL2NvbnRlbnQve2lkfRJzCg1VcGRhdGVDb250ZW50EhwuZGVjaXNpb25pbmcudjEuQ29udGVudFdyaXRlGhsuZGVjaXNpb25pbmcudjEuQ29udGVudEl0ZW0iJ4q1GAQIARACgtPkkwIZOgEqGhQvYXBpL3YxL2NvbnRlbnQve2lkfRJzCg5BcmNoaXZlQ29udGVudBIgLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRJZFJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiJ4q1GAcIARACIMwBgtPkkwIWKhQvYXBpL3YxL2NvbnRlbnQve2lkfRJ+Cg1TdWJtaXRDb250ZW50EiAuZGVjaXNpb25pbmcudjEuQ29udGVudElkUmVxdWVzdBobLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRJdGVtIi6KtRgECAEQAoLT5JMCIDoBKiIbL2FwaS92MS9jb250ZW50L3tpZH0vc3VibWl0EoABCg5BcHByb3ZlQ29udGVudBIgLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRJZFJlcXVlc3QaGy5kZWNpc2lvbmluZy52MS5Db250ZW50SXRlbSIvirUYBAgBEAKC0+STAiE6ASoiHC9hcGkvdjEvY29udGVudC97aWR9L2FwcHJvdmUSggEKDVJlamVjdENvbnRlbnQSJC5kZWNpc2lvbmluZy52MS5SZWplY3RDb250ZW50UmVxdWVzdBobLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRJdGVtIi6KtRgECAEQAoLT5JMCIDoBKiIbL2FwaS92MS9jb250ZW50L3tpZH0vcmVqZWN0EoABCg5QdWJsaXNoQ29udGVudBIgLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRJZFJlcXVlc3QaGy5kZWNpc2lvbmluZy52MS5Db250ZW50SXRlbSIvirUYBAgBEAKC0+STAiE6ASoiHC9hcGkvdjEvY29udGVudC97aWR9L3B1Ymxpc2gSnQEKE0xpc3RDb250ZW50VmVyc2lvbnMSKi5kZWNpc2lvbmluZy52MS5MaXN0Q29udGVudFZlcnNpb25zUmVxdWVzdBorLmRlY2lzaW9uaW5nLnYxLkxpc3RDb250ZW50VmVyc2lvbnNSZXNwb25zZSItirUYBAgBEAGC0+STAh8SHS9hcGkvdjEvY29udGVudC97aWR9L3ZlcnNpb25zEowBCg1SZXZlcnRDb250ZW50EiQuZGVjaXNpb25pbmcudjEuUmV2ZXJ0Q29udGVudFJlcXVlc3QaGy5kZWNpc2lvbmluZy52MS5Db250ZW50SXRlbSI4irUYBAgBEAKC0+STAio6ASoiJS9hcGkvdjEvY29udGVudC97aWR9L3JldmVydC97dmVyc2lvbn1iBnByb3RvMw", [file_decisioning_v1_common, file_decisioning_v1_options, file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_timestamp]);
+  fileDesc("ChxkZWNpc2lvbmluZy92MS9jb250ZW50LnByb3RvEg5kZWNpc2lvbmluZy52MSIeChBDb250ZW50SWRSZXF1ZXN0EgoKAmlkGAEgASgJIvgBCgxDb250ZW50V3JpdGUSCgoCaWQYASABKAkSEgoFdGl0bGUYAiABKAlIAIgBARIbCgRib2R5GAMgASgJQgiKtRgEKMCEPUgBiAEBEhkKDGNvbnRlbnRfdHlwZRgEIAEoCUgCiAEBEicKEnBhcmVudF90ZW1wbGF0ZV9pZBgFIAEoCUIGirUYAggBSAOIAQESHgoJc291cmNlX2lkGAYgASgJQgaKtRgCCAFIBIgBAUIICgZfdGl0bGVCBwoFX2JvZHlCDwoNX2NvbnRlbnRfdHlwZUIVChNfcGFyZW50X3RlbXBsYXRlX2lkQgwKCl9zb3VyY2VfaWQi1wUKC0NvbnRlbnRJdGVtEgoKAmlkGAEgASgJEg0KBXRpdGxlGAIgASgJEgwKBGJvZHkYAyABKAkSFAoMY29udGVudF90eXBlGAQgASgJEg4KBnN0YXR1cxgFIAEoCRIPCgd2ZXJzaW9uGAYgASgFEicKEnBhcmVudF90ZW1wbGF0ZV9pZBgHIAEoCUIGirUYAggBSACIAQESHgoJc291cmNlX2lkGAggASgJQgaKtRgCCAFIAYgBARImChFwdWJsaXNoZWRfdmVyc2lvbhgJIAEoBUIGirUYAggBSAKIAQESPQoMcHVibGlzaGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGirUYAggBSAOIAQESIQoMc3VibWl0dGVkX2J5GAsgASgJQgaKtRgCCAFIBIgBARIgCgthcHByb3ZlZF9ieRgMIAEoCUIGirUYAggBSAWIAQESJQoQYXBwcm92ZWRfdmVyc2lvbhgNIAEoBUIGirUYAggBSAaIAQESJQoQcmVqZWN0aW9uX3JlYXNvbhgOIAEoCUIGirUYAggBSAeIAQESHwoKY3JlYXRlZF9ieRgPIAEoCUIGirUYAggBSAiIAQESLgoKY3JlYXRlZF9hdBgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCFQoTX3BhcmVudF90ZW1wbGF0ZV9pZEIMCgpfc291cmNlX2lkQhQKEl9wdWJsaXNoZWRfdmVyc2lvbkIPCg1fcHVibGlzaGVkX2F0Qg8KDV9zdWJtaXR0ZWRfYnlCDgoMX2FwcHJvdmVkX2J5QhMKEV9hcHByb3ZlZF92ZXJzaW9uQhMKEV9yZWplY3Rpb25fcmVhc29uQg0KC19jcmVhdGVkX2J5Ik4KEENvbnRlbnRSZWZlcmVuY2USCgoCaWQYASABKAkSDQoFdGl0bGUYAiABKAkSDgoGc3RhdHVzGAMgASgJEg8KB3ZlcnNpb24YBCABKAUiygIKDkNvbnRlbnRWZXJzaW9uEg8KB3ZlcnNpb24YASABKAUSDQoFdGl0bGUYAiABKAkSDAoEYm9keRgDIAEoCRIUCgxjb250ZW50X3R5cGUYBCABKAkSDgoGY2hhbmdlGAUgASgJEiIKDXJldmVydGVkX2Zyb20YBiABKAVCBoq1GAIIAUgAiAEBEj0KDHB1Ymxpc2hlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBoq1GAIIAUgBiAEBEh8KCmNyZWF0ZWRfYnkYCCABKAlCBoq1GAIIAUgCiAEBEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQhAKDl9yZXZlcnRlZF9mcm9tQg8KDV9wdWJsaXNoZWRfYXRCDQoLX2NyZWF0ZWRfYnki3AcKDUNvbnRlbnREZXRhaWwSKQoEaXRlbRgBIAEoCzIbLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRJdGVtEkYKD3BhcmVudF90ZW1wbGF0ZRgCIAEoCzIgLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRSZWZlcmVuY2VCBoq1GAIIAUgAiAEBEj0KBnNvdXJjZRgDIAEoCzIgLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRSZWZlcmVuY2VCBoq1GAIIAUgBiAEBEjAKCHZlcnNpb25zGAQgAygLMh4uZGVjaXNpb25pbmcudjEuQ29udGVudFZlcnNpb24SCgoCaWQYBSABKAkSDQoFdGl0bGUYBiABKAkSDAoEYm9keRgHIAEoCRIUCgxjb250ZW50X3R5cGUYCCABKAkSDgoGc3RhdHVzGAkgASgJEg8KB3ZlcnNpb24YCiABKAUSJwoScGFyZW50X3RlbXBsYXRlX2lkGAsgASgJQgaKtRgCCAFIAogBARIeCglzb3VyY2VfaWQYDCABKAlCBoq1GAIIAUgDiAEBEiYKEXB1Ymxpc2hlZF92ZXJzaW9uGA0gASgFQgaKtRgCCAFIBIgBARI9CgxwdWJsaXNoZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgaKtRgCCAFIBYgBARIhCgxzdWJtaXR0ZWRfYnkYDyABKAlCBoq1GAIIAUgGiAEBEiAKC2FwcHJvdmVkX2J5GBAgASgJQgaKtRgCCAFIB4gBARIlChBhcHByb3ZlZF92ZXJzaW9uGBEgASgFQgaKtRgCCAFICIgBARIlChByZWplY3Rpb25fcmVhc29uGBIgASgJQgaKtRgCCAFICYgBARIfCgpjcmVhdGVkX2J5GBMgASgJQgaKtRgCCAFICogBARIuCgpjcmVhdGVkX2F0GBQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEISChBfcGFyZW50X3RlbXBsYXRlQgkKB19zb3VyY2VCFQoTX3BhcmVudF90ZW1wbGF0ZV9pZEIMCgpfc291cmNlX2lkQhQKEl9wdWJsaXNoZWRfdmVyc2lvbkIPCg1fcHVibGlzaGVkX2F0Qg8KDV9zdWJtaXR0ZWRfYnlCDgoMX2FwcHJvdmVkX2J5QhMKEV9hcHByb3ZlZF92ZXJzaW9uQhMKEV9yZWplY3Rpb25fcmVhc29uQg0KC19jcmVhdGVkX2J5ImAKEkxpc3RDb250ZW50UmVxdWVzdBISCgVsaW1pdBgBIAEoBUgAiAEBEg4KBmN1cnNvchgCIAEoCRIOCgZzdGF0dXMYAyABKAkSDAoEdGV4dBgEIAEoCUIICgZfbGltaXQidgoTTGlzdENvbnRlbnRSZXNwb25zZRIpCgRkYXRhGAEgAygLMhsuZGVjaXNpb25pbmcudjEuQ29udGVudEl0ZW0SNAoKcGFnaW5hdGlvbhgCIAEoCzIgLmRlY2lzaW9uaW5nLnYxLkN1cnNvclBhZ2luYXRpb24iMgoUUmVqZWN0Q29udGVudFJlcXVlc3QSCgoCaWQYASABKAkSDgoGcmVhc29uGAIgASgJIigKGkxpc3RDb250ZW50VmVyc2lvbnNSZXF1ZXN0EgoKAmlkGAEgASgJIksKG0xpc3RDb250ZW50VmVyc2lvbnNSZXNwb25zZRIsCgRkYXRhGAEgAygLMh4uZGVjaXNpb25pbmcudjEuQ29udGVudFZlcnNpb24iMwoUUmV2ZXJ0Q29udGVudFJlcXVlc3QSCgoCaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoBSJnCg1TZXJ2ZWRDb250ZW50EhIKCmNvbnRlbnRfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoBRINCgV0aXRsZRgDIAEoCRIMCgRib2R5GAQgASgJEhQKDGNvbnRlbnRfdHlwZRgFIAEoCTKVCwoOQ29udGVudFNlcnZpY2USdwoLTGlzdENvbnRlbnQSIi5kZWNpc2lvbmluZy52MS5MaXN0Q29udGVudFJlcXVlc3QaIy5kZWNpc2lvbmluZy52MS5MaXN0Q29udGVudFJlc3BvbnNlIh+KtRgECAEQAYLT5JMCERIPL2FwaS92MS9jb250ZW50EnEKDUNyZWF0ZUNvbnRlbnQSHC5kZWNpc2lvbmluZy52MS5Db250ZW50V3JpdGUaGy5kZWNpc2lvbmluZy52MS5Db250ZW50SXRlbSIlirUYBwgBEAIgyQGC0+STAhQ6ASoiDy9hcGkvdjEvY29udGVudBJzCgpHZXRDb250ZW50EiAuZGVjaXNpb25pbmcudjEuQ29udGVudElkUmVxdWVzdBodLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnREZXRhaWwiJIq1GAQIARABgtPkkwIWEhQvYXBpL3YxL2NvbnRlbnQve2lkfRJzCg1VcGRhdGVDb250ZW50EhwuZGVjaXNpb25pbmcudjEuQ29udGVudFdyaXRlGhsuZGVjaXNpb25pbmcudjEuQ29udGVudEl0ZW0iJ4q1GAQIARACgtPkkwIZOgEqGhQvYXBpL3YxL2NvbnRlbnQve2lkfRJzCg5BcmNoaXZlQ29udGVudBIgLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRJZFJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiJ4q1GAcIARACIMwBgtPkkwIWKhQvYXBpL3YxL2NvbnRlbnQve2lkfRJ+Cg1TdWJtaXRDb250ZW50EiAuZGVjaXNpb25pbmcudjEuQ29udGVudElkUmVxdWVzdBobLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRJdGVtIi6KtRgECAEQAoLT5JMCIDoBKiIbL2FwaS92MS9jb250ZW50L3tpZH0vc3VibWl0EoABCg5BcHByb3ZlQ29udGVudBIgLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRJZFJlcXVlc3QaGy5kZWNpc2lvbmluZy52MS5Db250ZW50SXRlbSIvirUYBAgBEAKC0+STAiE6ASoiHC9hcGkvdjEvY29udGVudC97aWR9L2FwcHJvdmUSggEKDVJlamVjdENvbnRlbnQSJC5kZWNpc2lvbmluZy52MS5SZWplY3RDb250ZW50UmVxdWVzdBobLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRJdGVtIi6KtRgECAEQAoLT5JMCIDoBKiIbL2FwaS92MS9jb250ZW50L3tpZH0vcmVqZWN0EoABCg5QdWJsaXNoQ29udGVudBIgLmRlY2lzaW9uaW5nLnYxLkNvbnRlbnRJZFJlcXVlc3QaGy5kZWNpc2lvbmluZy52MS5Db250ZW50SXRlbSIvirUYBAgBEAKC0+STAiE6ASoiHC9hcGkvdjEvY29udGVudC97aWR9L3B1Ymxpc2gSnQEKE0xpc3RDb250ZW50VmVyc2lvbnMSKi5kZWNpc2lvbmluZy52MS5MaXN0Q29udGVudFZlcnNpb25zUmVxdWVzdBorLmRlY2lzaW9uaW5nLnYxLkxpc3RDb250ZW50VmVyc2lvbnNSZXNwb25zZSItirUYBAgBEAGC0+STAh8SHS9hcGkvdjEvY29udGVudC97aWR9L3ZlcnNpb25zEowBCg1SZXZlcnRDb250ZW50EiQuZGVjaXNpb25pbmcudjEuUmV2ZXJ0Q29udGVudFJlcXVlc3QaGy5kZWNpc2lvbmluZy52MS5Db250ZW50SXRlbSI4irUYBAgBEAKC0+STAio6ASoiJS9hcGkvdjEvY29udGVudC97aWR9L3JldmVydC97dmVyc2lvbn1iBnByb3RvMw", [file_decisioning_v1_common, file_decisioning_v1_options, file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message decisioning.v1.ContentIdRequest
@@ -121,7 +121,7 @@ export type ContentItem = Message<"decisioning.v1.ContentItem"> & {
   status: string;
 
   /**
-   * The content revision: 1 at create, +1 on every update and revert.
+   * The content revision: 1 at create, +1 on every update, revert and publish.
    *
    * @generated from field: int32 version = 6;
    */
@@ -150,7 +150,8 @@ export type ContentItem = Message<"decisioning.v1.ContentItem"> & {
   publishedAt?: Timestamp | undefined;
 
   /**
-   * Who submitted the current review, and who approved it.
+   * Who submitted the current review, and who approved it: a user id, or `oauth_client:<clientId>`
+   * for an OAuth client (the approvals' actor identity).
    *
    * @generated from field: optional string submitted_by = 11;
    */
@@ -162,7 +163,7 @@ export type ContentItem = Message<"decisioning.v1.ContentItem"> & {
   approvedBy?: string | undefined;
 
   /**
-   * The version the approval covers: what a publish makes live.
+   * The version the approval covers: the content a publish makes live, as a new version.
    *
    * @generated from field: optional int32 approved_version = 13;
    */
@@ -264,7 +265,8 @@ export type ContentVersion = Message<"decisioning.v1.ContentVersion"> & {
   change: string;
 
   /**
-   * With change revert: the version whose content this one copied.
+   * With change revert, or publish: the version whose content this one copied (for publish, the
+   * approved version).
    *
    * @generated from field: optional int32 reverted_from = 6;
    */
@@ -296,10 +298,16 @@ export const ContentVersionSchema: GenMessage<ContentVersion> = /*@__PURE__*/
   messageDesc(file_decisioning_v1_content, 4);
 
 /**
+ * The read of one item (spec 4.8): the fields of ContentItem at the top level, with the linked
+ * items and the recent versions beside them. `item` holds the same ContentItem again, so clients
+ * written against the earlier nested shape keep working; new clients read the top level.
+ *
  * @generated from message decisioning.v1.ContentDetail
  */
 export type ContentDetail = Message<"decisioning.v1.ContentDetail"> & {
   /**
+   * The same item as the top-level fields (kept for earlier clients).
+   *
    * @generated from field: decisioning.v1.ContentItem item = 1;
    */
   item?: ContentItem | undefined;
@@ -317,9 +325,96 @@ export type ContentDetail = Message<"decisioning.v1.ContentDetail"> & {
   /**
    * Up to 20, newest first.
    *
+   * From here on, the fields of ContentItem with the same meaning and numbering order.
+   *
    * @generated from field: repeated decisioning.v1.ContentVersion versions = 4;
    */
   versions: ContentVersion[];
+
+  /**
+   * @generated from field: string id = 5;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string title = 6;
+   */
+  title: string;
+
+  /**
+   * @generated from field: string body = 7;
+   */
+  body: string;
+
+  /**
+   * @generated from field: string content_type = 8;
+   */
+  contentType: string;
+
+  /**
+   * @generated from field: string status = 9;
+   */
+  status: string;
+
+  /**
+   * @generated from field: int32 version = 10;
+   */
+  version: number;
+
+  /**
+   * @generated from field: optional string parent_template_id = 11;
+   */
+  parentTemplateId?: string | undefined;
+
+  /**
+   * @generated from field: optional string source_id = 12;
+   */
+  sourceId?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 published_version = 13;
+   */
+  publishedVersion?: number | undefined;
+
+  /**
+   * @generated from field: optional google.protobuf.Timestamp published_at = 14;
+   */
+  publishedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: optional string submitted_by = 15;
+   */
+  submittedBy?: string | undefined;
+
+  /**
+   * @generated from field: optional string approved_by = 16;
+   */
+  approvedBy?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 approved_version = 17;
+   */
+  approvedVersion?: number | undefined;
+
+  /**
+   * @generated from field: optional string rejection_reason = 18;
+   */
+  rejectionReason?: string | undefined;
+
+  /**
+   * @generated from field: optional string created_by = 19;
+   */
+  createdBy?: string | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 20;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 21;
+   */
+  updatedAt?: Timestamp | undefined;
 };
 
 /**
@@ -533,7 +628,8 @@ export const ContentService: GenService<{
     output: typeof ContentItemSchema;
   },
   /**
-   * The item with its parent template, its source and its 20 most recent versions.
+   * The item's own fields at the top level (spec 4.8), beside its parent template, its source and
+   * its 20 most recent versions; `item` repeats the fields for clients of the earlier shape.
    *
    * @generated from rpc decisioning.v1.ContentService.GetContent
    */
@@ -563,7 +659,7 @@ export const ContentService: GenService<{
     output: typeof EmptySchema;
   },
   /**
-   * draft → in_review.
+   * draft → in_review, from draft only (spec 3.2).
    *
    * @generated from rpc decisioning.v1.ContentService.SubmitContent
    */
@@ -593,7 +689,8 @@ export const ContentService: GenService<{
     output: typeof ContentItemSchema;
   },
   /**
-   * approved → published: the approved version is what Recommend serves from now on.
+   * approved → published: a new version snapshot holding the approved content, which Recommend
+   * serves from now on.
    *
    * @generated from rpc decisioning.v1.ContentService.PublishContent
    */
