@@ -382,6 +382,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     counters: counters.customerWipe,
     positiveOutcomes: decisions.positiveOutcomes,
     otherCustomerData: [ingestion.customerRows],
+    streamEntries: events.streamEntries,
     configChanged: decisions.configChanged,
     afterImport: { schemas: ingestion.importedSchema },
   });

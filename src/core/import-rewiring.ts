@@ -25,6 +25,15 @@ export function importedKey(key: string, suffix: string, maxLength = 64): string
   return `${key.slice(0, Math.max(1, maxLength - tail.length))}${tail}`;
 }
 
+/**
+ * `<name>_imported_<suffix>`: the imported key of a name under identifier rules (letters, digits and
+ * underscores; a data schema's name, which becomes its table's), shortened to fit `maxLength`.
+ */
+export function importedIdentifier(name: string, suffix: string, maxLength: number): string {
+  const tail = `_imported_${suffix}`;
+  return `${name.slice(0, Math.max(1, maxLength - tail.length))}${tail}`;
+}
+
 /** `<name> (imported)`, the name shortened so that the result fits `maxLength`. */
 export function importedName(name: string, maxLength = 255): string {
   const tail = " (imported)";

@@ -1,4 +1,4 @@
-import { globEscaped, scanKeys, tenantKey, type RedisClient } from "../platform/redis.js";
+import { globEscaped, scanKeys, tenantKey, untaggedTenantKeys, type RedisClient } from "../platform/redis.js";
 import { customerCounterPrefix } from "../core/counters.js";
 import { failClosed } from "./fail-closed.js";
 import { negativesKey } from "./negative-outcome-store.js";
@@ -43,7 +43,9 @@ export function createMemoryCustomerCounterWipe(stores: readonly CustomerCounter
 /**
  * Every key under the tenant's `t:{<tenantId>}:` prefix, whichever store wrote it. The hash tag
  * keeps them in one Cluster slot, so each batch is one DEL; the SCAN still runs on every master,
- * since a slot being migrated has keys on two nodes (docs/redis-cluster.md).
+ * since a slot being migrated has keys on two nodes (docs/redis-cluster.md). Then the tenant's keys
+ * whose names the spec fixes outside that tag (the event stream), each by name with its own DEL,
+ * since they may hash to any slot.
  */
 export function createRedisTenantCounterWipe(redis: RedisClient): TenantCounterWipe {
   return failClosed<TenantCounterWipe>({
@@ -51,6 +53,7 @@ export function createRedisTenantCounterWipe(redis: RedisClient): TenantCounterW
       await scanKeys(redis, `${globEscaped(tenantKey(tenantId, ""))}*`, async (found) => {
         await redis.del(...found);
       });
+      for (const key of untaggedTenantKeys(tenantId)) await redis.del(key);
     },
   });
 }

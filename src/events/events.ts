@@ -13,7 +13,7 @@ import { EventService } from "./event-service.js";
 import { EventStore } from "./event-store.js";
 import { eventRetentionJob, journeyCompletionJob } from "./event-jobs.js";
 import type { ScheduledJob } from "../scheduling/scheduled-job.js";
-import { createRedisEventStream, NO_EVENT_STREAM } from "./event-stream.js";
+import { createRedisEventStream, NO_EVENT_STREAM, type EventStream } from "./event-stream.js";
 import { journeySnapshot, triggerSnapshot, type JourneyRow, type TriggerRow } from "./events-mapper.js";
 import { JourneyRunner, type JourneyDecider } from "./journey-runner.js";
 import { JourneyService } from "./journey-service.js";
@@ -40,6 +40,8 @@ export interface Events {
   history: CustomerEventHistory;
   /** The customers' journey enrollments, for the unified profile. */
   journeys: CustomerJourneyHistory;
+  /** GDPR erasure's share in Redis: the customer's entries in the tenant's event stream. */
+  streamEntries: Pick<EventStream, "forgetCustomer" | "countCustomer">;
   /** Resolves when trigger webhooks handed to the dispatcher have settled. */
   settled(): Promise<void>;
   /** events-retention (daily, events older than EVENT_RETENTION_DAYS) and journeys-complete (every 5 minutes). */
@@ -88,6 +90,7 @@ export function createEvents(o: EventsOptions): Events {
     ],
     history: eventStore,
     journeys: { enrollments: (tenantId, customerId, limit) => enrollments.forCustomer(tenantId, customerId, limit) },
+    streamEntries: stream,
     settled: () => evaluator.settled(),
     jobs: [eventRetentionJob(eventStore, o.retentionDays, o.logger), journeyCompletionJob(enrollments, o.logger)],
   };

@@ -123,3 +123,18 @@ export async function connectRedis(redis: RedisClient): Promise<void> {
 export function tenantKey(tenantId: string, ...parts: string[]): string {
   return [`t:{${tenantId}}`, ...parts].join(":");
 }
+
+/**
+ * The tenant's event stream, named by the spec (6): `events:<tenantId>`, outside the tenant's hash
+ * tag. It is one key that no script, transaction or multi-key command combines with another, so it
+ * may hash to any slot of a cluster. A SCAN of `t:{<tenantId>}:*` does not find it: the tenant wipe
+ * names it (`untaggedTenantKeys`).
+ */
+export function eventStreamKey(tenantId: string): string {
+  return `events:${tenantId}`;
+}
+
+/** The tenant's keys outside `t:{<tenantId>}:`, each a single key the tenant wipe deletes by name. */
+export function untaggedTenantKeys(tenantId: string): string[] {
+  return [eventStreamKey(tenantId)];
+}

@@ -26,6 +26,19 @@ export interface ErasureDeps {
   positiveOutcomes(tenantId: string): Promise<string[]>;
   /** Other domains' customer rows outside CUSTOMER_TABLES (ingestion's loaded customer tables). */
   otherCustomerData?: readonly CustomerDataHolder[];
+  /** The customer's entries in the tenant's event stream (Redis, spec 6): the events domain's. */
+  streamEntries: CustomerStreamEntries;
+}
+
+/**
+ * A customer's entries in a Redis stream. Not in the erasure's transaction (Redis has none to
+ * join): deleted after its commit, like the variant assignments, and counted back by its verification.
+ */
+export interface CustomerStreamEntries {
+  /** Deletes the customer's entries: how many. */
+  forgetCustomer(tenantId: string, customerId: string): Promise<number>;
+  /** How many of the customer's entries are left. */
+  countCustomer(tenantId: string, customerId: string): Promise<number>;
 }
 
 /**
@@ -51,9 +64,12 @@ interface Contribution {
 
 /**
  * The tables that hold a customer's data, children first (narratives cascade from their traces).
- * A later domain that stores customer data (events, CLV, profiles) adds its table here.
+ * A later domain that stores customer data (events, CLV, profiles) adds its table here. An
+ * enrollment keeps its step results inside its row (`steps`): no child table.
  */
 const CUSTOMER_TABLES = [
+  { kind: "journeyEnrollments", table: "journey_enrollments" },
+  { kind: "customerEvents", table: "customer_events" },
   { kind: "deliveryEvents", table: "delivery_events" },
   { kind: "clvRecords", table: "clv_records" },
   { kind: "identityLinks", table: "customer_identities" },
@@ -99,6 +115,7 @@ export class CustomerErasure {
     });
     removed.variantAssignments = await this.deps.assignments.forget(ctx.tenantId, customerId, experimentIds);
     removed.counters = await this.deps.counters.forgetCustomer(ctx.tenantId, customerId);
+    removed.eventStreamEntries = await this.deps.streamEntries.forgetCustomer(ctx.tenantId, customerId);
     // Confirmed: the answer waits until every process has dropped its cached attributes.
     await this.deps.bus.publish(CUSTOMER_CHANNEL, `${ctx.tenantId}|${customerId}`, { confirmed: true });
     await this.verify(ctx.tenantId, customerId, experimentIds, removed);
@@ -166,6 +183,7 @@ export class CustomerErasure {
       if ((await holder.count(tenantId, customerId)) > 0) left.push(holder.kind);
     }
     if ((await this.deps.assignments.count(tenantId, customerId, experimentIds)) > 0) left.push("variantAssignments");
+    if ((await this.deps.streamEntries.countCustomer(tenantId, customerId)) > 0) left.push("eventStreamEntries");
     return left;
   }
 
@@ -197,6 +215,7 @@ export class CustomerErasure {
       await sleep(LATE_WRITE_WAIT_MS * 2 ** round);
       await this.deleteRows(tenantId, customerId, removed);
       removed.variantAssignments += await this.deps.assignments.forget(tenantId, customerId, experimentIds);
+      removed.eventStreamEntries += await this.deps.streamEntries.forgetCustomer(tenantId, customerId);
       left = await this.remaining(tenantId, customerId, experimentIds);
     }
     if (left.length) {

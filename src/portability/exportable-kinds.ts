@@ -22,6 +22,10 @@ import { journeyValues } from "../events/journey-service.js";
 import { triggerValues } from "../events/trigger-service.js";
 import { readJson } from "../transport/message-codec.js";
 import { isIdentifier, normalizeFields } from "../core/ingestion/data-schema.js";
+import { importedIdentifier } from "../core/import-rewiring.js";
+
+/** A schema name's longest (core/ingestion/data-schema.ts, IDENTIFIER): `ds_` and suffixes still fit 63 bytes. */
+const SCHEMA_NAME_MAX = 40;
 
 export interface ExportableKind {
   /** Its name in the file's `entities`: camelCase plural. */
@@ -39,6 +43,19 @@ export interface ExportableKind {
   keyColumn: string | null;
   /** Column values every imported row gets: the entity's not-live state, cleared credentials. */
   onImport: Record<string, unknown>;
+  /** How an imported key is made when not `<key>-imported-<suffix>`: keys under narrower rules. */
+  importedKey?: (key: string, suffix: string) => string;
+  /**
+   * Columns computed from the key, set again once it is renamed (a schema's table name); a problem
+   * when the file's value is not the one computed from the file's key.
+   */
+  rekey?: (row: Record<string, unknown>, sourceKey: string) => FieldViolation[];
+  /**
+   * Keys of other kinds that the row names outside `...Key` properties, where `rewire` does not look
+   * (a pipeline IR's target `schema`, which may name a schema by its name): `renamed` gives a key's
+   * imported value when this import renamed it.
+   */
+  rewireKeys?: (row: Record<string, unknown>, renamed: (kind: string, key: string) => string | undefined) => void;
   /** Columns never exported (secrets) and never imported. */
   omit?: readonly string[];
   /** Columns naming rows of other kinds (uuid or uuid[]), and where those must exist. */
@@ -314,20 +331,28 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
   },
   {
     // The row's table is created by the ingestion domain's import hook (portability.ts, afterImport).
+    // A schema's `name` is its key: unique, named by pipeline IRs, and made into its table's name
+    // (`ds_<name>`), so it is renamed like a key, within identifier rules; its display name gets
+    // " (imported)" like other names. An export therefore imports back into its own tenant.
     kind: "schemas",
     table: "ingestion_schemas",
     entityType: "schema",
     softDeleted: false,
     idColumn: "id",
-    // The name makes the table's name: it is kept (a clash is 409), not suffixed with "(imported)".
-    nameColumn: null,
-    keyColumn: null,
+    nameColumn: "display_name",
+    keyColumn: "name",
+    importedKey: (name, suffix) => importedIdentifier(name, suffix, SCHEMA_NAME_MAX),
+    rekey: (row, sourceName) => {
+      const sourceTable = `ds_${sourceName.toLowerCase()}`;
+      if (row.table_name !== sourceTable) return [{ field: "tableName", message: `must be ${sourceTable}` }];
+      row.table_name = `ds_${String(row.name).toLowerCase()}`;
+      return [];
+    },
     onImport: {},
     validate: (row) => {
       // A file's names reach DDL: they pass the same checks as POST /api/v1/schemas.
       const problems: FieldViolation[] = [];
       if (!isIdentifier(row.name)) problems.push({ field: "name", message: "must be 1 to 40 letters, digits or underscores, starting with a letter" });
-      else if (row.table_name !== `ds_${row.name.toLowerCase()}`) problems.push({ field: "tableName", message: `must be ds_${row.name.toLowerCase()}` });
       if (!Array.isArray(row.fields)) problems.push({ field: "fields", message: "must be an array" });
       else normalizeFields(row.fields as Array<Record<string, unknown>>, problems);
       return problems;
@@ -356,6 +381,15 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     onImport: { created_by: null },
     references: { pipeline_id: ingestionRef("ingestion_pipelines") },
     belongsTo: "pipeline_id",
+    // A target names its schema by id (rewired like every id) or by name (renamed on import).
+    rewireKeys: (row, renamed) => {
+      const nodes = (row.ir as { nodes?: unknown } | null)?.nodes;
+      if (!Array.isArray(nodes)) return;
+      for (const node of nodes) {
+        if (typeof node !== "object" || node === null || node.kind !== "target" || typeof node.schema !== "string") continue;
+        node.schema = renamed("schemas", node.schema) ?? node.schema;
+      }
+    },
   },
   {
     kind: "pipelineTargets",

@@ -39,6 +39,8 @@ interface Incoming {
   index: number;
   row: Row;
   sourceId: string | null;
+  /** Its imported key, for kinds with one. */
+  key?: string;
 }
 
 /** Export files and imports of them (spec 4.13, docs/portability.md). */
@@ -80,7 +82,9 @@ export class PortabilityService {
     }
     // New ids and keys for every row first: a row may name one that comes later in the file.
     const ids = new Map<string, string>();
+    // Keys of the usual form, rewired under `...Key` properties; every kind's renamed keys, by kind.
     const keys = new Map<string, string>();
+    const renamed = new Map<string, Map<string, string>>();
     for (const item of incoming) {
       const { kind, row } = item;
       if (kind.idColumn) {
@@ -90,8 +94,15 @@ export class PortabilityService {
         item.sourceId = id;
         ids.set(id, newId());
       }
-      if (kind.keyColumn && typeof row[kind.keyColumn] === "string") keys.set(row[kind.keyColumn] as string, importedKey(row[kind.keyColumn] as string, suffix));
+      if (kind.keyColumn && typeof row[kind.keyColumn] === "string") {
+        const key = row[kind.keyColumn] as string;
+        item.key = (kind.importedKey ?? importedKey)(key, suffix);
+        if (!kind.importedKey) keys.set(key, item.key);
+        if (!renamed.has(kind.kind)) renamed.set(kind.kind, new Map());
+        renamed.get(kind.kind)!.set(key, item.key);
+      }
     }
+    const renamedKey = (kind: string, key: string) => renamed.get(kind)?.get(key);
     const map = { ids, keys };
     const entities: ImportedEntity[] = [];
     const imported: Record<string, number> = {};
@@ -99,18 +110,21 @@ export class PortabilityService {
       for (const item of incoming) {
         const { kind } = item;
         const row = rewire(item.row, map) as Row;
+        kind.rewireKeys?.(row, renamedKey);
         Object.assign(row, kind.onImport);
         if (kind.idColumn) row[kind.idColumn] = ids.get(item.sourceId!);
         if (kind.nameColumn) {
-          if (typeof row[kind.nameColumn] !== "string" || !(row[kind.nameColumn] as string).trim()) throw invalidField(this.path(item, "name"), "is required");
+          if (typeof row[kind.nameColumn] !== "string" || !(row[kind.nameColumn] as string).trim()) throw invalidField(this.path(item, kind.nameColumn), "is required");
           row[kind.nameColumn] = importedName(row[kind.nameColumn] as string);
         }
         if (kind.keyColumn) {
-          if (typeof item.row[kind.keyColumn] !== "string") throw invalidField(this.path(item, "key"), "is required");
-          row[kind.keyColumn] = keys.get(item.row[kind.keyColumn] as string);
+          if (item.key === undefined) throw invalidField(this.path(item, kind.keyColumn), "is required");
+          row[kind.keyColumn] = item.key;
         }
-        // The direct write routes' rules, then (only on a well-formed row) the shapes and references.
-        let problems = columnViolations(row, kind.rules ?? []);
+        // Columns computed from the key, the direct write routes' rules, then (only on a well-formed
+        // row) the shapes and references.
+        let problems = kind.keyColumn ? (kind.rekey?.(row, item.row[kind.keyColumn] as string) ?? []) : [];
+        if (!problems.length) problems = columnViolations(row, kind.rules ?? []);
         if (!problems.length) problems = (await kind.validate?.(row)) ?? [];
         if (problems.length) throw invalidFields(problems.map((p) => ({ field: `entities.${kind.kind}[${item.index}].${p.field}`, message: p.message })));
         await this.checkReferences(t, ctx.tenantId, item, row);
@@ -164,7 +178,11 @@ export class PortabilityService {
   private insertError(item: Incoming, row: Row, err: unknown): unknown {
     const code = pgErrorCode(err);
     const at = `entities.${item.kind.kind}[${item.index}]`;
-    if (code === "23505") return conflict("DUPLICATE", `${at}: a ${item.kind.entityType} named ${JSON.stringify(item.kind.nameColumn ? row[item.kind.nameColumn] : "")} already exists`);
+    if (code === "23505") {
+      const { nameColumn, keyColumn, entityType } = item.kind;
+      const named = [nameColumn && `named ${JSON.stringify(row[nameColumn])}`, keyColumn && `keyed ${JSON.stringify(row[keyColumn])}`].filter(Boolean).join(" or ");
+      return conflict("DUPLICATE", `${at}: a ${entityType} ${named || "like it"} already exists`);
+    }
     if (code === "23502" || code === "23514" || code === "23503" || code === "22P02" || code === "22023" || code === "42804" || isUnstorableValue(err)) {
       const detail = (err as { original?: { message?: string } }).original?.message ?? "invalid value";
       return new AppError({ code: "INVALID_ARGUMENT", reason: "VALIDATION_FAILED", message: `${at}: ${detail}`, cause: err });

@@ -82,6 +82,22 @@ describe("POST /events: validation", () => {
     assert.equal((await svc.sql("SELECT count(*)::int AS n FROM customer_events WHERE tenant_id = $1", [t.tenantId]))[0].n, 0);
   });
 
+  test("a batch of 100 events between 1 MiB and 2 MB is accepted (spec 7: 413 only over 2 MB); over 2 MiB is 413", async () => {
+    const t = await svc.createTenant();
+    // Strings are at most 10,000 characters (request screening): each event pads with three.
+    const batch = (pad: number) =>
+      Array.from({ length: 100 }, (_, i) => ({ eventType: "view", customerId: `big-${i}`, properties: { a: "x".repeat(pad), b: "y".repeat(pad), c: "z".repeat(pad) } }));
+    const mid = batch(5_000);
+    const size = Buffer.byteLength(JSON.stringify(mid));
+    assert.ok(size > 1024 * 1024 && size < 2_000_000, String(size));
+    const res = await send(t, mid);
+    assert.equal(res.status, 202, JSON.stringify(res.body).slice(0, 300));
+    assert.equal(res.body.accepted, 100);
+    const over = await send(t, batch(7_000));
+    assert.equal(over.status, 413);
+    assert.match(over.body.detail, /exceeds the limit of 2097152 bytes/);
+  });
+
   test("a viewer may not send events", async () => {
     const t = await svc.createTenant();
     const viewer = await svc.createUser(t.tenantId, "viewer");
@@ -111,7 +127,9 @@ describe("POST /events: acceptance and the stream", () => {
     assert.equal(empty.code, 3);
 
     const redis = svc.running.foundation.redis!;
-    const entries = await redis.xrange(eventStreamKey(t.tenantId), "-", "+");
+    // Spec 6's name, under the deployment's REDIS_KEY_PREFIX (which the client adds).
+    assert.equal(eventStreamKey(t.tenantId), `events:${t.tenantId}`);
+    const entries = await redis.xrange(`events:${t.tenantId}`, "-", "+");
     assert.equal(entries.length, 4);
     const fields = Object.fromEntries(chunk(entries[0][1]));
     assert.equal(fields.eventType, "page_view");

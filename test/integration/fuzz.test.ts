@@ -64,7 +64,7 @@ function routesOf(svc: TestService): Route[] {
             return m[2] && m[2] !== "*" ? { literal: m[2] } : { variable: m[1] };
           }),
         }));
-      return { method, service: service.typeName, bindings, maxBodyBytes: methodPolicy(method, 1 << 20).maxBodyBytes };
+      return { method, service: service.typeName, bindings, maxBodyBytes: methodPolicy(method, svc.config.defaultBodyLimitBytes).maxBodyBytes };
     }),
   );
 }

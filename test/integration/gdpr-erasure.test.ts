@@ -7,6 +7,7 @@ import { rest } from "../support/clients.js";
 import { tenantKey } from "../../src/platform/redis.js";
 import { ALL_CONTEXTS_BUCKET } from "../../src/core/index.js";
 import { subjectHash } from "../../src/portability/customer-erasure.js";
+import { eventStreamKey } from "../../src/events/event-stream.js";
 
 let svc: TestService;
 let child: ChildService;
@@ -181,6 +182,43 @@ describe("GDPR erasure", () => {
       const rec = await recommend(dataKey, "carol", flow.key, baseUrl);
       assert.ok(Math.abs(rec.offers[0].propensity - without) < 1e-9, `${baseUrl} still scored with the erased attributes`);
     }
+  });
+
+  test("removes the customer's events, journey enrollments and stream entries; the profile and CLV no longer see them", async () => {
+    const { t, flow } = await tenantWithFlow();
+    const journey = await created(t, "/api/v1/journeys", { name: unique("journey"), steps: [{ type: "decision", flow: flow.key }] });
+    await created(t, "/api/v1/triggers", { name: unique("rule"), eventType: "purchase", action: { type: "journey", journeyId: journey.id } });
+    const sent = await call(t.apiKey, "POST", "/api/v1/events", [
+      { eventType: "purchase", customerId: "eve", properties: { amount: 150 } },
+      { eventType: "page_view", customerId: "eve" },
+      { eventType: "purchase", customerId: "frank", properties: { amount: 90 } },
+    ]);
+    assert.equal(sent.status, 202, JSON.stringify(sent.body));
+    const stream = eventStreamKey(t.tenantId);
+    const streamCustomers = async () => (await redis().xrange(stream, "-", "+")).map(([, fields]) => fields[fields.indexOf("customerId") + 1]).sort();
+    assert.deepEqual(await streamCustomers(), ["eve", "eve", "frank"]);
+    const profile = await call(t.apiKey, "GET", "/api/v1/customers/eve/unified-profile?sections=interactions,journeys");
+    assert.equal(profile.status, 200, JSON.stringify(profile.body));
+    assert.equal(profile.body.sections.find((s: any) => s.name === "journeys").data.length, 1, "the trigger enrolled eve");
+    assert.equal((await call(t.apiKey, "GET", "/api/v1/customers/eve/clv")).status, 200, "CLV computed from her events");
+
+    const res = await call(t.apiKey, "DELETE", "/api/v1/export/full?customerId=eve");
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const report = res.body as any;
+    assert.equal(report.verified, true);
+    assert.equal(report.removed.customerEvents, 2);
+    assert.equal(report.removed.journeyEnrollments, 1);
+    assert.equal(report.removed.eventStreamEntries, 2);
+    assert.equal(report.removed.clvRecords, 1);
+    const count = async (table: string, customerId: string) =>
+      (await svc.sql(`SELECT count(*)::int AS n FROM ${table} WHERE tenant_id = $1 AND customer_id = $2`, [t.tenantId, customerId]))[0].n;
+    assert.deepEqual([await count("customer_events", "eve"), await count("journey_enrollments", "eve")], [0, 0]);
+    assert.deepEqual([await count("customer_events", "frank"), await count("journey_enrollments", "frank")], [1, 1], "frank keeps his event and enrollment");
+    assert.deepEqual(await streamCustomers(), ["frank"], "only eve's entries left the stream");
+    // Nothing is left to show or to compute from.
+    assert.equal((await call(t.apiKey, "GET", "/api/v1/customers/eve/unified-profile?sections=interactions,journeys")).status, 404);
+    assert.equal((await call(t.apiKey, "GET", "/api/v1/customers/eve/clv")).status, 404);
+    assert.deepEqual((await call(t.apiKey, "GET", `/api/v1/journeys/${journey.id}/enrollments`)).body.data.map((e: any) => e.customerId), ["frank"]);
   });
 
   test("bad input and roles", async () => {

@@ -309,16 +309,59 @@ describe("export and import (spec 2.21, 4.13)", () => {
     assert.deepEqual(read.body.secretsSet, []);
     assert.equal(read.body.config.bucket, "feeds");
 
+    // A schema's name is its key: suffixed like keys, within identifier rules; its display name gets " (imported)".
+    const source = file.body.entities.schemas.find((s: { name: string }) => s.name === "customers");
+    const schema = imported.body.entities.find((e: { kind: string; sourceId: string }) => e.kind === "schemas" && e.sourceId === source.id);
+    assert.match(schema.key, /^customers_imported_[0-9a-f]{6}$/);
+    assert.equal(schema.name, `${source.displayName} (imported)`);
     const tables = await svc.sql("SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = $1", [h.dataSchema(fresh.tenantId)]);
-    assert.ok(tables.some((t) => t.name === "ds_customers"), "the imported schema's table exists");
+    assert.ok(tables.some((t) => t.name === `ds_${schema.key}`), "the imported schema's table exists");
     const p = await call("GET", `/api/v1/pipelines/${newId("pipelines", pipeline.id)}`, undefined, fresh.apiKey);
     assert.equal(p.body.status, "draft");
     assert.equal(p.body.connectorId, newId("connectors", pipeline.connectorId));
     const ir = await call("GET", `/api/v1/pipelines/${p.body.id}/ir`, undefined, fresh.apiKey);
     assert.equal(ir.status, 200);
     assert.equal(ir.body.ir.nodes.length, 4);
+    assert.equal(ir.body.ir.nodes[3].schema, schema.key, "the target named the schema by name: it names the imported one");
     // The schema is in use in the new tenant too.
     assert.equal((await call("DELETE", `/api/v1/schemas/${p.body.schemaId}`, undefined, fresh.apiKey)).status, 409);
+  });
+
+  test("an export imports back into its own tenant: schemas are renamed, and the pipelines target the imported ones", async () => {
+    const file = await call("GET", "/api/v1/export/full");
+    assert.equal(file.status, 200);
+    assert.ok(file.body.entities.schemas.length > 0);
+    const imported = await call("POST", "/api/v1/import", file.body);
+    assert.equal(imported.status, 201, JSON.stringify(imported.body));
+    const schemas = imported.body.entities.filter((e: { kind: string }) => e.kind === "schemas");
+    assert.equal(schemas.length, file.body.entities.schemas.length);
+    const source = file.body.entities.schemas.find((s: { name: string }) => s.name === "customers");
+    const copy = schemas.find((e: { sourceId: string }) => e.sourceId === source.id);
+    const read = await call("GET", `/api/v1/schemas/${copy.id}`);
+    assert.equal(read.status, 200);
+    assert.match(read.body.name, /^customers_imported_[0-9a-f]{6}$/);
+    assert.equal(read.body.tableName, `ds_${read.body.name}`);
+    assert.equal(read.body.displayName, `${source.displayName} (imported)`);
+    const original = await call("GET", `/api/v1/schemas/${source.id}`);
+    assert.equal(original.body.name, "customers", "the tenant's own schema is untouched");
+    const pipeline = file.body.entities.pipelines.find((p: { name: string }) => p.name === "customers-daily");
+    const copied = imported.body.entities.find((e: { kind: string; sourceId: string }) => e.kind === "pipelines" && e.sourceId === pipeline.id);
+    const p = await call("GET", `/api/v1/pipelines/${copied.id}`);
+    assert.equal(p.body.schemaId, copy.id);
+    const ir = await call("GET", `/api/v1/pipelines/${copied.id}/ir`);
+    assert.equal(ir.body.ir.nodes[3].schema, read.body.name, "not the source tenant's schema of the same name");
+  });
+
+  test("a schema name clash names the schema (409)", async () => {
+    const fresh = await svc.createTenant("clashing-import");
+    // Both names shorten to the same 24 characters before the suffix.
+    const schema = (n: number) => {
+      const name = `${"a".repeat(30)}${n}`;
+      return { id: `0193b5a0-0000-7000-8000-00000000000${n}`, name, displayName: `Wide ${n}`, entityType: "custom", tableName: `ds_${name}`, fields: [{ name: "a", dataType: "text" }] };
+    };
+    const res = await call("POST", "/api/v1/import", { formatVersion: 1, kind: "full", entities: { schemas: [schema(1), schema(2)] } }, fresh.apiKey);
+    assert.equal(res.status, 409, JSON.stringify(res.body));
+    assert.match(res.body.detail, /entities\.schemas\[1\]: a schema named "Wide 2 \(imported\)" or keyed "a{24}_imported_[0-9a-f]{6}" already exists/);
   });
 
   test("a schema row whose names would reach DDL unchecked is refused", async () => {

@@ -74,6 +74,12 @@ async function tenantKeysPerMaster(tenantId: string): Promise<number[]> {
   return Promise.all(masters.map(async (m) => (await m.keys(`${svc.config.redisKeyPrefix}${tenantKey(tenantId, "*")}`)).filter((k) => !k.includes(stats)).length));
 }
 
+/** Whether the master of its slot holds the tenant's event stream, `<REDIS_KEY_PREFIX>events:<tenantId>` (0 or 1). */
+async function streamsOnMasters(tenantId: string): Promise<number> {
+  const key = `events:${tenantId}`;
+  return masters[await masterOf(key)].exists(`${svc.config.redisKeyPrefix}${key}`);
+}
+
 /** The index in `masters` of the master that serves `key`'s slot (REDIS_KEY_PREFIX included), as the cluster computes it. */
 async function masterOf(key: string): Promise<number> {
   const slot = (await masters[0].cluster("KEYSLOT", svc.config.redisKeyPrefix + key)) as number;
@@ -158,6 +164,15 @@ describe("the service on a three-master Redis Cluster", () => {
     const entries = await svc.running.foundation.redis!.xrange(eventStreamKey(t.tenantId), "-", "+");
     assert.deepEqual(entries.map(([id]) => id), [result.streamId]);
     assert.ok(entries[0][1].includes("page_view"));
+    assert.equal(await streamsOnMasters(t.tenantId), 1, "spec 6's name, after REDIS_KEY_PREFIX");
+
+    // GDPR erasure reads and trims the stream on whichever master its key hashes to.
+    assert.equal((await post("/api/v1/events", t.apiKey, { eventType: "page_view", customerId: "c2" })).status, 202);
+    const erased = await rest(svc.baseUrl, "DELETE", "/api/v1/export/full?customerId=c1", { key: t.apiKey, headers: { "x-requested-with": "test" } });
+    assert.equal(erased.status, 200, JSON.stringify(erased.body));
+    assert.equal(erased.body.removed.eventStreamEntries, 1);
+    const left = await svc.running.foundation.redis!.xrange(eventStreamKey(t.tenantId), "-", "+");
+    assert.deepEqual(left.map(([, fields]) => fields[fields.indexOf("customerId") + 1]), ["c2"]);
   });
 
   test("a revoked key is refused by the other process as soon as the revocation answers", async () => {
@@ -178,12 +193,15 @@ describe("the service on a three-master Redis Cluster", () => {
       assert.equal((await post("/api/v1/events", t.apiKey, { eventType: "view", customerId: "ana" })).status, 202);
     }
     const before = { a: await tenantKeysPerMaster(a.tenantId), b: await tenantKeysPerMaster(b.tenantId) };
-    assert.ok(before.a.reduce((x, y) => x + y) > 2, `the decision count, evidence, the stream: ${before.a}`);
+    assert.ok(before.a.reduce((x, y) => x + y) > 1, `the decision count, evidence: ${before.a}`);
+    assert.deepEqual([await streamsOnMasters(a.tenantId), await streamsOnMasters(b.tenantId)], [1, 1], "each tenant's events:<tenantId>");
 
     const reset = await post("/api/v1/workspace/reset", a.apiKey, { confirm: a.tenantId }, child.baseUrl);
     assert.equal(reset.status, 200, JSON.stringify(reset.body));
     assert.deepEqual(await tenantKeysPerMaster(a.tenantId), [0, 0, 0], "no key of the tenant on any master");
+    assert.equal(await streamsOnMasters(a.tenantId), 0, "the stream, outside the tenant's hash tag, is deleted by name");
     assert.deepEqual(await tenantKeysPerMaster(b.tenantId), before.b, "the other tenant's keys are untouched");
+    assert.equal(await streamsOnMasters(b.tenantId), 1);
     assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/workspace/usage", { key: a.apiKey })).body.decisionsUsed, 0);
   });
 
@@ -196,11 +214,13 @@ describe("the service on a three-master Redis Cluster", () => {
       await redis.set(tenantKey(id, `${customerCounterPrefix("ana")}offer:o1`), "1");
       await redis.set(tenantKey(id, `${customerCounterPrefix("ana")}offer:o2`), "1");
       await redis.set(tenantKey(id, `${customerCounterPrefix("bo")}offer:o1`), "1");
+      await redis.xadd(eventStreamKey(id), "*", "customerId", "ana");
       assert.deepEqual(await tenantKeysPerMaster(id), [0, 1, 2].map((i) => (i === master ? 3 : 0)));
       assert.equal(await customerWipe.forgetCustomer(id, "ana"), 2);
       assert.deepEqual(await tenantKeysPerMaster(id), [0, 1, 2].map((i) => (i === master ? 1 : 0)), "bo's counter stays");
       await tenantWipe.resetTenant(id);
       assert.deepEqual(await tenantKeysPerMaster(id), [0, 0, 0]);
+      assert.equal(await streamsOnMasters(id), 0);
     }
   });
 
