@@ -19,13 +19,23 @@ import type { AuditLog } from "../audit/audit-log.js";
 import { decideStage, initialStages, type StageRole } from "../core/approval-stages.js";
 import { approvalSnapshot, toApproval } from "./approval-mapper.js";
 import type { ApprovalRow, ApprovalStatus, ApprovalStore } from "./approval-store.js";
-import { APPROVAL_ACTIONS, APPROVAL_ENTITY_TYPES, type ApprovalAction, type ApprovalEntityType, type Change, type ChangeExecutor } from "./change-executor.js";
+import {
+  APPROVAL_ACTIONS,
+  APPROVAL_ENTITY_TYPES,
+  isApplicableEntityType,
+  type ApprovalAction,
+  type Change,
+  type ChangeExecutor,
+} from "./change-executor.js";
 import { actorId } from "./actor.js";
 
 const STATUSES: readonly ApprovalStatus[] = ["pending", "approved", "rejected", "expired"];
 const STAGE_ROLES: readonly StageRole[] = ["editor", "admin"];
 const MAX_STAGES = 10;
 const MAX_COMMENT = 2000;
+const MAX_ENTITY_TYPE = 100;
+/** An approval's request as stored: any entity type, applicable or not. */
+type RequestedChange = Omit<Change, "entityType"> & { entityType: string };
 
 /** 409s of this domain: the request cannot move, or its payload no longer applies. */
 function conflict409(reason: string, message: string): AppError {
@@ -68,7 +78,8 @@ export class ApprovalService {
   /** Checks the payload by the target's own validation (a rolled-back dry run) before storing it. */
   async createApproval(ctx: TenantContext, req: CreateApprovalRequest): Promise<ApprovalRequest> {
     const { change, roles } = parseCreate(req);
-    await this.o.executor.check(ctx, change);
+    // A type the executor cannot apply is stored as asked and refused at its final approval (spec 3.5, 7).
+    if (isApplicableEntityType(change.entityType)) await this.o.executor.check(ctx, change as Change);
     const row = await tenantWriteTransaction(this.o.db, ctx.tenantId, async (t) => {
       const stored = await this.o.store.insert(t, ctx.tenantId, {
         id: newId(),
@@ -143,10 +154,20 @@ export class ApprovalService {
     return (await this.o.store.expireAcrossTenants(new Date(now.getTime() - this.o.maxAgeMs))).length;
   }
 
-  /** The final approval's write; a payload that no longer applies rolls everything back, 409. */
+  /**
+   * The final approval's write; a payload that no longer applies, or an entity type nothing can
+   * apply, rolls everything back, 409 (spec 3.5, 7).
+   */
   private async applyChange(ctx: TenantContext, t: Transaction, row: ApprovalRow): Promise<string | null> {
+    if (!isApplicableEntityType(row.entity_type)) {
+      // The reason of every change that cannot be applied (its 409 is in the transport's table).
+      throw conflict409(
+        "APPROVAL_NOT_APPLICABLE",
+        `unsupported approval entity type "${row.entity_type}": only ${APPROVAL_ENTITY_TYPES.join(", ")} can be applied`,
+      );
+    }
     const change: Change = {
-      entityType: row.entity_type as ApprovalEntityType,
+      entityType: row.entity_type,
       action: row.action,
       entityId: row.entity_id,
       payload: row.payload,
@@ -188,16 +209,20 @@ export class ApprovalService {
   }
 }
 
-/** The create body as a change and its stages; every problem as a 400 naming its field. */
-function parseCreate(req: CreateApprovalRequest): { change: Change; roles: StageRole[] } {
+/**
+ * The create body as a change and its stages; every problem as a 400 naming its field. Any
+ * non-empty entity type is accepted: one the executor cannot apply is a 409 at its final approval
+ * (spec 3.5 and 7), so only the applicable types' rules are checked here.
+ */
+function parseCreate(req: CreateApprovalRequest): { change: RequestedChange; roles: StageRole[] } {
   const violations: FieldViolation[] = [];
-  const entityType = req.entityType as ApprovalEntityType;
+  const entityType = req.entityType;
   const action = req.action as ApprovalAction;
-  if (!APPROVAL_ENTITY_TYPES.includes(entityType)) {
-    violations.push({ field: "entityType", message: `must be one of ${APPROVAL_ENTITY_TYPES.join(", ")}` });
-  }
+  const applicable = isApplicableEntityType(entityType);
+  if (!entityType.trim()) violations.push({ field: "entityType", message: "is required" });
+  else if (entityType.length > MAX_ENTITY_TYPE) violations.push({ field: "entityType", message: `must be at most ${MAX_ENTITY_TYPE} characters` });
   if (!APPROVAL_ACTIONS.includes(action)) violations.push({ field: "action", message: `must be one of ${APPROVAL_ACTIONS.join(", ")}` });
-  else if (action === "publish" && entityType !== "decisionFlow" && entityType !== "algorithmModel") {
+  else if (applicable && action === "publish" && entityType !== "decisionFlow" && entityType !== "algorithmModel") {
     violations.push({ field: "action", message: "publish applies to decisionFlow (a publish or rollback) and algorithmModel (a registry move) only" });
   }
   else if (entityType === "ai_recommendation" && action !== "update") {
@@ -209,7 +234,8 @@ function parseCreate(req: CreateApprovalRequest): { change: Change; roles: Stage
     if (entityId === null) violations.push({ field: "entityId", message: `is required for ${action}` });
     else if (!isUuid(entityId)) violations.push({ field: "entityId", message: "must be an id" });
   }
-  const roles = req.stages.length ? req.stages.map((s) => s.requiredRole as StageRole) : (["admin"] as StageRole[]);
+  // Spec 4.10: editors and admins decide; an admin also satisfies an editor stage.
+  const roles = req.stages.length ? req.stages.map((s) => s.requiredRole as StageRole) : (["editor"] as StageRole[]);
   if (req.stages.length > MAX_STAGES) violations.push({ field: "stages", message: `must hold at most ${MAX_STAGES} stages` });
   roles.forEach((r, i) => {
     if (!STAGE_ROLES.includes(r)) violations.push({ field: `stages[${i}].requiredRole`, message: "must be editor or admin" });

@@ -15,6 +15,10 @@ import type { RecommendationStore } from "./recommendation-store.js";
 /** Every entity type an approval can apply (spec 2.18). */
 export const APPROVAL_ENTITY_TYPES = [...CATALOG_WRITE_TYPES, "ai_recommendation"] as const;
 export type ApprovalEntityType = (typeof APPROVAL_ENTITY_TYPES)[number];
+/** Whether the executor can apply an approval of this entity type (others are refused at approval). */
+export function isApplicableEntityType(entityType: string): entityType is ApprovalEntityType {
+  return (APPROVAL_ENTITY_TYPES as readonly string[]).includes(entityType);
+}
 export const APPROVAL_ACTIONS = ["create", "update", "delete", "publish"] as const;
 export type ApprovalAction = (typeof APPROVAL_ACTIONS)[number];
 

@@ -1,3 +1,6 @@
+import { randomBytes } from "node:crypto";
+import { clone, create } from "@bufbuild/protobuf";
+import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import type { ServiceRegistration } from "../platform/service-registration.js";
 import {
   AlgorithmModelSchema,
@@ -12,6 +15,7 @@ import {
   ListAlgorithmModelsResponseSchema,
   ListBudgetsResponseSchema,
   ListDecisionFlowsResponseSchema,
+  type BudgetWrite,
 } from "../../gen/decisioning/v1/configuration_pb.js";
 import type { TenantContext } from "../platform/context.js";
 import type { FieldViolation } from "../platform/errors.js";
@@ -26,7 +30,7 @@ import { CatalogCollection } from "./catalog-collection.js";
 import { toMessage } from "./catalog-mapper.js";
 import { BUDGET_RULES, FLOW_RULES, MODEL_RULES } from "./catalog-rules.js";
 import type { CatalogRow, CatalogStore, DecisionConfigStore } from "./catalog-store.js";
-import type { ColumnValues } from "./write-fields.js";
+import { writtenFieldNames, type ColumnValues } from "./write-fields.js";
 import { configViolations, referenceViolations } from "./catalog-support.js";
 import { DecisionFlowLifecycle, type PublishGate } from "./decision-flows.js";
 import { collectionTarget } from "./catalog-collection.js";
@@ -73,6 +77,21 @@ export function budgetShapeViolations(after: ColumnValues): FieldViolation[] {
     violations.push({ field: "scopeId", message: `is required for scope ${scope}` });
   }
   return violations;
+}
+
+/**
+ * Spec 2.19 names no `name` for a budget, so a create without one gets `budget-` and 12 random hex
+ * digits: unique among the tenant's live budget names like any name (a collision would be a 409).
+ * A name that is sent is checked as always.
+ */
+function withBudgetName(req: BudgetWrite): BudgetWrite {
+  if (writtenFieldNames(BudgetWriteSchema, req).has("name")) return req;
+  const named = clone(BudgetWriteSchema, req);
+  named.name = `budget-${randomBytes(6).toString("hex")}`;
+  // REST fills the mask from the body's keys: the generated name must be in it to be written.
+  const paths = req.updateMask?.paths ?? [];
+  if (paths.length) named.updateMask = create(FieldMaskSchema, { paths: [...paths, "name"] });
+  return named;
 }
 
 /** Offers a flow lists must be the tenant's; models and profiles its nodes name must exist. */
@@ -149,7 +168,7 @@ export function createDecisionConfig(store: CatalogStore, flowStore: DecisionCon
       service: BudgetService,
       impl: {
         listBudgets: (ctx, req) => budgets.list(ctx, req),
-        createBudget: (ctx, req) => budgets.create(ctx, req),
+        createBudget: (ctx, req) => budgets.create(ctx, withBudgetName(req as BudgetWrite)),
         updateBudget: (ctx, req) => budgets.update(ctx, req),
         deleteBudget: (ctx, req) => budgets.delete(ctx, req),
       },

@@ -26,22 +26,19 @@ import { OFFER_PATCH_RULES, OFFER_RULES } from "./catalog-rules.js";
 import { columnsFromWrite, type ColumnValues } from "./write-fields.js";
 import { configViolations, listFilters, mapConflict, referenceViolations, throwIfInvalid } from "./catalog-support.js";
 import type { OfferEvent, OfferEventListener } from "./offer-events.js";
-import { validateCondition, validateOfferBudget, validateOfferSchedule } from "../core/index.js";
-
-/** Keys of the condition language (docs/decisioning-core.md#condition-language). */
-const CONDITION_KEYS = ["all", "any", "not", "attribute", "op", "value"];
+import { validateOfferBudget, validateOfferSchedule } from "../core/index.js";
+import { offerEligibility } from "../core/offer-eligibility.js";
 
 /**
  * What Recommend reads from an offer must have the core's shapes. The spec leaves `eligibility`,
- * `schedule` and `budget` open: an eligibility written in the condition language is checked strictly;
- * one in no language the engine knows is stored, and Recommend then leaves the offer out rather
- * than guess (docs/decisioning.md).
+ * `schedule` and `budget` open: an eligibility is read exactly as the snapshot compiler reads it
+ * (offerEligibility), so a malformed condition is a 400 here rather than an offer left out of every
+ * decision; one in no spelling the engine knows is stored as given (docs/decisioning.md).
  */
 export function offerShapeProblems(values: ColumnValues): string[] {
   const given = (v: unknown) => v !== undefined && Object.keys(v as object).length > 0;
-  const isCondition = (v: unknown) => Object.keys(v as object).some((k) => CONDITION_KEYS.includes(k));
   return [
-    ...(given(values.eligibility) && isCondition(values.eligibility) ? validateCondition(values.eligibility, "eligibility") : []),
+    ...offerEligibility(values.eligibility).problems,
     ...(given(values.schedule) ? validateOfferSchedule(values.schedule) : []),
     ...(given(values.budget) ? validateOfferBudget(values.budget) : []),
   ];

@@ -1,5 +1,5 @@
 import type { RespondRequest } from "../../gen/decisioning/v1/decisions_pb.js";
-import { AppError, badRequest } from "../platform/errors.js";
+import { AppError, badRequest, invalidFields, type FieldViolation } from "../platform/errors.js";
 import { isUuid } from "../platform/ids.js";
 import type { OutcomeStore, ShownIn, StoredOffer, StoredRecommendation } from "./outcome-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
@@ -40,8 +40,8 @@ export class AttributionLadder {
     const rank = req.rank!;
     const legacy = req.interactionId || req.recommendationId;
     const found =
-      (isUuid(req.recommendationId) && atRank(await this.store.recommendation(tenantId, req.recommendationId), customerId, rank, req)) ||
-      (isUuid(legacy) && atRank(await this.store.recommendationByInteraction(tenantId, legacy), customerId, rank, req)) ||
+      (isUuid(req.recommendationId) && atRank(await this.store.recommendation(tenantId, req.recommendationId), customerId, rank, req, compiled)) ||
+      (isUuid(legacy) && atRank(await this.store.recommendationByInteraction(tenantId, legacy), customerId, rank, req, compiled)) ||
       (await this.latestAtRank(tenantId, customerId, rank, compiled, req));
     if (found) return found;
     throw new AppError({
@@ -62,8 +62,8 @@ export class AttributionLadder {
       this.store.latestWithRank(tenantId, customerId, rank),
       this.store.latestImpressionWithRank(tenantId, customerId, rank, compiled.impressionOutcomes),
     ]);
-    if (impression && (!rec || impression.at > rec.created_at)) return shown(impression, impression, req);
-    return atRank(rec, customerId, rank, req);
+    if (impression && (!rec || impression.at > rec.created_at)) return shown(impression, impression, req, compiled);
+    return atRank(rec, customerId, rank, req, compiled);
   }
 
   private async byCreative(tenantId: string, customerId: string, req: RespondRequest, compiled: CompiledTenant): Promise<Attribution> {
@@ -71,6 +71,7 @@ export class AttributionLadder {
     if (!creative) throw badRequest("VALIDATION_FAILED", `creativeId: unknown creative ${req.creativeId}`);
     const rec = req.recommendationId && isUuid(req.recommendationId) ? await this.store.recommendation(tenantId, req.recommendationId) : null;
     const inRec = rec?.customer_id === customerId ? rec.offers.find((o) => o.creativeId === creative.id) : undefined;
+    checkGivenReferences(req, compiled, [creative, inRec]);
     const offerId = req.offerId || creative.offerId;
     return {
       offerId,
@@ -86,13 +87,14 @@ export class AttributionLadder {
 }
 
 /** The offer at `rank` of a recommendation of this customer, or null. */
-function atRank(rec: StoredRecommendation | null, customerId: string, rank: number, req: RespondRequest): Attribution | null {
+function atRank(rec: StoredRecommendation | null, customerId: string, rank: number, req: RespondRequest, compiled: CompiledTenant): Attribution | null {
   const offer = rec?.customer_id === customerId ? rec.offers.find((o) => o.rank === rank) : undefined;
-  return rec && offer ? shown(offer, { recommendationId: rec.id, interactionId: rec.interaction_id, at: rec.created_at }, req) : null;
+  return rec && offer ? shown(offer, { recommendationId: rec.id, interactionId: rec.interaction_id, at: rec.created_at }, req, compiled) : null;
 }
 
 /** The outcome is about `offer` as it was shown; explicit channel and placement ids win. */
-function shown(offer: StoredOffer, where: ShownIn, req: RespondRequest): Attribution {
+function shown(offer: StoredOffer, where: ShownIn, req: RespondRequest, compiled: CompiledTenant): Attribution {
+  checkGivenReferences(req, compiled, [offer]);
   return {
     offerId: offer.offerId,
     creativeId: offer.creativeId,
@@ -103,4 +105,28 @@ function shown(offer: StoredOffer, where: ShownIn, req: RespondRequest): Attribu
     rank: offer.rank,
     exposure: { at: where.at, bucket: offer.bucket ?? null },
   };
+}
+
+type References = { offerId: string; channelId?: string | null; placementId?: string | null };
+
+const GIVEN_REFERENCES = [
+  { field: "offerId", noun: "offer", live: (c: CompiledTenant, id: string) => c.offerIds.has(id) },
+  { field: "channelId", noun: "channel", live: (c: CompiledTenant, id: string) => c.channels.get(id) === id },
+  { field: "placementId", noun: "placement", live: (c: CompiledTenant, id: string) => c.placements.get(id) === id },
+] as const;
+
+/**
+ * Spec 7: an unknown tenant reference is 400. An offer, channel or placement id given in the body
+ * must name a live one of the tenant (from the snapshot: no query), or be the one the attributed
+ * recommendation, impression or creative carries, which may have been deleted since: a late outcome
+ * about what the customer was shown still records.
+ */
+function checkGivenReferences(req: RespondRequest, compiled: CompiledTenant, carried: Array<References | undefined>): void {
+  const violations: FieldViolation[] = [];
+  for (const { field, noun, live } of GIVEN_REFERENCES) {
+    const id = req[field];
+    if (!id || live(compiled, id) || carried.some((c) => c?.[field] === id)) continue;
+    violations.push({ field, message: `unknown ${noun} ${id}` });
+  }
+  if (violations.length) throw invalidFields(violations);
 }

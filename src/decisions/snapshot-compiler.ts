@@ -1,9 +1,9 @@
 import {
   CONFIG_VALIDATORS,
   prepareSnapshot,
-  validateCondition,
   validateModel,
   type BudgetAllocation,
+  type Condition,
   type Creative,
   type DecisionFlow,
   type DecisionSnapshot,
@@ -12,6 +12,7 @@ import {
   type Offer,
   type SnapshotConfig,
 } from "../core/index.js";
+import { offerEligibility } from "../core/offer-eligibility.js";
 import type { CatalogRow, DecisionConfigRows } from "../catalog/catalog-store.js";
 import type { Logger } from "../platform/logger.js";
 import type { PublishedContent } from "../content/published-content.js";
@@ -34,6 +35,11 @@ export interface CompiledTenant {
    * of the rows Recommend writes): what Respond counts as an impression row.
    */
   impressionOutcomes: string[];
+  /**
+   * Ids of the tenant's live offers, whatever their status or whether they compiled: the offers a
+   * Respond body may name (spec 7, unknown tenant references are 400).
+   */
+  offerIds: Set<string>;
   /** Live creatives by id, for Respond's creativeId. */
   creatives: Map<string, Creative>;
   /** Creative id → the published content it serves (docs/content.md). */
@@ -49,8 +55,7 @@ export interface CompiledTenant {
 const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : null);
 const obj = (v: unknown) => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 
-function toOffer(row: CatalogRow): Offer {
-  const eligibility = obj(row.eligibility);
+function toOffer(row: CatalogRow, eligibility: Condition | undefined): Offer {
   return {
     id: row.id,
     name: row.name,
@@ -61,7 +66,7 @@ function toOffer(row: CatalogRow): Offer {
     mandatory: row.mandatory as boolean,
     mandatoryExpiresAt: iso(row.mandatory_expires_at),
     emergencyExcluded: row.emergency_excluded as boolean,
-    eligibility: Object.keys(eligibility).length ? (eligibility as Offer["eligibility"]) : undefined,
+    eligibility,
     schedule: obj(row.schedule) as Offer["schedule"],
     budget: obj(row.budget) as Offer["budget"],
     productType: (row.product_type as string) || null,
@@ -153,8 +158,9 @@ export function compileTenant(
 
   const config: SnapshotConfig = {
     offers: rows.offers.flatMap((r) => {
-      const offer = toOffer(r);
-      return keep(`offer ${r.id}`, offer, offer.eligibility ? validateCondition(offer.eligibility, "eligibility") : []);
+      // The reading offer writes were checked with: only a row stored before it can have problems here.
+      const { condition, problems, unread } = offerEligibility(r.eligibility);
+      return keep(`offer ${r.id}`, toOffer(r, condition), unread ? [unread] : problems);
     }),
     creatives: rows.creatives.map((c) => ({
       id: c.id,
@@ -192,6 +198,7 @@ export function compileTenant(
     flows: named(rows.flows, (r) => r.key as string),
     outcomeTypes: new Map(byKind("outcome_type").map((o) => [o.key as string, o.category as string])),
     impressionOutcomes: [...new Set(["impression", ...byKind("outcome_type").filter((o) => o.category === "impression").map((o) => o.key as string)])],
+    offerIds: new Set(rows.offers.map((r) => r.id)),
     creatives: new Map((config.creatives ?? []).map((c) => [c.id, c])),
     creativeContent: creativeContent(rows.creatives, published),
     experiments: experiments.flatMap((e) => keep(`experiment ${e.id}`, e, scoring(e).map((id) => `model ${id} is not a scoring model`))),

@@ -143,7 +143,6 @@ export function writtenValues(req: ExperimentWrite, violations: FieldViolation[]
 export function recordViolations(after: Partial<ExperimentFields>, creating: boolean): FieldViolation[] {
   const violations: FieldViolation[] = [];
   if (creating) {
-    if (after.name === undefined) violations.push({ field: "name", message: "is required" });
     if (after.champion_model_id === undefined) violations.push({ field: "championModelId", message: "is required" });
     if (after.champion_pct === undefined) violations.push({ field: "trafficSplit.championPct", message: "is required" });
     if (after.status !== undefined && !INITIAL_STATUSES.includes(after.status)) {

@@ -72,6 +72,8 @@ export class ExperimentService {
     const violations: FieldViolation[] = [];
     const written = writtenValues(req, violations);
     const fields: Partial<ExperimentFields> = { ...DEFAULTS, challengers: [], key: generatedKey(), ...written };
+    // The spec's fields (2.15) name no `name`: without one the experiment is called by its key.
+    fields.name ??= fields.key;
     await this.validate(ctx.tenantId, fields, true, violations);
     const now = this.now();
     const values = withActivation(fields as ExperimentValues, null, now);

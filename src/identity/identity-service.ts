@@ -115,10 +115,30 @@ export class IdentityService {
     return create(EmptySchema);
   }
 
-  /** A key acts as the user who minted it; an OAuth client mints as the admin who created it. */
+  /**
+   * A key acts as the user who minted it; an OAuth client mints as the admin who created it (its
+   * row's `created_by`), checked now, since the client outlives its creator's role. The internal
+   * server key has no user, so it cannot mint.
+   */
   private async actingUser(ctx: TenantContext): Promise<string> {
     if (ctx.userId) return ctx.userId;
-    throw forbidden("API keys are minted by a user: use a user's control-plane key, not an infrastructure credential");
+    if (ctx.principal.kind !== "oauth_client") {
+      throw forbidden("API keys are minted by a user: the internal server key is an infrastructure credential; use an admin's control-plane key or an admin OAuth token");
+    }
+    const creatorId = await this.oauthClientCreator(ctx.tenantId, ctx.principal.clientId);
+    const creator = creatorId ? await this.store.findUser(ctx.tenantId, creatorId) : null;
+    if (!creator || creator.disabled || creator.deleted_at) {
+      throw forbidden("This OAuth client mints API keys as the user who created it, and that user is unknown, disabled or removed: create a new client as an admin");
+    }
+    if (creator.role !== "admin") {
+      throw forbidden(`This OAuth client mints API keys as the user who created it, who is no longer an admin (role ${creator.role})`);
+    }
+    return creator.id;
+  }
+
+  private async oauthClientCreator(tenantId: string, clientId: string): Promise<string | null> {
+    const client = await this.store.findOAuthClientAcrossTenants(clientId);
+    return client && client.tenant_id === tenantId ? client.created_by : null;
   }
 
   // ---- OAuth clients and tokens -------------------------------------------------------------
@@ -134,7 +154,8 @@ export class IdentityService {
       client_id: clientId,
       secret_hash: hmacSha256Hex(this.secrets.apiKeyPepper(), secret),
       scopes: normalizeOAuthScopes(req.scopes),
-      created_by: ctx.userId,
+      // A client made with another client's token stands for the same admin.
+      created_by: ctx.userId ?? (ctx.principal.kind === "oauth_client" ? await this.oauthClientCreator(ctx.tenantId, ctx.principal.clientId) : null),
     });
     return toCreatedOAuthClient(row, secret);
   }

@@ -3,7 +3,9 @@ import {
   fromJson,
   toJson,
   getOption,
+  type DescField,
   type DescMessage,
+  type JsonObject,
   type JsonValue,
   type Message,
   type MessageShape,
@@ -15,9 +17,55 @@ import { withRfc3339Timestamps } from "./iso-timestamps.js";
 import { checkJsonNesting } from "./request-screen.js";
 
 const DECODE_PREFIX = /^cannot decode .*? from JSON: /;
+/** protobuf-es's words for a message (a Struct, a ListValue) given another JSON type. */
+const MESSAGE_MISMATCH = /^cannot decode message (google\.protobuf\.(?:Struct|ListValue)|(?!google\.protobuf\.)\S+) from JSON:? (.*)$/s;
+/** As many fields as the request screen names in one answer. */
+const MAX_VIOLATIONS = 20;
 
 function cleanMessage(err: unknown): string {
-  return String((err as Error).message ?? err).replace(DECODE_PREFIX, "");
+  const message = String((err as Error).message ?? err);
+  const mismatch = MESSAGE_MISMATCH.exec(message);
+  if (mismatch) return `expected ${mismatch[1] === "google.protobuf.ListValue" ? "array" : "object"}, got ${mismatch[2]}`;
+  return message.replace(DECODE_PREFIX, "");
+}
+
+const isJsonObject = (v: unknown): v is JsonObject => typeof v === "object" && v !== null && !Array.isArray(v);
+/** Well-known types have JSON forms of their own (Struct, Timestamp, ...): named as one field. */
+const hasOwnJsonForm = (schema: DescMessage) => schema.typeName.startsWith("google.protobuf.");
+
+/**
+ * Decodes `json` field by field to name each wrong one by its JSON path, into nested messages and
+ * lists of them, so every mistake in `{"config": {...}}` is named at once (`config.enabled`).
+ */
+function fieldViolations(schema: DescMessage, json: JsonObject, path: string): FieldViolation[] {
+  const violations: FieldViolation[] = [];
+  for (const [key, value] of Object.entries(json)) {
+    try {
+      fromJson(schema, { [key]: value } as JsonValue, { ignoreUnknownFields: true });
+    } catch (err) {
+      const field = schema.fields.find((f) => f.jsonName === key || f.name === key);
+      const nested = field ? nestedViolations(field, value, `${path}${key}`) : [];
+      violations.push(...(nested.length ? nested : [{ field: `${path}${key}`, message: cleanMessage(err) }]));
+    }
+  }
+  return violations;
+}
+
+function nestedViolations(field: DescField, value: JsonValue, path: string): FieldViolation[] {
+  if (field.fieldKind === "message" && !hasOwnJsonForm(field.message) && isJsonObject(value)) {
+    return fieldViolations(field.message, value, `${path}.`);
+  }
+  if (field.fieldKind === "list" && field.listKind === "message" && !hasOwnJsonForm(field.message) && Array.isArray(value)) {
+    return value.flatMap((item, i) => {
+      try {
+        fromJson(field.message, item, { ignoreUnknownFields: true });
+        return [];
+      } catch (err) {
+        return isJsonObject(item) ? fieldViolations(field.message, item, `${path}[${i}].`) : [{ field: `${path}[${i}]`, message: cleanMessage(err) }];
+      }
+    });
+  }
+  return [];
 }
 
 /** Throws on bytes that are not UTF-8, where the default decoder would put U+FFFD in their place unseen. */
@@ -70,16 +118,8 @@ export function readJson<D extends DescMessage>(schema: D, json: JsonValue): Mes
   try {
     return fromJson(schema, json, { ignoreUnknownFields: true });
   } catch (err) {
-    // Decode field by field to say which ones are wrong.
-    const violations: FieldViolation[] = [];
-    for (const [key, value] of Object.entries(json)) {
-      try {
-        fromJson(schema, { [key]: value } as JsonValue, { ignoreUnknownFields: true });
-      } catch (fieldErr) {
-        violations.push({ field: key, message: cleanMessage(fieldErr) });
-      }
-    }
-    throw invalidFields(violations.length ? violations : [{ field: "body", message: cleanMessage(err) }]);
+    const violations = fieldViolations(schema, json, "");
+    throw invalidFields(violations.length ? violations.slice(0, MAX_VIOLATIONS) : [{ field: "body", message: cleanMessage(err) }]);
   }
 }
 

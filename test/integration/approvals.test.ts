@@ -108,9 +108,10 @@ describe("staged review", () => {
 
   test("an editor cannot decide an admin stage; delete and update apply through the offer service", async () => {
     const o = await offer();
-    const upd = await propose({ entityType: "offer", action: "update", entityId: o.id, payload: { priority: 55 } }, editor.apiKey);
-    assert.equal(upd.stages[0].requiredRole, "admin", "default: one admin stage");
-    assert.equal((await resolve(upd.id, "approve", editor2.apiKey)).status, 403);
+    const upd = await propose({ entityType: "offer", action: "update", entityId: o.id, payload: { priority: 55 }, stages: [{ requiredRole: "admin" }] }, editor.apiKey);
+    const refused = await resolve(upd.id, "approve", editor2.apiKey);
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.reason, "STAGE_ROLE_REQUIRED");
     assert.equal((await resolve(upd.id, "approve", admin.apiKey)).status, 200);
     const updated = (await call("GET", `/api/v1/offers/${o.id}`)).body;
     assert.equal(updated.priority, 55);
@@ -119,6 +120,23 @@ describe("staged review", () => {
     const del = await propose({ entityType: "offer", action: "delete", entityId: o.id }, editor.apiKey);
     assert.equal((await resolve(del.id, "approve", admin2.apiKey)).status, 200);
     assert.equal((await call("GET", `/api/v1/offers/${o.id}`)).status, 404);
+  });
+
+  test("the default stage is one editor stage (spec 4.10): another editor decides it, and so does an admin", async () => {
+    const o = await offer();
+    const upd = await propose({ entityType: "offer", action: "update", entityId: o.id, payload: { priority: 66 } }, editor.apiKey);
+    assert.deepEqual(upd.stages.map((s) => [s.requiredRole, s.status]), [["editor", "pending"]]);
+    assert.equal((await resolve(upd.id, "approve", viewer.apiKey)).status, 403, "viewers never decide");
+    const approved = await resolve(upd.id, "approve", editor2.apiKey);
+    assert.equal(approved.status, 200, JSON.stringify(approved.body));
+    assert.equal(approved.body.status, "approved");
+    assert.equal((await call("GET", `/api/v1/offers/${o.id}`)).body.priority, 66);
+    const rejected = await propose({ entityType: "offer", action: "update", entityId: o.id, payload: { priority: 67 } }, admin.apiKey);
+    const res = await resolve(rejected.id, "reject", editor.apiKey);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.status, "rejected");
+    const byAdmin = await propose({ entityType: "offer", action: "update", entityId: o.id, payload: { priority: 68 } }, editor.apiKey);
+    assert.equal((await resolve(byAdmin.id, "approve", admin2.apiKey)).status, 200);
   });
 
   test("list filters by status and pages with a cursor", async () => {
@@ -139,10 +157,15 @@ describe("staged review", () => {
 });
 
 describe("bad input", () => {
-  test("an unknown entityType, a bad payload and a foreign entity are refused at create, naming the field", async () => {
-    const unknown = await call("POST", "/api/v1/approvals", { entityType: "spaceship", action: "create", payload: {} });
-    assert.equal(unknown.status, 400);
-    assert.match(JSON.stringify(unknown.body), /entityType/);
+  test("a missing entityType, a bad payload and a foreign entity are refused at create, naming the field", async () => {
+    for (const entityType of [undefined, "", "  ", "x".repeat(101)]) {
+      const res = await call("POST", "/api/v1/approvals", { entityType, action: "create", payload: {} });
+      assert.equal(res.status, 400, JSON.stringify(entityType));
+      assert.match(res.body.detail, /^entityType: /);
+    }
+    const badAction = await call("POST", "/api/v1/approvals", { entityType: "spaceship", action: "launch", payload: {} });
+    assert.equal(badAction.status, 400);
+    assert.match(badAction.body.detail, /^action: /);
 
     const bad = await call("POST", "/api/v1/approvals", { entityType: "offer", action: "create", payload: { name: unique("o"), priority: 500 } });
     assert.equal(bad.status, 400);
@@ -161,6 +184,29 @@ describe("bad input", () => {
     assert.match(JSON.stringify(stage.body), /stages\[0\]\.requiredRole/);
     assert.equal((await call("POST", "/api/v1/approvals", { entityType: "channel", action: "create", payload: { name: unique("c") } }, viewer.apiKey)).status, 403);
     assert.equal(Number((await sql("SELECT count(*) AS n FROM approval_requests WHERE tenant_id = $1 AND stages @> '[{\"requiredRole\":\"viewer\"}]'", [admin.tenantId]))[0].n), 0);
+  });
+
+  test("an entity type nothing can apply is stored, and its final approval is a 409 that changes nothing (spec 3.5, 7)", async () => {
+    const req = await propose({ entityType: "widget", action: "create", payload: { name: "x" }, stages: [{ requiredRole: "editor" }, { requiredRole: "admin" }] }, editor.apiKey);
+    assert.equal(req.status, "pending");
+    // An earlier stage is only a review: it is recorded as usual.
+    assert.equal((await resolve(req.id, "approve", editor2.apiKey)).status, 200);
+    const before = await sql("SELECT count(*)::int AS n FROM audit_log WHERE tenant_id = $1", [admin.tenantId]);
+    const res = await resolve(req.id, "approve", admin.apiKey);
+    assert.equal(res.status, 409, JSON.stringify(res.body));
+    assert.equal(res.body.reason, "APPROVAL_NOT_APPLICABLE");
+    assert.match(res.body.detail, /^unsupported approval entity type "widget"/);
+    const stored = (await call("GET", `/api/v1/approvals/${req.id}`)).body;
+    assert.equal(stored.status, "pending");
+    assert.equal(stored.resolvedAt, null);
+    assert.deepEqual(stored.stages.map((s: any) => s.status), ["approved", "pending"]);
+    assert.deepEqual(await sql("SELECT count(*)::int AS n FROM audit_log WHERE tenant_id = $1", [admin.tenantId]), before);
+    // Rejecting one needs nothing applied.
+    assert.equal((await resolve(req.id, "reject", admin.apiKey)).body.status, "rejected");
+
+    const update = await propose({ entityType: "Offer", action: "update", entityId: "7f2c1a4e-0000-4000-8000-000000000000", payload: { priority: 1 } }, editor.apiKey);
+    assert.equal((await resolve(update.id, "approve", admin.apiKey)).status, 409);
+    assert.equal((await call("GET", `/api/v1/approvals/${update.id}`)).body.status, "pending");
   });
 
   test("another tenant's request is 404 to read and to resolve", async () => {

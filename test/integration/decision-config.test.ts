@@ -1,7 +1,8 @@
 import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
 import { startTestService, type TestService } from "../support/service.js";
-import { rest } from "../support/clients.js";
+import { connectClient, rest } from "../support/clients.js";
+import { BudgetService } from "../../gen/decisioning/v1/configuration_pb.js";
 
 let svc: TestService;
 let admin: { tenantId: string; userId: string; apiKey: string };
@@ -87,6 +88,24 @@ describe("budgets (spec 2.19, 4.16)", () => {
     assert.equal((await call("DELETE", `/api/v1/budgets?id=${created.body.id}`, undefined, editor.apiKey)).status, 403);
     assert.equal((await call("DELETE", `/api/v1/budgets?id=${created.body.id}`, undefined, other.apiKey)).status, 404);
     assert.equal((await call("DELETE", `/api/v1/budgets?id=${created.body.id}`)).status, 200);
+  });
+
+  test("a body of the spec's fields only (2.19) is created with a generated unique name; a sent name is still checked", async () => {
+    const first = await call("POST", "/api/v1/budgets", { scope: "global", maxImpressions: 1000 });
+    assert.equal(first.status, 201, JSON.stringify(first.body));
+    assert.match(first.body.name, /^budget-[0-9a-f]{12}$/);
+    assert.equal(first.body.maxImpressions, 1000);
+    const second = await call("POST", "/api/v1/budgets", { maxConversions: 5 }, editor.apiKey);
+    assert.equal(second.status, 201, JSON.stringify(second.body));
+    assert.notEqual(second.body.name, first.body.name);
+    // Connect's binary door sends no update mask: the name is generated there too.
+    const viaConnect = await connectClient(BudgetService, svc.baseUrl, true).createBudget({ maxSpend: 10 }, { headers: { "x-api-key": admin.apiKey } });
+    assert.match(viaConnect.name, /^budget-[0-9a-f]{12}$/);
+    const blank = await call("POST", "/api/v1/budgets", { name: " ", maxImpressions: 1 });
+    assert.equal(blank.status, 400);
+    assert.match(blank.body.detail, /^name: must not be empty/);
+    const taken = await call("POST", "/api/v1/budgets", { name: first.body.name, maxImpressions: 1 });
+    assert.equal(taken.status, 409);
   });
 });
 
@@ -214,5 +233,55 @@ describe("offer fields the core reads", () => {
       budget: { maxImpressions: 100, period: "day" },
     });
     assert.equal(ok.status, 201, JSON.stringify(ok.body));
+  });
+
+  test("eligibility: {rules: []} is no rules, rules are all (or with logic OR any) of their conditions, a malformed condition is a 400, a config in no known language is stored and decides nothing", async () => {
+    const t = await svc.createTenant();
+    const post = (path: string, body: unknown) => rest(svc.baseUrl, "POST", path, { key: t.apiKey, body });
+    const open = await post("/api/v1/offers", { name: "no rules", status: "active", priority: 90, eligibility: { rules: [] } });
+    assert.equal(open.status, 201, JSON.stringify(open.body));
+    assert.deepEqual(open.body.eligibility, { rules: [] }, "stored as given");
+    const gold = await post("/api/v1/offers", {
+      name: "gold adults",
+      status: "active",
+      priority: 10,
+      eligibility: { rules: [{ attribute: "customer.tier", op: "eq", value: "gold" }, { attribute: "customer.age", op: "gte", value: 18 }] },
+    });
+    assert.equal(gold.status, 201, JSON.stringify(gold.body));
+    await rest(svc.baseUrl, "PUT", "/api/v1/customers/kim", { key: t.apiKey, body: { attributes: { tier: "gold", age: 40 } } });
+    await rest(svc.baseUrl, "PUT", "/api/v1/customers/lou", { key: t.apiKey, body: { attributes: { tier: "gold", age: 12 } } });
+
+    const kim = await post("/api/v1/recommend?explain=true", { customerId: "kim", limit: 10 });
+    assert.equal(kim.status, 200, JSON.stringify(kim.body));
+    assert.deepEqual(kim.body.offers.map((o: any) => o.offerId), [open.body.id, gold.body.id]);
+    const lou = await post("/api/v1/recommend?explain=true", { customerId: "lou", limit: 10 });
+    assert.deepEqual(lou.body.offers.map((o: any) => o.offerId), [open.body.id]);
+    assert.equal(lou.body.rejectedOffers.find((r: any) => r.offerId === gold.body.id)?.stage, "eligibility", JSON.stringify(lou.body.rejectedOffers));
+
+    const either = await post("/api/v1/offers", {
+      name: "gold or adult",
+      status: "active",
+      priority: 5,
+      eligibility: { logic: "OR", rules: [{ attribute: "customer.tier", op: "eq", value: "platinum" }, { attribute: "customer.age", op: "gte", value: 18 }] },
+    });
+    assert.equal(either.status, 201, JSON.stringify(either.body));
+    const unread = await post("/api/v1/offers", { name: "own language", status: "active", priority: 1, eligibility: { minAge: 18 } });
+    assert.equal(unread.status, 201, "spec 2.4 leaves the rule config open: stored as given");
+    assert.deepEqual(unread.body.eligibility, { minAge: 18 });
+    const kim2 = await post("/api/v1/recommend", { customerId: "kim", limit: 10 });
+    assert.deepEqual(kim2.body.offers.map((o: any) => o.offerId).sort(), [open.body.id, gold.body.id, either.body.id].sort(), "the unread eligibility decides nothing");
+
+    const refused: Array<[unknown, RegExp]> = [
+      [{ attribute: "customer.age", op: "bogus", value: 1 }, /^eligibility\.op: /],
+      [{ all: "gold" }, /^eligibility\.all: /],
+    ];
+    for (const [eligibility, message] of refused) {
+      const created = await post("/api/v1/offers", { name: `refused-${Math.random()}`, status: "active", eligibility });
+      assert.equal(created.status, 400, JSON.stringify(eligibility));
+      assert.match(created.body.detail, message);
+      const updated = await rest(svc.baseUrl, "PUT", `/api/v1/offers/${open.body.id}`, { key: t.apiKey, body: { eligibility } });
+      assert.equal(updated.status, 400, JSON.stringify(eligibility));
+      assert.match(updated.body.detail, message);
+    }
   });
 });

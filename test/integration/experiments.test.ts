@@ -127,6 +127,22 @@ describe("experiment routes", () => {
     assert.deepEqual(audit.map((a) => [a.action, a.entity_id, a.key]), [["create", created.id, created.key], ["create", second.id, "spring-sale"]]);
   });
 
+  test("a body of the spec's fields only (2.15) is created: name defaults to the key, generated or given", async () => {
+    const { t, champion, challenger } = await setup();
+    const specOnly = await call("POST", "/api/v1/experiments", t.apiKey, {
+      championModelId: champion.id,
+      trafficSplit: { championPct: 50 },
+      challengers: [{ modelId: challenger.id, trafficPct: 50 }],
+      holdoutPercent: 10,
+      status: "draft",
+    });
+    assert.equal(specOnly.status, 201, JSON.stringify(specOnly.body));
+    assert.match(specOnly.body.key, /^exp-[0-9a-f]{12}$/);
+    assert.equal(specOnly.body.name, specOnly.body.key);
+    const { name: _, ...unnamed } = experimentBody(champion, challenger, { key: "named-by-key" });
+    assert.equal((await create("experiments", unnamed, t)).name, "named-by-key");
+  });
+
   test("status moves: legal ones pass (activation stamps startedAt), illegal ones are 400 naming status", async () => {
     const { t, champion, challenger } = await setup();
     const e = await create("experiments", experimentBody(champion, challenger), t);
@@ -195,7 +211,8 @@ describe("experiment routes", () => {
       [experimentBody(champion, challenger, { key: "__holdout__" }), /^key: must be/],
       [experimentBody(champion, challenger, { promoteThreshold: -1 }), /^promoteThreshold: /],
       [experimentBody(champion, challenger, { promoteAfterDays: 1.5 }), /^promoteAfterDays: /],
-      [{ trafficSplit: { championPct: 100 } }, /^name: is required; championModelId: is required/],
+      [experimentBody(champion, challenger, { name: " " }), /^name: must not be empty/],
+      [{ trafficSplit: { championPct: 100 } }, /^championModelId: is required/],
     ];
     for (const [body, message] of cases) {
       const res = await call("POST", "/api/v1/experiments", t.apiKey, body);

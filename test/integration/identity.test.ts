@@ -280,11 +280,53 @@ describe("OAuth clients and tokens (spec 4.1, 7)", () => {
   });
 });
 
+describe("API keys minted with an admin OAuth token (spec 4.2, 5.3)", () => {
+  const token = async (c: { clientId: string; clientSecret: string }) =>
+    (await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", {
+      body: { grant_type: "client_credentials", client_id: c.clientId, client_secret: c.clientSecret },
+    })).body.access_token as string;
+
+  test("the key acts as the admin who created the client, checked at minting time; the internal key still cannot mint", async () => {
+    const admin = await svc.createUser(tenant.tenantId, "admin");
+    const client = (await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { key: admin.apiKey, body: { name: "minter", scopes: ["admin"] } })).body;
+    const bearer = await token(client);
+
+    const minted = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { bearer, body: { name: "via-oauth", scopes: ["control-plane"] } });
+    assert.equal(minted.status, 201, JSON.stringify(minted.body));
+    assert.match(minted.body.key, /^krn_[0-9a-f]{64}$/);
+    const [row] = await svc.sql("SELECT user_id FROM api_keys WHERE tenant_id = $1 AND id = $2", [tenant.tenantId, minted.body.id]);
+    assert.equal(row.user_id, admin.userId);
+    assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: minted.body.key })).status, 200);
+
+    // A client made with that token stands for the same admin.
+    const child = (await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { bearer, body: { name: "child", scopes: ["admin"] } })).body;
+    const viaChild = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { bearer: await token(child), body: { name: "via-child" } });
+    assert.equal(viaChild.status, 201, JSON.stringify(viaChild.body));
+
+    await svc.identity.updateUser(tenant.tenantId, admin.userId, { role: "editor" });
+    const demoted = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { bearer, body: { name: "after-demotion" } });
+    assert.equal(demoted.status, 403);
+    assert.match(demoted.body.detail, /no longer an admin/);
+    await svc.identity.updateUser(tenant.tenantId, admin.userId, { role: "admin", disabled: true });
+    const disabled = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { bearer, body: { name: "after-disable" } });
+    assert.equal(disabled.status, 403);
+    assert.match(disabled.body.detail, /disabled or removed/);
+
+    const internal = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", {
+      key: TEST_INTERNAL_KEY,
+      headers: { "x-tenant-id": tenant.tenantId },
+      body: { name: "infra" },
+    });
+    assert.equal(internal.status, 403);
+    assert.match(internal.body.detail, /internal server key/);
+  });
+});
+
 describe("bad input on every identity route: a 4xx naming the field, and nothing written", () => {
   const count = async (path: string) => (await rest(svc.baseUrl, "GET", path, { key: tenant.apiKey })).body.total as number;
   const raw = (method: string, path: string, rawBody: string, contentType = "application/json") =>
     sendRaw(method, path, rawBody, { "content-type": contentType, "x-requested-with": "test" });
-  const oversize = JSON.stringify({ name: "x".repeat(1024 * 1024) });
+  const oversize = JSON.stringify({ name: "x".repeat(2 * 1024 * 1024) });
 
   test("POST /oauth/clients", async () => {
     const before = await count("/api/v1/oauth/clients");

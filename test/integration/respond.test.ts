@@ -272,6 +272,58 @@ describe("the attribution ladder (spec 4.4)", () => {
   });
 });
 
+describe("references in the body (spec 2.5, 7)", () => {
+  test("offerId, channelId and placementId must name the tenant's own: unknown or foreign ids are a 400 naming each, and nothing is written", async () => {
+    const { t, offers, key } = await setup();
+    const web = await create("channels", { name: "web" }, t);
+    const hero = await create("placements", { name: "hero", channelId: web.id }, t);
+    const creative = await create("creatives", { name: "banner", offerId: offers[0].id, channelId: web.id, placementId: hero.id }, t);
+    const theirs = await setup();
+    const theirChannel = await create("channels", { name: "web" }, theirs.t);
+    const theirPlacement = await create("placements", { name: "hero" }, theirs.t);
+    const written = async () => (await svc.sql("SELECT count(*)::int AS n FROM interactions WHERE tenant_id = $1 AND idempotency_key IS NOT NULL", [t.tenantId]))[0].n;
+    const respond = (extra: Record<string, unknown>) => post("/api/v1/respond", { customerId: "ivy", outcome: "click", idempotencyKey: randomUUID(), creativeId: creative.id, ...extra }, key);
+
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ offerId: randomUUID() }, /^offerId: unknown offer /],
+      [{ offerId: theirs.offers[0].id }, /^offerId: unknown offer /],
+      [{ channelId: theirChannel.id }, /^channelId: unknown channel /],
+      [{ placementId: theirPlacement.id }, /^placementId: unknown placement /],
+      [{ offerId: randomUUID(), channelId: randomUUID(), placementId: randomUUID() }, /^offerId: .+; channelId: .+; placementId: /],
+    ];
+    for (const [extra, message] of cases) {
+      const res = await respond(extra);
+      assert.equal(res.status, 400, JSON.stringify(extra));
+      assert.match(res.body.error.message, message);
+    }
+    const rec = (await post("/api/v1/recommend", { customerId: "ivy" }, key)).body;
+    const byRank = await post("/api/v1/respond", { customerId: "ivy", outcome: "click", idempotencyKey: randomUUID(), recommendationId: rec.recommendationId, rank: 1, placementId: randomUUID() }, key);
+    assert.equal(byRank.status, 400);
+    assert.match(byRank.body.error.message, /^placementId: unknown placement /);
+    assert.equal(await written(), 0);
+
+    const own = await respond({ offerId: offers[0].id, channelId: web.id, placementId: hero.id });
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.deepEqual([own.body.offerId, own.body.channelId, own.body.placementId], [offers[0].id, web.id, hero.id]);
+  });
+
+  test("an offer deleted after the recommendation: the id the recommendation carries still records; elsewhere it is unknown", async () => {
+    const { t, offers, key } = await setup();
+    const rec = (await post("/api/v1/recommend", { customerId: "jo" }, key)).body;
+    assert.equal(rec.offers[0].offerId, offers[0].id);
+    assert.equal((await rest(svc.baseUrl, "DELETE", `/api/v1/offers/${offers[0].id}`, { key: t.apiKey, body: {} })).status, 200);
+    const late = await post("/api/v1/respond", { customerId: "jo", outcome: "click", idempotencyKey: randomUUID(), recommendationId: rec.recommendationId, rank: 1, offerId: offers[0].id }, key);
+    assert.equal(late.status, 200, JSON.stringify(late.body));
+    assert.equal(late.body.offerId, offers[0].id);
+
+    const other = await create("offers", { name: unique("live"), status: "active" }, t);
+    const creative = await create("creatives", { name: "banner", offerId: other.id }, t);
+    const elsewhere = await post("/api/v1/respond", { customerId: "jo", outcome: "click", idempotencyKey: randomUUID(), creativeId: creative.id, offerId: offers[0].id }, key);
+    assert.equal(elsewhere.status, 400);
+    assert.match(elsewhere.body.error.message, /^offerId: unknown offer /);
+  });
+});
+
 describe("fields and defaults", () => {
   test("direction follows the outcome type; unknown outcomes, bad fields and the legacy alias", async () => {
     const { key } = await setup();

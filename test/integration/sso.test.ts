@@ -122,6 +122,17 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
       "config.oidcScopes",
       "config.provider",
     ]);
+    // Values of the wrong JSON type are found while decoding, before the rules: each is named by its path, all at once.
+    const typed = await configure(other.apiKey, { provider: "oidc", autoProvision: "yes", enabled: 1, oidcScopes: ["openid", "email"], allowedDomains: "acme.example" });
+    assert.equal(typed.status, 400);
+    assert.deepEqual(typed.body.errors.map((e: { field: string }) => e.field).sort(), [
+      "config.allowedDomains",
+      "config.autoProvision",
+      "config.enabled",
+      "config.oidcScopes",
+    ]);
+    assert.match(typed.body.detail, /config\.autoProvision: expected boolean, got "yes"/);
+    assert.match(typed.body.detail, /config\.allowedDomains: expected array, got "acme\.example"/);
     const missing = await configure(other.apiKey, { enabled: true });
     assert.equal(missing.status, 400);
     assert.match(missing.body.detail, /config\.oidcIssuer: is required/);

@@ -4,7 +4,7 @@ import { create, fromBinary, toBinary, type DescMessage, type JsonValue, type Me
 import { isAppError } from "../../src/platform/errors.js";
 import { checkJsonNesting, screenRequest, SCREEN_LIMITS } from "../../src/transport/request-screen.js";
 import { parseJsonBody, readBinary, readJson } from "../../src/transport/message-codec.js";
-import { RecommendRequestSchema, RespondRequestSchema } from "../../gen/decisioning/v1/decisions_pb.js";
+import { RecommendRequestSchema, RespondBulkRequestSchema, RespondRequestSchema } from "../../gen/decisioning/v1/decisions_pb.js";
 import { CreativeWriteSchema, OfferWriteSchema } from "../../gen/decisioning/v1/catalog_pb.js";
 
 /** The screen's verdict on a message: the violations as `<field>: <message>`, or null when it passes. */
@@ -94,5 +94,23 @@ describe("the request screen", () => {
     const tags = Array.from({ length: 100 }, () => "\u0000");
     const message = verdict(OfferWriteSchema, { name: "x", tags })!.message;
     assert.equal(message.split("; ").length, 20);
+  });
+
+  test("a value of the wrong JSON type is named by its path inside nested messages and lists of them, every one at once", () => {
+    const named = (json: JsonValue) => {
+      try {
+        readJson(RespondBulkRequestSchema, json);
+      } catch (err) {
+        assert.ok(isAppError(err), String(err));
+        return err.message;
+      }
+      assert.fail("decoded");
+    };
+    assert.equal(
+      named({ items: [{ customerId: "ok" }, { customerId: 7, rank: "one" }, "x"] }),
+      "items[1].customerId: expected string, got 7; items[1].rank: expected number (int32), got \"one\"; items[2]: expected object, got \"x\"",
+    );
+    assert.match(named({ items: [{ context: [1] }] }), /^items\[0\]\.context: expected object, got /);
+    assert.equal(named({ items: Array.from({ length: 30 }, () => ({ customerId: 1 })) }).split("; ").length, 20);
   });
 });

@@ -75,7 +75,7 @@ export type ApprovalRequest = Message<"decisioning.v1.ApprovalRequest"> & {
 
   /**
    * algorithmModel, qualificationRule, contactPolicy, decisionFlow, offer, creative, channel,
-   * rankingProfile or ai_recommendation.
+   * rankingProfile or ai_recommendation can be applied; any other type is stored as given.
    *
    * @generated from field: string entity_type = 2;
    */
@@ -232,6 +232,9 @@ export const StageWriteSchema: GenMessage<StageWrite> = /*@__PURE__*/
  */
 export type CreateApprovalRequest = Message<"decisioning.v1.CreateApprovalRequest"> & {
   /**
+   * Required. One of ApprovalRequest.entity_type's applicable types, whose payload is checked now;
+   * any other (at most 100 characters) is stored and refused with 409 at the final approval.
+   *
    * @generated from field: string entity_type = 1;
    */
   entityType: string;
@@ -254,7 +257,7 @@ export type CreateApprovalRequest = Message<"decisioning.v1.CreateApprovalReques
   payload?: JsonObject | undefined;
 
   /**
-   * Ordered; default one stage with requiredRole admin.
+   * Ordered; default one stage with requiredRole editor (an admin satisfies it too).
    *
    * @generated from field: repeated decisioning.v1.StageWrite stages = 5;
    */
@@ -524,7 +527,8 @@ export const ApprovalService: GenService<{
   },
   /**
    * Approves the current stage or rejects the request. The last approval applies the payload in
-   * the same transaction; a payload that no longer applies rolls everything back with 409.
+   * the same transaction; a payload that no longer applies, or an entity type that cannot be
+   * applied, rolls everything back with 409.
    *
    * @generated from rpc decisioning.v1.ApprovalService.ResolveApproval
    */
