@@ -31,6 +31,11 @@ export interface Offer {
   mandatoryExpiresAt?: string | null;
   emergencyExcluded?: boolean;
   eligibility?: Condition;
+  /**
+   * Set when the stored eligibility is in no language the engine reads (offer-eligibility.ts): the
+   * offer is stored, but qualification refuses it with this reason rather than guess who qualifies.
+   */
+  eligibilityUnread?: string;
   schedule?: OfferSchedule;
   budget?: OfferBudget;
   productType?: string | null;

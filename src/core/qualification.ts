@@ -55,7 +55,7 @@ export function qualify(offers: Offer[], rules: QualificationRule[], bag: Attrib
   const gateOutcomes = new Map<QualificationRule, ConditionOutcome>();
   for (const offer of offers) {
     const gates = rules.length === 0 ? rules : rules.filter((rule) => appliesToOffer(rule.appliesTo, offer));
-    if (offer.status === "active" && isEmpty(offer.schedule) && isEmpty(offer.eligibility) && gates.length === 0) {
+    if (offer.status === "active" && isEmpty(offer.schedule) && isEmpty(offer.eligibility) && !offer.eligibilityUnread && gates.length === 0) {
       // One row instead of three: a trace of 200 such offers is otherwise mostly rows that say nothing.
       if (explain) output.results.push({ offerId: offer.id, passed: true, ruleId: QUALIFICATION_CHECKS.offer, reason: "active, unscheduled, no eligibility or gates" });
       output.qualified.push(offer);
@@ -99,6 +99,10 @@ function checkOffer(
     reason: outOfSchedule ?? "within schedule",
   });
   if (outOfSchedule !== null) return rows;
+  if (offer.eligibilityUnread) {
+    rows.push({ offerId: offer.id, passed: false, ruleId: QUALIFICATION_CHECKS.eligibility, reason: `offer eligibility cannot be evaluated: ${offer.eligibilityUnread}` });
+    return rows;
+  }
   const checks: Array<{ id: string; label: string; condition: Condition; onMissing: OnMissing; gate?: QualificationRule }> = [
     { id: QUALIFICATION_CHECKS.eligibility, label: "offer eligibility", condition: offer.eligibility ?? {}, onMissing: "skip" },
     ...gates.map((rule) => ({ id: rule.id, label: `rule ${rule.name ?? rule.id}`, condition: rule.condition, onMissing: rule.onMissing ?? "skip", gate: rule })),

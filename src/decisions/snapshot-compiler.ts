@@ -160,7 +160,13 @@ export function compileTenant(
     offers: rows.offers.flatMap((r) => {
       // The reading offer writes were checked with: only a row stored before it can have problems here.
       const { condition, problems, unread } = offerEligibility(r.eligibility);
-      return keep(`offer ${r.id}`, toOffer(r, condition), unread ? [unread] : problems);
+      const offer = toOffer(r, condition);
+      if (unread) {
+        // Kept, so that explain=true lists it as refused at eligibility instead of it vanishing.
+        logger.warn({ entity: `offer ${r.id}`, problems: [unread] }, "offer refused by every decision: its eligibility is in no language the engine reads");
+        return [{ ...offer, eligibilityUnread: unread }];
+      }
+      return keep(`offer ${r.id}`, offer, problems);
     }),
     creatives: rows.creatives.map((c) => ({
       id: c.id,

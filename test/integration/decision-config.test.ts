@@ -268,8 +268,11 @@ describe("offer fields the core reads", () => {
     const unread = await post("/api/v1/offers", { name: "own language", status: "active", priority: 1, eligibility: { minAge: 18 } });
     assert.equal(unread.status, 201, "spec 2.4 leaves the rule config open: stored as given");
     assert.deepEqual(unread.body.eligibility, { minAge: 18 });
-    const kim2 = await post("/api/v1/recommend", { customerId: "kim", limit: 10 });
+    const kim2 = await post("/api/v1/recommend?explain=true", { customerId: "kim", limit: 10 });
     assert.deepEqual(kim2.body.offers.map((o: any) => o.offerId).sort(), [open.body.id, gold.body.id, either.body.id].sort(), "the unread eligibility decides nothing");
+    const refusal = kim2.body.rejectedOffers.find((r: any) => r.offerId === unread.body.id);
+    assert.equal(refusal?.stage, "eligibility", "listed, not vanished");
+    assert.match(refusal.reason, /eligibility cannot be evaluated/);
 
     const refused: Array<[unknown, RegExp]> = [
       [{ attribute: "customer.age", op: "bogus", value: 1 }, /^eligibility\.op: /],
