@@ -18,7 +18,10 @@ function callInfo(call: grpc.ServerUnaryCall<unknown, unknown>): CallInfo {
       const v = call.metadata.get(name)[0];
       return v === undefined ? undefined : String(v);
     },
-    remoteAddress: call.getPeer().replace(/^ipv[46]:/, "").replace(/:\d+$/, ""),
+    // Read by the few routes limited per address; formatting the peer on every call cost ~2% of a replayed Respond.
+    get remoteAddress() {
+      return call.getPeer().replace(/^ipv[46]:/, "").replace(/:\d+$/, "");
+    },
   };
 }
 
