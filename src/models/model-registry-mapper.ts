@@ -7,6 +7,7 @@ import {
   type ModelRegistryEntry,
   type ResolveModelLifecycleResponse,
 } from "../../gen/decisioning/v1/models_pb.js";
+import { DEFAULT_MODEL_FAMILY } from "../core/index.js";
 import type { RegistryRow } from "./model-registry-store.js";
 
 export function toRegistryEntry(row: RegistryRow): ModelRegistryEntry {
@@ -27,7 +28,7 @@ export function registrySnapshot(row: RegistryRow): Record<string, unknown> {
   return toJson(ModelRegistryEntrySchema, toRegistryEntry(row), { alwaysEmitImplicit: true }) as Record<string, unknown>;
 }
 
-/** Rows ordered by family (ModelRegistryStore.lineup) → one lifecycle per family. */
+/** Rows ordered by family (ModelRegistryStore.lineup) → one lifecycle per family, and the tenant's lineup beside them. */
 export function toLifecycle(rows: RegistryRow[]): ResolveModelLifecycleResponse {
   const response = create(ResolveModelLifecycleResponseSchema);
   for (const row of rows) {
@@ -37,6 +38,12 @@ export function toLifecycle(rows: RegistryRow[]): ResolveModelLifecycleResponse 
     if (row.registry_status === "champion") family.champion = entry;
     else if (row.registry_status === "challenger") family.challengers.push(entry);
     else family.shadowModels.push(entry);
+  }
+  const tenantLineup = response.families.find((f) => f.family === DEFAULT_MODEL_FAMILY) ?? (response.families.length === 1 ? response.families[0] : undefined);
+  if (tenantLineup) {
+    response.champion = tenantLineup.champion;
+    response.challengers = tenantLineup.challengers;
+    response.shadowModels = tenantLineup.shadowModels;
   }
   return response;
 }

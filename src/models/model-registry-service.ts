@@ -7,6 +7,7 @@ import {
   type ResolveModelLifecycleResponse,
 } from "../../gen/decisioning/v1/models_pb.js";
 import {
+  DEFAULT_MODEL_FAMILY,
   DEMOTED_CHAMPION_STATUS,
   FAMILY_STATUSES,
   REGISTRY_MOVES,
@@ -114,8 +115,8 @@ export class ModelRegistryService implements ModelPromoter {
           const allowed = REGISTRY_MOVES[from];
           throw invalidField("toStatus", `cannot move a ${from} model to ${to}; from ${from} it may move to ${allowed.join(", ")}`);
         }
-        const family = familyGiven ?? model.family;
-        if (!family && FAMILY_STATUSES.includes(to)) throw invalidField("family", `is required to move a model to ${to}, and ${model.key} has none`);
+        // Spec 4.12: family optional. A model that has none joins the tenant's default family when it takes part in one.
+        const family = familyGiven || model.family || (FAMILY_STATUSES.includes(to) ? DEFAULT_MODEL_FAMILY : model.family);
         const incumbent = to === "champion" ? await store.champion(t, tenantId, family, model.id) : null;
 
         const trips = await this.guard(t, tenantId, model, to, family, incumbent);

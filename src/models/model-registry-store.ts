@@ -1,7 +1,7 @@
 import type { Sequelize } from "sequelize";
 import { execReturning, selectRows, type Transaction } from "../platform/db.js";
 import { lockTenantWrites, tenantWriteTransaction } from "../platform/tenant-write-lock.js";
-import type { RegistryStatus } from "../core/index.js";
+import { DEFAULT_MODEL_FAMILY, type RegistryStatus } from "../core/index.js";
 
 /** The registry's columns of an algorithm model (the catalog owns the rest of the row). */
 export interface RegistryRow {
@@ -59,13 +59,14 @@ export class ModelRegistryStore {
 
   /** Family of every live model key: which family a flow's score node names. */
   async familiesByKey(t: Transaction, tenantId: string): Promise<Map<string, string>> {
-    const rows = await selectRows<{ key: string; family: string }>(
+    const rows = await selectRows<{ key: string; family: string | null }>(
       this.db,
       "SELECT key, family FROM algorithm_models WHERE tenant_id = $1 AND deleted_at IS NULL",
       [tenantId],
       t,
     );
-    return new Map(rows.map((r) => [r.key, r.family]));
+    // A model without a family is in the default one (core/model-lineup.ts), flows naming it included.
+    return new Map(rows.map((r) => [r.key, r.family || DEFAULT_MODEL_FAMILY]));
   }
 
   /** Sets status and family, with a version increment as every change of the entity has. */

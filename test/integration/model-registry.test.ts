@@ -134,7 +134,6 @@ describe("registry moves (spec 3.3)", () => {
       [{}, /^toStatus: is required/],
       [{ toStatus: "gold" }, /^toStatus: must be one of draft, shadow, challenger, champion, archived, got "gold"/],
       [{ toStatus: 5 }, /^toStatus: /],
-      [{ toStatus: "challenger" }, /^family: is required to move a model to challenger/],
       [{ toStatus: "shadow", family: "  " }, /^family: must be 1 to 255 characters/],
       [{ toStatus: "shadow", family: "x".repeat(256) }, /^family: must be 1 to 255 characters/],
       [{ toStatus: "shadow", family: "f", metricsSnapshot: [1, 2] }, /^metricsSnapshot: /],
@@ -296,6 +295,42 @@ describe("serving and shadow scoring through Recommend", () => {
   });
 });
 
+describe("families are optional (spec 4.12): the default family", () => {
+  test("a model promoted without a family joins the default family: its shadow is scored beside family-less models, its champion serves flows naming them, resolve-lifecycle shows it at the top", async () => {
+    const t = await svc.createTenant();
+    for (const priority of [10, 90]) assert.equal((await call("POST", "/api/v1/offers", { name: unique("offer"), status: "active", priority }, t.apiKey)).status, 201);
+    const sdk = (await call("POST", "/api/v1/api-keys", { name: "sdk" }, t.apiKey)).body.key;
+    const [named, shadow, successor] = [await model(t, {}, 0.01), await model(t, {}, -0.01), await model(t, {}, -0.02)];
+    const toShadow = await promote(shadow.id, { toStatus: "shadow" }, t.apiKey);
+    assert.equal(toShadow.status, 200, JSON.stringify(toShadow.body));
+    assert.equal(toShadow.body.model.family, "default");
+    const flowKey = unique("flow");
+    const created = await call("POST", "/api/v1/decision-flows", {
+      name: flowKey, key: flowKey, status: "active", config: { nodes: [{ type: "candidates" }, { type: "score", modelKey: named.key }, { type: "rank", count: 2 }] },
+    }, t.apiKey);
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const decide = async () => {
+      const res = await rest(svc.baseUrl, "POST", "/api/v1/recommend", { key: sdk, body: { customerId: unique("c"), flow: flowKey } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      await svc.running.services.decisions.traces.flush();
+      return (await rest(svc.baseUrl, "GET", `/api/v1/decision-traces/${res.body.recommendationId}`, { key: t.apiKey })).body;
+    };
+    const first = await decide();
+    assert.ok(first.scoringResults.every((r: any) => r.modelId === named.id), "the family-less model the flow names serves");
+    for (const r of first.scoringResults) assert.deepEqual(Object.keys(r.shadowScores ?? {}), [shadow.key], "the default family's shadow is scored beside it");
+
+    for (const toStatus of ["challenger", "champion"]) assert.equal((await promote(successor.id, { toStatus }, t.apiKey)).status, 200, toStatus);
+    const second = await decide();
+    assert.ok(second.scoringResults.every((r: any) => r.modelId === successor.id), "the default family's champion serves flows naming family-less models");
+
+    const lineup = (await rest(svc.baseUrl, "GET", "/api/v1/algorithm-models/resolve-lifecycle", { key: t.apiKey })).body;
+    assert.deepEqual(lineup.families.map((f: any) => f.family), ["default"]);
+    assert.equal(lineup.champion.id, successor.id);
+    assert.deepEqual(lineup.challengers, []);
+    assert.deepEqual(lineup.shadowModels.map((m: any) => m.id), [shadow.id]);
+  });
+});
+
 describe("GET /api/v1/algorithm-models/resolve-lifecycle", () => {
   test("champion, challengers and shadow models per family; the literal path wins over {id}; tenants never mix", async () => {
     const t = await svc.createTenant();
@@ -325,11 +360,14 @@ describe("GET /api/v1/algorithm-models/resolve-lifecycle", () => {
     assert.deepEqual(ids(alpha.shadowModels), [shad.id]);
     assert.equal(betaFamily.champion, null);
     assert.deepEqual(ids(betaFamily.shadowModels), [beta.id]);
+    assert.equal(res.body.champion, null, "two named families and no default one: no single lineup of the tenant");
+    assert.deepEqual(res.body.shadowModels, []);
 
     const put = await rest(svc.baseUrl, "PUT", "/api/v1/algorithm-models/resolve-lifecycle", { key: t.apiKey, body: { name: "x" } });
     assert.equal(put.status, 405, "the literal path is never read as a model id");
     const filtered = await rest(svc.baseUrl, "GET", "/api/v1/algorithm-models/resolve-lifecycle?family=beta", { key: t.apiKey });
     assert.deepEqual(filtered.body.families.map((f: any) => f.family), ["beta"]);
+    assert.deepEqual(ids(filtered.body.shadowModels), [beta.id], "one family: it is the tenant's lineup");
     const viewerKey = (await svc.createUser(t.tenantId, "viewer")).apiKey;
     assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/algorithm-models/resolve-lifecycle", { key: viewerKey })).status, 200);
     const otherTenant = await rest(svc.baseUrl, "GET", "/api/v1/algorithm-models/resolve-lifecycle?family=alpha", { key: other.apiKey });
