@@ -97,7 +97,10 @@ describe("serving model and family-scoped shadows", () => {
   test("a node naming any model of a family scores with the family's champion", () => {
     assert.equal(servingModelKey(snapshot, "churn-v1"), "churn-v2");
     assert.equal(servingModelKey(snapshot, "churn-v2"), "churn-v2");
-    assert.equal(servingModelKey(snapshot, "loose"), "loose", "no family: the named model");
+    assert.equal(servingModelKey(snapshot, "loose"), "loose", "no family and no default champion: the named model");
+    const withDefaultChampion = prepareSnapshot({ offers: [], models: [...models, model("loose-champion", undefined, "champion")] });
+    assert.equal(servingModelKey(withDefaultChampion, "loose"), "loose-champion", "models without a family share the default family's champion");
+    assert.equal(servingModelKey(withDefaultChampion, "churn-v1"), "churn-v2");
     assert.equal(servingModelKey(snapshot, "gone"), "gone", "an unknown key is left for scoring to report");
   });
   test("a family without a champion serves the named model", () => {
@@ -107,7 +110,7 @@ describe("serving model and family-scoped shadows", () => {
   test("only the serving model's family's shadows are scored, plus the node's own", () => {
     assert.deepEqual(scoringModelKeys(snapshot, flow("churn-v1")), { modelKey: "churn-v2", shadowModelKeys: ["churn-shadow"] });
     assert.deepEqual(scoringModelKeys(snapshot, flow("upsell-v1", ["loose"])), { modelKey: "upsell-v1", shadowModelKeys: ["loose", "upsell-shadow"] });
-    assert.deepEqual(scoringModelKeys(snapshot, flow("loose")), { modelKey: "loose", shadowModelKeys: [] }, "no family, no registry shadows");
+    assert.deepEqual(scoringModelKeys(snapshot, flow("loose")), { modelKey: "loose", shadowModelKeys: ["loose-shadow"] }, "no family: the default family's shadows");
   });
   test("an override (an experiment's variant) serves as given, with its family's shadows", () => {
     assert.deepEqual(scoringModelKeys(snapshot, flow("churn-v2"), "churn-v1"), { modelKey: "churn-v1", shadowModelKeys: ["churn-shadow"] });
