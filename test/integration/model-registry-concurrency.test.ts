@@ -86,4 +86,41 @@ describe("concurrent promotes in one family, across two processes", () => {
       assert.equal(rows[1].id, pair.find((r) => r.status === 200)!.body.model.id);
     }
   });
+
+  test("in the default family (models without one, spec 4.12) too: one champion, whichever move comes second demotes or is refused", async () => {
+    // The default family is one per tenant, so each round has a tenant of its own.
+    for (const bypassRollbackGuard of [true, false]) {
+      const tenants = await Promise.all(Array.from({ length: ROUNDS }, (_, i) => svc.createTenant(`default-${bypassRollbackGuard}-${i}`)));
+      const pairs = await Promise.all(tenants.map(async (t) => {
+        const ids: string[] = [];
+        for (const key of ["plain-a", "plain-b"]) {
+          const created = await rest(svc.baseUrl, "POST", "/api/v1/algorithm-models", { key: t.apiKey, body: { name: key, key, type: "adaptive" } });
+          assert.equal(created.status, 201, JSON.stringify(created.body));
+          const staged = await rest(svc.baseUrl, "POST", `/api/v1/algorithm-models/${created.body.id}/promote`, { key: t.apiKey, body: { toStatus: "challenger" } });
+          assert.equal(staged.status, 200, JSON.stringify(staged.body));
+          ids.push(created.body.id);
+        }
+        return ids;
+      }));
+      const answers = await Promise.all(
+        pairs.flatMap(([a, b], i) => [
+          rest(svc.baseUrl, "POST", `/api/v1/algorithm-models/${a}/promote`, { key: tenants[i].apiKey, body: { toStatus: "champion", bypassRollbackGuard } }),
+          rest(child.baseUrl, "POST", `/api/v1/algorithm-models/${b}/promote`, { key: tenants[i].apiKey, body: { toStatus: "champion", bypassRollbackGuard } }),
+        ]),
+      );
+      for (const [i, t] of tenants.entries()) {
+        const pair = [answers[2 * i], answers[2 * i + 1]];
+        const statuses = pair.map((r) => r.status).sort();
+        assert.deepEqual(statuses, bypassRollbackGuard ? [200, 200] : [200, 409], JSON.stringify(pair.map((r) => r.body)));
+        const [rows] = await svc.running.foundation.db.query(
+          "SELECT id, family, registry_status FROM algorithm_models WHERE tenant_id = $1 ORDER BY registry_status",
+          { bind: [t.tenantId] },
+        );
+        const models = rows as Array<{ id: string; family: string; registry_status: string }>;
+        assert.deepEqual(models.map((r) => [r.registry_status, r.family]), [["challenger", "default"], ["champion", "default"]], `tenant ${i}`);
+        const holder = bypassRollbackGuard ? pair.find((r) => r.body.demoted)! : pair.find((r) => r.status === 200)!;
+        assert.equal(holder.body.model.id, models[1].id, `tenant ${i}: the move that holds is the one that answered so`);
+      }
+    }
+  });
 });
