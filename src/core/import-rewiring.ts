@@ -19,10 +19,12 @@ export function rewire(value: unknown, map: Rewiring, underKey = false): unknown
   return value;
 }
 
+/** `value` shortened (to at least one character) so that `value` + `tail` fits `maxLength`. */
+const withTail = (value: string, tail: string, maxLength: number) => `${value.slice(0, Math.max(1, maxLength - tail.length))}${tail}`;
+
 /** `<key>-imported-<suffix>`, the key shortened so that the result fits `maxLength`. */
 export function importedKey(key: string, suffix: string, maxLength = 64): string {
-  const tail = `-imported-${suffix}`;
-  return `${key.slice(0, Math.max(1, maxLength - tail.length))}${tail}`;
+  return withTail(key, `-imported-${suffix}`, maxLength);
 }
 
 /**
@@ -30,14 +32,12 @@ export function importedKey(key: string, suffix: string, maxLength = 64): string
  * underscores; a data schema's name, which becomes its table's), shortened to fit `maxLength`.
  */
 export function importedIdentifier(name: string, suffix: string, maxLength: number): string {
-  const tail = `_imported_${suffix}`;
-  return `${name.slice(0, Math.max(1, maxLength - tail.length))}${tail}`;
+  return withTail(name, `_imported_${suffix}`, maxLength);
 }
 
 /** `<name> (imported)`, the name shortened so that the result fits `maxLength`. */
 export function importedName(name: string, maxLength = 255): string {
-  const tail = " (imported)";
-  return `${name.slice(0, maxLength - tail.length)}${tail}`;
+  return withTail(name, " (imported)", maxLength);
 }
 
 /**

@@ -17,12 +17,6 @@ export interface EventStream {
 }
 
 /**
- * The spec's name, `events:<tenantId>` (after the deployment's REDIS_KEY_PREFIX), which consumers
- * build from the spec: not under the tenant's `t:{<tenantId>}:` hash tag (src/platform/redis.ts).
- */
-export { eventStreamKey };
-
-/**
  * XADD ... MAXLEN ~ maxLen: Redis trims whole macro nodes, so the length stays near the cap at
  * the cost of a few extra entries, without trimming on every add. Entry fields: docs/events.md.
  */

@@ -125,7 +125,7 @@ export class IdentityService {
     if (ctx.principal.kind !== "oauth_client") {
       throw forbidden("API keys are minted by a user: the internal server key is an infrastructure credential; use an admin's control-plane key or an admin OAuth token");
     }
-    const creatorId = await this.oauthClientCreator(ctx.tenantId, ctx.principal.clientId);
+    const creatorId = await this.store.oauthClientCreator(ctx.tenantId, ctx.principal.clientId);
     const creator = creatorId ? await this.store.findUser(ctx.tenantId, creatorId) : null;
     if (!creator || creator.disabled || creator.deleted_at) {
       throw forbidden("This OAuth client mints API keys as the user who created it, and that user is unknown, disabled or removed: create a new client as an admin");
@@ -134,11 +134,6 @@ export class IdentityService {
       throw forbidden(`This OAuth client mints API keys as the user who created it, who is no longer an admin (role ${creator.role})`);
     }
     return creator.id;
-  }
-
-  private async oauthClientCreator(tenantId: string, clientId: string): Promise<string | null> {
-    const client = await this.store.findOAuthClientAcrossTenants(clientId);
-    return client && client.tenant_id === tenantId ? client.created_by : null;
   }
 
   // ---- OAuth clients and tokens -------------------------------------------------------------
@@ -155,7 +150,7 @@ export class IdentityService {
       secret_hash: hmacSha256Hex(this.secrets.apiKeyPepper(), secret),
       scopes: normalizeOAuthScopes(req.scopes),
       // A client made with another client's token stands for the same admin.
-      created_by: ctx.userId ?? (ctx.principal.kind === "oauth_client" ? await this.oauthClientCreator(ctx.tenantId, ctx.principal.clientId) : null),
+      created_by: ctx.userId ?? (ctx.principal.kind === "oauth_client" ? await this.store.oauthClientCreator(ctx.tenantId, ctx.principal.clientId) : null),
     });
     return toCreatedOAuthClient(row, secret);
   }

@@ -209,6 +209,15 @@ export class IdentityStore {
     return row ?? null;
   }
 
+  /** Who created the tenant's client `clientId` (null when unknown or created without a user). */
+  async oauthClientCreator(tenantId: string, clientId: string): Promise<string | null> {
+    const [row] = await selectRows<{ created_by: string | null }>(this.db, "SELECT created_by FROM oauth_clients WHERE tenant_id = $1 AND client_id = $2", [
+      tenantId,
+      clientId,
+    ]);
+    return row?.created_by ?? null;
+  }
+
   async findOAuthClientAcrossTenants(clientId: string): Promise<OAuthClientRow | null> {
     const [row] = await selectRows<OAuthClientRow>(this.db, "SELECT * FROM oauth_clients WHERE client_id = $1", [
       clientId,

@@ -5,7 +5,7 @@ import { connectClient, rest, rpcError } from "../support/clients.js";
 import { startChildService } from "../support/child-service.js";
 import { startHttpReceiver } from "../support/outbound-receivers.js";
 import { EventService } from "../../gen/decisioning/v1/events_pb.js";
-import { eventStreamKey } from "../../src/events/event-stream.js";
+import { eventStreamKey } from "../../src/platform/redis.js";
 import { EventStore } from "../../src/events/event-store.js";
 import { eventRetentionJob } from "../../src/events/event-jobs.js";
 

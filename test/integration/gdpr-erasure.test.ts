@@ -7,7 +7,7 @@ import { rest } from "../support/clients.js";
 import { tenantKey } from "../../src/platform/redis.js";
 import { ALL_CONTEXTS_BUCKET } from "../../src/core/index.js";
 import { subjectHash } from "../../src/portability/customer-erasure.js";
-import { eventStreamKey } from "../../src/events/event-stream.js";
+import { eventStreamKey } from "../../src/platform/redis.js";
 
 let svc: TestService;
 let child: ChildService;

@@ -14,7 +14,7 @@ import { createRedisCustomerCounterWipe, createRedisTenantCounterWipe } from "..
 import { customerCounterPrefix } from "../../src/core/counters.js";
 import { freePort } from "../../src/platform/embedded-postgres.js";
 import { createRedisRequestStats } from "../../src/observability/redis-request-stats.js";
-import { eventStreamKey } from "../../src/events/event-stream.js";
+import { eventStreamKey } from "../../src/platform/redis.js";
 import type { Logger } from "../../src/platform/logger.js";
 
 /**
