@@ -22,7 +22,7 @@ import type { TenantContext } from "../platform/context.js";
 import { isUniqueViolation, type Transaction } from "../platform/db.js";
 import { AppError, conflict, invalidFields, notFound, type FieldViolation } from "../platform/errors.js";
 import { isUuid, newId } from "../platform/ids.js";
-import { cursorPage, cursorPageRequest } from "../platform/pagination.js";
+import { cursorPage, cursorPageRequest, pageSize } from "../platform/pagination.js";
 import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import { validateSchedule } from "../scheduling/job-schedule.js";
 import type { ConnectorStore } from "./connector-store.js";
@@ -130,8 +130,7 @@ export class PipelineService {
 
   async listPipelineRuns(ctx: TenantContext, req: ListPipelineRunsRequest): Promise<ListPipelineRunsResponse> {
     const row = await this.mustFind(ctx.tenantId, req.id);
-    const limit = req.limit ?? 20;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_RUNS) throw invalidFields([{ field: "limit", message: `must be 1 to ${MAX_RUNS}` }]);
+    const limit = pageSize(req.limit, MAX_RUNS, 20);
     return create(ListPipelineRunsResponseSchema, { data: (await this.deps.store.runs(ctx.tenantId, row.id, limit)).map(toPipelineRun) });
   }
 

@@ -6,6 +6,7 @@ import {
 } from "../../gen/decisioning/v1/observability_pb.js";
 import type { TenantContext } from "../platform/context.js";
 import { invalidField, invalidFields, type FieldViolation } from "../platform/errors.js";
+import { pageSize } from "../platform/pagination.js";
 import { newId } from "../platform/ids.js";
 import type { Logger } from "../platform/logger.js";
 import type { HealthAlertInput, HealthAlerts, HealthSeverity } from "./operational-signals.js";
@@ -46,8 +47,7 @@ export class SystemHealthService implements HealthAlerts {
   async listHealthAlerts(ctx: TenantContext, req: ListHealthAlertsRequest): Promise<ListHealthAlertsResponse> {
     const statusName = req.status || "open";
     if (!Object.hasOwn(STATUS_FILTERS, statusName)) throw invalidField("status", `must be one of ${Object.keys(STATUS_FILTERS).join(", ")}`);
-    const limit = req.limit ?? 50;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST) throw invalidField("limit", `must be between 1 and ${MAX_LIST}`);
+    const limit = pageSize(req.limit, MAX_LIST, 50);
     const rows = await this.store.list(ctx.tenantId, STATUS_FILTERS[statusName], limit);
     return create(ListHealthAlertsResponseSchema, { alerts: rows.map(toHealthAlert) });
   }

@@ -7,10 +7,29 @@ export interface CursorPageRequest {
   cursor: string | null;
 }
 
-/** Spec 8: list pages default to 50 and allow at most 100; anything else is a 400 naming the field. */
+/**
+ * The page size used for a requested `limit`. Spec 8 gives each list a default and a maximum, and
+ * 2.1's `pagination.limit` is "page size used": a limit over the maximum is served at the maximum
+ * (and says so there), as most list APIs do; a limit under 1 or not whole is a 400 naming it.
+ */
+export function pageLimit(requested: number | undefined, max: number, fallback: number): number | null {
+  const limit = requested ?? fallback;
+  if (!Number.isInteger(limit) || limit < 1) return null;
+  return Math.min(limit, max);
+}
+
+const LIMIT_RULE = "must be a whole number of at least 1";
+
+/** pageLimit, or a 400 naming `limit`. */
+export function pageSize(requested: number | undefined, max: number, fallback: number): number {
+  const limit = pageLimit(requested, max, fallback);
+  if (limit === null) throw invalidField("limit", LIMIT_RULE);
+  return limit;
+}
+
+/** Spec 8: list pages default to 50 and allow at most 100 (more is served as 100). */
 export function cursorPageRequest(req: { limit?: number; cursor: string }, max = 100, fallback = 50): CursorPageRequest {
-  const limit = req.limit ?? fallback;
-  if (!Number.isInteger(limit) || limit < 1 || limit > max) throw invalidField("limit", `must be between 1 and ${max}`);
+  const limit = pageSize(req.limit, max, fallback);
   if (req.cursor && !isUuid(req.cursor)) throw invalidField("cursor", "is not a cursor returned by this list");
   return { limit, cursor: req.cursor || null };
 }
@@ -28,18 +47,17 @@ export interface OffsetPageRequest {
   offset: number;
 }
 
-/** Page/limit lists (audit logs, change history): page from 1, limit within 1..max; 400 naming the field. */
+/** Page/limit lists (audit logs, change history): page from 1, limit as pageLimit gives it; 400 naming the field. */
 export function offsetPageRequest(req: { page?: number; limit?: number }, max: number, fallback = 50): OffsetPageRequest {
   const page = req.page ?? 1;
-  const limit = req.limit ?? fallback;
   if (!Number.isInteger(page) || page < 1) throw invalidField("page", "must be a whole number of at least 1");
-  if (!Number.isInteger(limit) || limit < 1 || limit > max) throw invalidField("limit", `must be between 1 and ${max}`);
+  const limit = pageSize(req.limit, max, fallback);
   return { page, limit, offset: (page - 1) * limit };
 }
 
 /**
- * Limit/offset lists (audit export, decision traces): limit within 1..max, offset from 0. Problems go
- * to `violations`, so that they are reported with the request's other field errors.
+ * Limit/offset lists (audit export, decision traces): limit as pageLimit gives it, offset from 0.
+ * Problems go to `violations`, so that they are reported with the request's other field errors.
  */
 export function limitOffsetRequest(
   req: { limit?: number; offset?: number },
@@ -47,9 +65,9 @@ export function limitOffsetRequest(
   fallback: number,
   violations: FieldViolation[],
 ): { limit: number; offset: number } {
-  const limit = req.limit ?? fallback;
+  const limit = pageLimit(req.limit, max, fallback);
   const offset = req.offset ?? 0;
-  if (!Number.isInteger(limit) || limit < 1 || limit > max) violations.push({ field: "limit", message: `must be between 1 and ${max}` });
+  if (limit === null) violations.push({ field: "limit", message: LIMIT_RULE });
   if (!Number.isInteger(offset) || offset < 0) violations.push({ field: "offset", message: "must be a whole number of at least 0" });
-  return { limit, offset };
+  return { limit: limit ?? fallback, offset };
 }

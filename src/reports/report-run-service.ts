@@ -21,6 +21,7 @@ import { download } from "../audit/audit-service.js";
 import type { Dispatcher } from "../notifications/outbound.js";
 import type { TenantContext } from "../platform/context.js";
 import { invalidField, isAppError, notFound } from "../platform/errors.js";
+import { pageSize } from "../platform/pagination.js";
 import { isUuid, newId } from "../platform/ids.js";
 import type { Logger } from "../platform/logger.js";
 import type { ReportComposer } from "./report-composer.js";
@@ -146,9 +147,8 @@ export class ReportRunService {
   }
 
   async listReportRuns(ctx: TenantContext, req: ListReportRunsRequest): Promise<ListReportRunsResponse> {
-    const limit = req.limit ?? DEFAULT_RUNS_PAGE;
+    const limit = pageSize(req.limit, MAX_RUNS_PAGE, DEFAULT_RUNS_PAGE);
     const offset = req.offset ?? 0;
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_RUNS_PAGE) throw invalidField("limit", `must be between 1 and ${MAX_RUNS_PAGE}`);
     if (!Number.isInteger(offset) || offset < 0) throw invalidField("offset", "must be a whole number of at least 0");
     if (req.templateId && !isUuid(req.templateId)) throw invalidField("templateId", "must be a report template id");
     const { rows, total } = await this.runs.page(ctx.tenantId, req.templateId || null, limit, offset);

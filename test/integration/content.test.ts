@@ -354,7 +354,8 @@ describe("list (spec 4.8)", () => {
     assert.deepEqual(new Set(literal.body.data.map((d: any) => d.id)), new Set([made[1].id, made[3].id]));
     assert.equal((await call("GET", `/api/v1/content?text=${encodeURIComponent("1%f")}`)).body.data.length, 0);
 
-    for (const [query, field] of [["status=live", "status"], ["limit=101", "limit"], ["cursor=abc", "cursor"]]) {
+    assert.equal((await call("GET", "/api/v1/content?limit=101")).body.pagination.limit, 100, "a limit over the maximum is served at the maximum");
+    for (const [query, field] of [["status=live", "status"], ["limit=0", "limit"], ["cursor=abc", "cursor"]]) {
       const res = await call("GET", `/api/v1/content?${query}`);
       assert.equal(res.status, 400, query);
       assert.match(res.body.detail, new RegExp(`^${field}: `));

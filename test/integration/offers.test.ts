@@ -394,7 +394,10 @@ describe("GET /api/v1/offers (cursor pages)", () => {
     assert.equal(live.headers.get("x-ratelimit-limit"), "2000");
     const withDeleted = await rest(svc.baseUrl, "GET", "/api/v1/offers?includeDeleted=true", { key: t.apiKey });
     assert.deepEqual(withDeleted.body.data.map((o: any) => o.name), ["b", "a"]);
-    for (const q of ["limit=0", "limit=101", "limit=abc", "cursor=xyz"]) {
+    const clamped = await rest(svc.baseUrl, "GET", "/api/v1/offers?limit=1000", { key: t.apiKey });
+    assert.equal(clamped.status, 200);
+    assert.equal(clamped.body.pagination.limit, 100, "spec 8: max 100, and 2.1's pagination.limit is the page size used");
+    for (const q of ["limit=0", "limit=1.5", "limit=abc", "cursor=xyz"]) {
       const res = await rest(svc.baseUrl, "GET", `/api/v1/offers?${q}`, { key: t.apiKey });
       assert.equal(res.status, 400, q);
     }

@@ -125,9 +125,10 @@ describe("GET /api/v1/system-health", () => {
     const status = await get("/api/v1/system-health?status=closed");
     assert.equal(status.status, 400);
     assert.match(status.body.detail, /^status: must be one of open, resolved, all$/);
-    const limit = await get("/api/v1/system-health?limit=101");
+    const limit = await get("/api/v1/system-health?limit=0");
     assert.equal(limit.status, 400);
-    assert.match(limit.body.detail, /^limit: must be between 1 and 100$/);
+    assert.match(limit.body.detail, /^limit: must be a whole number of at least 1$/);
+    assert.equal((await get("/api/v1/system-health?limit=101")).status, 200, "over the maximum is served at the maximum");
     const headers = { "x-api-key": admin.apiKey };
     const viaConnect = await rpcError(connectClient(SystemHealthService, svc.baseUrl).listHealthAlerts({ status: "closed" }, { headers }));
     assert.equal(viaConnect.code, Code.InvalidArgument);
