@@ -118,19 +118,52 @@ function screenMessage(schema: DescMessage, message: Record<string, unknown>, pa
   }
 }
 
-/** Well-known types first: protobuf-es holds Struct, Value and ListValue as plain JSON, Timestamp as seconds and nanos. */
+/**
+ * Well-known types first: protobuf-es holds a Struct field as plain JSON, but a Value or ListValue
+ * field as its message (`kind: {case, value}`), which is read back as the JSON it stands for so
+ * that a violation is named by the caller's path (`properties.note`), not the message's
+ * (`properties.kind.value.fields.note.kind.value`). Timestamps are seconds and nanos.
+ */
 function screenNested(schema: DescMessage, value: unknown, at: string, depth: number, maxChars: number, out: FieldViolation[]): void {
   switch (schema.typeName) {
     case "google.protobuf.Struct":
-    case "google.protobuf.Value":
-    case "google.protobuf.ListValue":
       return screenJson(value as JsonValue, at, depth + 1, maxChars, out);
+    case "google.protobuf.Value":
+      return screenJson(plainValue(value as ValueMessage), at, depth + 1, maxChars, out);
+    case "google.protobuf.ListValue":
+      return screenJson(plainList(value as ListValueMessage), at, depth + 1, maxChars, out);
     case "google.protobuf.Timestamp":
       return screenTimestamp(value as { seconds: bigint; nanos: number }, at, out);
     default:
       return screenMessage(schema, value as Record<string, unknown>, at, depth + 1, out);
   }
 }
+
+interface ValueMessage {
+  kind: { case: "structValue"; value: { fields: Record<string, ValueMessage> } } | { case: "listValue"; value: ListValueMessage } | { case: string | undefined; value?: unknown };
+}
+interface ListValueMessage {
+  values: ValueMessage[];
+}
+
+/** The JSON a Value message stands for; numbers as they are (NaN included), for screenJson to judge. */
+function plainValue(v: ValueMessage): JsonValue {
+  const { kind } = v;
+  switch (kind.case) {
+    case "structValue":
+      return Object.fromEntries(Object.entries((kind.value as { fields: Record<string, ValueMessage> }).fields).map(([k, item]) => [k, plainValue(item)]));
+    case "listValue":
+      return plainList(kind.value as ListValueMessage);
+    case "stringValue":
+    case "numberValue":
+    case "boolValue":
+      return kind.value as JsonValue;
+    default:
+      return null;
+  }
+}
+
+const plainList = (list: ListValueMessage): JsonValue[] => list.values.map(plainValue);
 
 function screenScalar(type: ScalarType, value: unknown, at: string, maxChars: number, out: FieldViolation[]): void {
   if (type === ScalarType.STRING) return screenString(value as string, at, maxChars, out);

@@ -6,6 +6,7 @@ import { checkJsonNesting, screenRequest, SCREEN_LIMITS } from "../../src/transp
 import { parseJsonBody, readBinary, readJson } from "../../src/transport/message-codec.js";
 import { RecommendRequestSchema, RespondBulkRequestSchema, RespondRequestSchema } from "../../gen/decisioning/v1/decisions_pb.js";
 import { CreativeWriteSchema, OfferWriteSchema } from "../../gen/decisioning/v1/catalog_pb.js";
+import { IngestEventsRequestSchema } from "../../gen/decisioning/v1/events_pb.js";
 
 /** The screen's verdict on a message: the violations as `<field>: <message>`, or null when it passes. */
 function verdict<D extends DescMessage>(schema: D, init: MessageInitShape<D>): { reason: string; message: string } | null {
@@ -54,6 +55,23 @@ describe("the request screen", () => {
     assert.equal(verdict(OfferWriteSchema, { name: "x", description: long })!.message, "description: must be at most 10000 characters");
     assert.equal(verdict(RecommendRequestSchema, { customerId: "c", context: { note: long } })!.message, "context.note: must be at most 10000 characters");
     assert.equal(verdict(CreativeWriteSchema, { name: "x", content: { html: long } }), null, "creative content holds up to (field).max_chars");
+  });
+
+  test("a Value field (held as its message, not as JSON) is named by the caller's path into it", () => {
+    const long = "a".repeat(SCREEN_LIMITS.maxStringChars + 1);
+    const events = fromBinary(
+      IngestEventsRequestSchema,
+      toBinary(IngestEventsRequestSchema, create(IngestEventsRequestSchema, {
+        events: [{ eventType: "x" }, { eventType: "y", properties: { kind: { case: "structValue", value: { fields: {
+          note: { kind: { case: "stringValue", value: long } },
+          list: { kind: { case: "listValue", value: { values: [{ kind: { case: "numberValue", value: 1 } }, { kind: { case: "numberValue", value: Number.NaN } }] } } },
+        } } } } }],
+      })),
+    );
+    assert.throws(() => screenRequest(IngestEventsRequestSchema, events), (err: Error) => {
+      assert.equal(err.message, "events[1].properties.note: must be at most 10000 characters; events[1].properties.list[1]: must be a finite number");
+      return true;
+    });
   });
 
   test("numbers: non-finite doubles anywhere, and whole numbers in free JSON beyond 2^53", () => {
