@@ -184,6 +184,18 @@ export class CatalogStore {
     );
   }
 
+  /** Which of `ids` name live rows of the tenant in `table` (within `filter`, e.g. an entry kind). */
+  async liveIds(table: CatalogTable, tenantId: string, ids: string[], filter: RowFilter = {}): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const bind: unknown[] = [tenantId, ids];
+    const rows = await selectRows<{ id: string }>(
+      this.db,
+      `SELECT id FROM ${table} WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND deleted_at IS NULL${filterSql(filter, bind)}`,
+      bind,
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
   entriesByIds(tenantId: string, ids: string[]): Promise<CatalogRow[]> {
     if (!ids.length) return Promise.resolve([]);
     return selectRows<CatalogRow>(this.db, "SELECT * FROM catalog_entries WHERE tenant_id = $1 AND id = ANY($2::uuid[])", [tenantId, ids]);

@@ -3,6 +3,7 @@ import { isUniqueViolation } from "../platform/db.js";
 import { isUuid } from "../platform/ids.js";
 import type { CatalogStore, EntryKind, RowFilter } from "./catalog-store.js";
 import { ENTRY_KINDS } from "./catalog-rules.js";
+import { configReferences } from "../core/index.js";
 import type { FieldRule } from "./write-fields.js";
 
 /** Longest `q` a catalog list accepts: the longest name (catalog-rules.ts). */
@@ -26,26 +27,31 @@ export function listFilters(req: { q?: string; status?: string }, rules: readonl
 
 /**
  * Foreign references inside a body must name live entries of the caller's tenant (spec 7: 400, never
- * a 404 and never a leak of whether the id exists elsewhere).
+ * a 404 and never a leak of whether the id exists elsewhere). One query per kind named.
  */
 export async function referenceViolations(
   store: CatalogStore,
   tenantId: string,
   refs: Array<{ field: string; kind: EntryKind | "offer"; id: unknown }>,
 ): Promise<FieldViolation[]> {
-  const violations: FieldViolation[] = [];
-  for (const ref of refs) {
-    if (ref.id === undefined || ref.id === null) continue;
-    const id = String(ref.id);
-    const found =
-      isUuid(id) &&
-      (ref.kind === "offer"
-        ? await store.find("offers", tenantId, { id })
-        : await store.find("catalog_entries", tenantId, { id }, { filter: { kind: ref.kind } }));
-    const label = ref.kind === "offer" ? "offer" : ENTRY_KINDS[ref.kind].label;
-    if (!found) violations.push({ field: ref.field, message: `unknown ${label} ${id}` });
+  const named = refs.filter((r) => r.id !== undefined && r.id !== null).map((r) => ({ ...r, id: String(r.id) }));
+  const found = new Map<string, Set<string>>();
+  for (const kind of new Set(named.map((r) => r.kind))) {
+    const ids = [...new Set(named.filter((r) => r.kind === kind && isUuid(r.id)).map((r) => r.id.toLowerCase()))];
+    found.set(kind, kind === "offer" ? await store.liveIds("offers", tenantId, ids) : await store.liveIds("catalog_entries", tenantId, ids, { kind }));
   }
-  return violations;
+  return named
+    .filter((r) => !found.get(r.kind)!.has(r.id.toLowerCase()))
+    .map((r) => ({ field: r.field, message: `unknown ${r.kind === "offer" ? "offer" : ENTRY_KINDS[r.kind].label} ${r.id}` }));
+}
+
+/**
+ * The references inside a rule's or a flow's `config` that do not name live entries of the tenant.
+ * Only those the write adds are checked: a rule whose offer was deleted since can still be edited.
+ */
+export async function configReferenceViolations(store: CatalogStore, tenantId: string, config: unknown, before: unknown): Promise<FieldViolation[]> {
+  const kept = new Set(before === undefined ? [] : configReferences(before).map((r) => `${r.kind}:${r.id}`));
+  return referenceViolations(store, tenantId, configReferences(config).filter((r) => !kept.has(`${r.kind}:${r.id}`)));
 }
 
 export function throwIfInvalid(violations: FieldViolation[]): void {

@@ -28,7 +28,7 @@ import { toCatalogEntry, toCreative } from "./catalog-mapper.js";
 import { CREATIVE_RULES, DEFAULT_OUTCOME_TYPES, ENTRY_KINDS } from "./catalog-rules.js";
 import type { CatalogStore, DecisionConfigRows, DecisionConfigStore } from "./catalog-store.js";
 import { createDecisionConfig } from "./decision-config.js";
-import { configViolations } from "./catalog-support.js";
+import { configReferenceViolations, configViolations } from "./catalog-support.js";
 import { OfferService, type AdminCheck } from "./offer-service.js";
 import type { OfferEventListener } from "./offer-events.js";
 
@@ -107,7 +107,12 @@ export function createCatalog(
         })),
         filter: { kind: k.kind },
         fixed: { kind: k.kind, ...k.defaults },
-        validate: k.validateConfig ? async (_ctx, after) => configViolations(k.validateConfig!(after.config)) : undefined,
+        validate: k.validateConfig
+          ? async (ctx, after, before) => {
+              const violations = configViolations(k.validateConfig!(after.config));
+              return violations.length ? violations : configReferenceViolations(store, ctx.tenantId, after.config, before?.config);
+            }
+          : undefined,
       }),
     ]),
   );

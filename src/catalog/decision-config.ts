@@ -31,7 +31,7 @@ import { toMessage } from "./catalog-mapper.js";
 import { BUDGET_RULES, FLOW_RULES, MODEL_RULES } from "./catalog-rules.js";
 import type { CatalogRow, CatalogStore, DecisionConfigStore } from "./catalog-store.js";
 import { writtenFieldNames, type ColumnValues } from "./write-fields.js";
-import { configViolations, referenceViolations } from "./catalog-support.js";
+import { configReferenceViolations, configViolations, referenceViolations } from "./catalog-support.js";
 import { DecisionFlowLifecycle, type PublishGate } from "./decision-flows.js";
 import { collectionTarget } from "./catalog-collection.js";
 
@@ -94,8 +94,8 @@ function withBudgetName(req: BudgetWrite): BudgetWrite {
   return named;
 }
 
-/** Offers a flow lists must be the tenant's; models and profiles its nodes name must exist. */
-async function flowViolations(store: CatalogStore, ctx: TenantContext, after: ColumnValues): Promise<FieldViolation[]> {
+/** Offers a flow lists must be the tenant's; models, offers, categories and profiles its nodes name must exist. */
+async function flowViolations(store: CatalogStore, ctx: TenantContext, after: ColumnValues, before: CatalogRow | null): Promise<FieldViolation[]> {
   const violations = configViolations(CONFIG_VALIDATORS.decisionFlow(after.config));
   const offerIds = (after.offer_ids as string[] | undefined) ?? [];
   violations.push(
@@ -109,10 +109,8 @@ async function flowViolations(store: CatalogStore, ctx: TenantContext, after: Co
         violations.push({ field: `config.nodes[${i}]`, message: `unknown model key ${key}` });
       }
     }
-    if (typeof node.profileId === "string") {
-      violations.push(...(await referenceViolations(store, ctx.tenantId, [{ field: `config.nodes[${i}].profileId`, kind: "ranking_profile", id: node.profileId }])));
-    }
   }
+  violations.push(...(await configReferenceViolations(store, ctx.tenantId, after.config, before?.config)));
   return violations;
 }
 
@@ -159,7 +157,7 @@ export function createDecisionConfig(store: CatalogStore, flowStore: DecisionCon
     filter: {},
     // A new flow starts with the default flow's nodes: all candidates, adaptive scoring, default rank.
     fixed: { config: { nodes: DEFAULT_FLOW.nodes } },
-    validate: (ctx, after) => flowViolations(store, ctx, after),
+    validate: (ctx, after, before) => flowViolations(store, ctx, after, before),
   });
   const lifecycle = new DecisionFlowLifecycle(store, flowStore, audit, publishGate);
 

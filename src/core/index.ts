@@ -13,6 +13,7 @@ export * from "./channel-coupling.js";
 export * from "./clv.js";
 export * from "./conditions.js";
 export * from "./config-validation.js";
+export * from "./config-references.js";
 export * from "./consent.js";
 export * from "./constraints.js";
 export * from "./content-workflow.js";

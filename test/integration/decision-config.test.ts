@@ -22,12 +22,13 @@ after(() => svc.stop());
 
 describe("decision rules", () => {
   test("each rule collection validates its config against the core's shape, naming the path", async () => {
+    const category = await call("POST", "/api/v1/categories", { name: "rules category" });
     const cases: Array<[string, unknown, RegExp]> = [
       ["qualification-rules", { condition: { attribute: "customer.age", op: "gte", value: 18 } }, /^config\.onMisssing: unknown key/],
       ["contact-policies", { scope: "offer", maxImpressions: 3, windowSeconds: 86400 }, /^config\.windowSeconds: must be an integer/],
       ["guardrail-rules", { condition: { attribute: "customer.age", op: "lt", value: 18 }, action: "exclude" }, /^config\.condition/],
       ["ranking-profiles", { weights: { score: 1, priority: 0.2 } }, /^config\.weights/],
-      ["cross-offer-constraints", { type: "max_per_category", categoryId: "c", max: 1 }, /config\.type: must be mutual_exclusion or max_per_category/],
+      ["cross-offer-constraints", { type: "max_per_category", categoryId: category.body.id, max: 1 }, /config\.type: must be mutual_exclusion or max_per_category/],
       ["segments", { condition: { attribute: "customer.tier", op: "eq", value: "gold" } }, /^config\.condition/],
     ];
     const broken: Record<string, unknown> = {
@@ -54,6 +55,49 @@ describe("decision rules", () => {
       assert.equal(off.body.version, 2);
       assert.equal((await call("GET", `/api/v1/${collection}/${created.body.id}`, undefined, other.apiKey)).status, 404);
     }
+  });
+
+  test("ids inside a config must name live entries of the tenant (spec 7: 400 naming the path); only the ids a write adds are checked", async () => {
+    const offer = await call("POST", "/api/v1/offers", { name: "rule target", status: "active" });
+    const theirOffer = await call("POST", "/api/v1/offers", { name: "their offer" }, other.apiKey);
+    const theirCategory = await call("POST", "/api/v1/categories", { name: "their category" }, other.apiKey);
+    const channel = await call("POST", "/api/v1/channels", { name: "rules channel" });
+    const condition = { attribute: "customer.age", op: "gte", value: 18 };
+    const cases: Array<[string, Record<string, unknown>, string]> = [
+      ["qualification-rules", { condition, appliesTo: { offerIds: [offer.body.id, theirOffer.body.id] } }, "config.appliesTo.offerIds[1]"],
+      ["decisioning-gates", { condition, appliesTo: { categoryIds: [theirCategory.body.id] } }, "config.appliesTo.categoryIds[0]"],
+      ["guardrail-rules", { condition, action: "exclude", appliesTo: { offerIds: ["not-an-id"] } }, "config.appliesTo.offerIds[0]"],
+      ["contact-policies", { scope: "offer", scopeId: theirOffer.body.id, maxImpressions: 1, windowSeconds: 60 }, "config.scopeId"],
+      ["contact-policies", { scope: "channel", scopeId: offer.body.id, maxImpressions: 1, windowSeconds: 60 }, "config.scopeId"],
+      ["cross-offer-constraints", { type: "mutual_exclusion", offerIds: [offer.body.id, theirOffer.body.id.toUpperCase()] }, "config.offerIds[1]"],
+      ["cross-offer-constraints", { type: "max_per_category", categoryId: theirCategory.body.id, max: 1 }, "config.categoryId"],
+    ];
+    for (const [collection, config, field] of cases) {
+      const res = await call("POST", `/api/v1/${collection}`, { name: `refs ${field} ${collection}`, config });
+      assert.equal(res.status, 400, `${collection} ${JSON.stringify(config)}: ${JSON.stringify(res.body)}`);
+      assert.deepEqual(res.body.errors.map((e: any) => e.field), [field], collection);
+      assert.match(res.body.detail, /: unknown (offer|category|channel) /);
+    }
+    const flow = await call("POST", "/api/v1/decision-flows", {
+      name: "refs flow",
+      key: "refs-flow",
+      config: { nodes: [{ type: "candidates", offerIds: [offer.body.id], categoryIds: [theirCategory.body.id] }, { type: "rank" }] },
+    });
+    assert.equal(flow.status, 400, JSON.stringify(flow.body));
+    assert.deepEqual(flow.body.errors.map((e: any) => e.field), ["config.nodes[0].categoryIds[0]"]);
+    assert.equal((await call("GET", "/api/v1/qualification-rules?limit=100")).body.data.filter((r: any) => r.name.startsWith("refs ")).length, 0, "nothing written");
+
+    // Good references are stored; once the offer is deleted the rule can still be edited, but not pointed at another unknown id.
+    const policy = await call("POST", "/api/v1/contact-policies", { name: "refs ok", config: { scope: "channel", scopeId: channel.body.id, maxImpressions: 1, windowSeconds: 60 } });
+    assert.equal(policy.status, 201, JSON.stringify(policy.body));
+    const exclusion = await call("POST", "/api/v1/cross-offer-constraints", { name: "refs exclusion", config: { type: "mutual_exclusion", offerIds: [offer.body.id, (await call("POST", "/api/v1/offers", { name: "rule target 2" })).body.id] } });
+    assert.equal(exclusion.status, 201, JSON.stringify(exclusion.body));
+    assert.equal((await call("DELETE", `/api/v1/offers/${offer.body.id}`)).status, 200);
+    const renamed = await call("PUT", "/api/v1/cross-offer-constraints", { id: exclusion.body.id, name: "refs exclusion renamed", config: exclusion.body.config });
+    assert.equal(renamed.status, 200, JSON.stringify(renamed.body));
+    const retargeted = await call("PUT", "/api/v1/cross-offer-constraints", { id: exclusion.body.id, config: { ...exclusion.body.config, offerIds: [...exclusion.body.config.offerIds, theirOffer.body.id] } });
+    assert.equal(retargeted.status, 400);
+    assert.deepEqual(retargeted.body.errors.map((e: any) => e.field), ["config.offerIds[2]"]);
   });
 });
 
