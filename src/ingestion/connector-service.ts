@@ -13,7 +13,7 @@ import type { AuditAction } from "../audit/audit-entry.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import type { TenantContext } from "../platform/context.js";
 import { isUniqueViolation, type Transaction } from "../platform/db.js";
-import { conflict, invalidFields, notFound, type FieldViolation } from "../platform/errors.js";
+import { conflict, invalidField, invalidFields, notFound, type FieldViolation } from "../platform/errors.js";
 import { isUuid, newId } from "../platform/ids.js";
 import { cursorPage, cursorPageRequest } from "../platform/pagination.js";
 import type { SettingsCipher } from "../platform/settings-cipher.js";
@@ -96,6 +96,8 @@ export class ConnectorService {
   }
 
   async testConnector(ctx: TenantContext, req: IngestionIdRequest): Promise<Connector> {
+    // Spec 4.20: the id comes in the body, where a missing one is a missing field, not an unknown connector.
+    if (!req.id) throw invalidField("id", "is required");
     const row = await this.mustFind(ctx.tenantId, req.id);
     const verdict = await this.verify(this.accessOf(row));
     const after = await this.transaction(ctx.tenantId, async (t) => {

@@ -89,6 +89,9 @@ describe("connectors (spec 2.21, 4.20)", () => {
     const mine = await call("POST", "/api/v1/connectors", s3Connector());
     assert.equal((await call("GET", `/api/v1/connectors/${mine.body.id}`, undefined, other.apiKey)).status, 404);
     assert.equal((await call("POST", "/api/v1/connectors/test", { id: mine.body.id }, other.apiKey)).status, 404);
+    const noId = await call("POST", "/api/v1/connectors/test", {});
+    assert.equal(noId.status, 400, "spec 4.20: body {id}; a missing one is a missing field");
+    assert.match(noId.body.detail, /^id: is required/);
     assert.equal((await call("DELETE", `/api/v1/connectors/${mine.body.id}`, undefined, other.apiKey)).status, 404);
     assert.equal((await call("POST", "/api/v1/connectors", s3Connector(), viewer.apiKey)).status, 403);
   });
