@@ -139,6 +139,21 @@ describe("IR validation", () => {
     assert.deepEqual(r.violations, []);
     assert.deepEqual(r.ir!.order, ["s", "x", "t"]);
   });
+  test("a rename onto the same name is refused (it would copy the field and then delete it)", () => {
+    const r = validatePipelineIr(
+      {
+        nodes: [
+          { id: "s", kind: "source", connector: "feed", config: { format: "jsonl" } },
+          { id: "x", kind: "transform", input: "s", ops: [{ type: "rename", from: "k", to: "k" }] },
+          { id: "t", kind: "target", input: "x", schema: "customers", loadMode: "upsert", upsertKey: ["k"] },
+        ],
+      },
+      ctx,
+    );
+    assert.equal(r.ir, null);
+    assert.deepEqual(r.violations.map((v) => v.message), ["must differ from from"]);
+    assert.match(r.violations[0].field, /ops\[0\]\.to$/);
+  });
   test("the reserved column id is refused as a field name", () => {
     const v: Array<{ field: string; message: string }> = [];
     normalizeFields([{ name: "id", dataType: "text" }], v);

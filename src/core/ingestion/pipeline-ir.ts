@@ -220,6 +220,8 @@ function parseNode(n: Obj & { id: string; kind: NodeKind }, at: (f: string) => s
           if (op.type === "rename") {
             if (!isIdentifier(op.from)) bad(f("from"), "must be a field name");
             if (!isIdentifier(op.to)) bad(f("to"), "must be a field name");
+            // A rename onto itself would copy the field and then delete it: refused, never a silent loss.
+            else if (op.to === op.from) bad(f("to"), "must differ from from");
             ops.push({ type: "rename", from: String(op.from), to: String(op.to) });
           } else if (op.type === "expression") {
             if (!isIdentifier(op.outputField)) bad(f("outputField"), "must be a field name");
