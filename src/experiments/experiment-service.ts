@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import { create } from "@bufbuild/protobuf";
 import { DeleteResponseSchema, type DeleteResponse } from "../../gen/decisioning/v1/catalog_pb.js";
 import {
@@ -94,7 +95,12 @@ export class ExperimentService {
     const written = writtenValues(req, violations);
     const row = await this.write(ctx, async (t) => {
       const before = await this.mustFind(ctx.tenantId, req.id, t);
-      if (before.status === "archived") throw invalidField("status", "an archived experiment cannot change");
+      if (before.status === "archived") {
+        // A retried or repeated PUT that changes nothing answers as for any other state; a change is refused.
+        const current = fieldsOf(before) as unknown as Record<string, unknown>;
+        if (!violations.length && Object.entries(written).every(([k, v]) => isDeepStrictEqual(v, current[k]))) return before;
+        throw invalidField("status", "an archived experiment cannot change");
+      }
       if (written.key !== undefined && written.key !== before.key) violations.push({ field: "key", message: "cannot change: it seeds the variant assignment" });
       const statusValid = written.status !== undefined && !violations.some((v) => v.field === "status");
       const move = statusValid ? transitionViolation(before.status, written.status!) : null;

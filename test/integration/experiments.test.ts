@@ -170,6 +170,9 @@ describe("experiment routes", () => {
     const frozen = await put({ name: "renamed" });
     assert.equal(frozen.status, 400);
     assert.match(frozen.body.detail, /^status: an archived experiment cannot change/);
+    const unchanged = await put({ status: "archived", name: e.name });
+    assert.equal(unchanged.status, 200, "a PUT that changes nothing is idempotent in every state, archived too");
+    assert.equal(unchanged.body.version, archived.body.version);
     const updates = await svc.sql("SELECT count(*)::int AS n FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 AND action = 'update'", [t.tenantId, e.id]);
     assert.equal(updates[0].n, 5);
   });
