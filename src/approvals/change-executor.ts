@@ -87,8 +87,9 @@ export class ChangeExecutor {
   /**
    * Runs the change in a transaction that is always rolled back: the target's whole validation
    * (fields, references, uniqueness, existence) without a trace, as an approval's create needs.
+   * Field errors are named under `at`, where the change sits in the caller's body.
    */
-  async check(ctx: TenantContext, change: Change): Promise<void> {
+  async check(ctx: TenantContext, change: Change, at = "payload"): Promise<void> {
     try {
       await tenantWriteTransaction(this.db, ctx.tenantId, async (t) => {
         await this.apply(ctx, t, change);
@@ -98,7 +99,7 @@ export class ChangeExecutor {
       if (err === DRY_RUN) return;
       // The entity a body names is a reference: missing, or another tenant's, is a 400 (spec 7).
       if (isAppError(err) && err.code === "NOT_FOUND") throw invalidField("entityId", err.message);
-      throw withPayloadFields(err);
+      throw underField(err, at);
     }
   }
 
@@ -131,9 +132,9 @@ function decodePayload(target: WriteTarget, payload: Record<string, unknown>) {
   return message;
 }
 
-/** A target's field violations, renamed to where they sit in the approval's body. */
-function withPayloadFields(err: unknown): unknown {
+/** A target's field violations, renamed to where they sit in the caller's body (`payload`, a recommendation's `patch`). */
+function underField(err: unknown, at: string): unknown {
   if (!isAppError(err) || err.reason !== "VALIDATION_FAILED") return err;
   const fields = (err.details.fields as FieldViolation[] | undefined) ?? [];
-  return invalidFields(fields.map((f) => ({ field: `payload.${f.field}`, message: f.message })));
+  return invalidFields(fields.map((f) => ({ field: `${at}.${f.field}`, message: f.message })));
 }

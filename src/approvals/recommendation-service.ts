@@ -61,7 +61,7 @@ export class RecommendationService {
     if (req.entityType === undefined) violations.push({ field: "entityType", message: "is required" });
     if (req.entityId === undefined) violations.push({ field: "entityId", message: "is required" });
     const fields = checkFields(req, violations);
-    await this.executor.check(ctx, { entityType: fields.entity_type!, action: "update", entityId: fields.entity_id!, payload: fields.patch ?? {} });
+    await this.executor.check(ctx, { entityType: fields.entity_type!, action: "update", entityId: fields.entity_id!, payload: fields.patch ?? {} }, "patch");
     const row = await tenantWriteTransaction(this.db, ctx.tenantId, async (t) => {
       const stored = await this.store.insert(t, ctx.tenantId, {
         id: newId(),
@@ -87,7 +87,7 @@ export class RecommendationService {
       entityId: fields.entity_id ?? current.entity_id,
       action: "update",
       payload: fields.patch ?? current.patch,
-    });
+    }, "patch");
     const row = await tenantWriteTransaction(this.db, ctx.tenantId, async (t) => {
       const before = await this.mustFind(ctx.tenantId, req.id, t);
       if (before.status === "applied") {

@@ -374,7 +374,7 @@ describe("ai recommendations", () => {
     const o = await offer();
     const bad = await call("POST", "/api/v1/ai/recommendations", { entityType: "offer", entityId: o.id, patch: { priority: -3 }, rationale: "x" });
     assert.equal(bad.status, 400);
-    assert.match(JSON.stringify(bad.body), /payload\.priority/);
+    assert.deepEqual(bad.body.errors.map((e: any) => e.field), ["patch.priority"], "named where it sits in this body");
     assert.equal((await call("POST", "/api/v1/ai/recommendations", { entityType: "offer", entityId: o.id, patch: {} }, editor.apiKey)).status, 403);
 
     const rec = await call("POST", "/api/v1/ai/recommendations", { entityType: "offer", entityId: o.id, patch: { priority: 70 }, rationale: "converts better" });
