@@ -282,14 +282,20 @@ export class DecisionConfigStore {
   }
 
   /**
-   * Auto-assembly (spec 3.1, 4.3): adds an active offer to, or removes a deleted one from, the
-   * tenant's active auto-assembling flows. Returns the flows before and after, for the audit log.
+   * Auto-assembly (spec 3.1, 4.3): `add` puts an offer that became active into the tenant's active
+   * auto-assembling flows; `withdraw` takes one that left `active` out of the auto-assembling flows;
+   * `remove` takes a deleted one out of every flow. Returns the flows before and after, for the audit log.
    */
-  async assemble(t: Transaction, tenantId: string, offerId: string, add: boolean): Promise<Array<{ before: CatalogRow; after: CatalogRow }>> {
+  async assemble(t: Transaction, tenantId: string, offerId: string, change: "add" | "withdraw" | "remove"): Promise<Array<{ before: CatalogRow; after: CatalogRow }>> {
+    const add = change === "add";
+    const which = {
+      add: "status = 'active' AND auto_assemble AND NOT ($2::uuid = ANY(offer_ids))",
+      withdraw: "auto_assemble AND $2::uuid = ANY(offer_ids)",
+      remove: "$2::uuid = ANY(offer_ids)",
+    }[change];
     const before = await selectRows<CatalogRow>(
       this.db,
-      `SELECT * FROM decision_flows WHERE tenant_id = $1 AND deleted_at IS NULL
-         AND ${add ? "status = 'active' AND auto_assemble AND NOT ($2::uuid = ANY(offer_ids))" : "$2::uuid = ANY(offer_ids)"}
+      `SELECT * FROM decision_flows WHERE tenant_id = $1 AND deleted_at IS NULL AND ${which}
        ORDER BY id FOR UPDATE`,
       [tenantId, offerId],
       t,

@@ -113,12 +113,12 @@ export class DecisionFlowLifecycle {
    * flow; a deleted one leaves every flow. Each changed flow gets an update entry.
    */
   readonly onOfferEvent: OfferEventListener = async (t, ctx, event) => {
-    const add = event.kind !== "deleted";
-    if (add && event.status !== "active") return;
-    const changed = await this.flows.assemble(t, ctx.tenantId, event.offerId, add);
+    const change = event.kind === "deleted" ? "remove" : event.status === "active" ? "add" : event.kind === "status_changed" ? "withdraw" : null;
+    if (!change) return;
+    const changed = await this.flows.assemble(t, ctx.tenantId, event.offerId, change);
     for (const { before, after } of changed) {
       await this.recordFlow(t, ctx, "update", before, after, {
-        reason: `auto-assembly: offer ${event.offerId} ${add ? "added" : "removed"}`,
+        reason: `auto-assembly: offer ${event.offerId} ${change === "add" ? "added" : "removed"}`,
         offerId: event.offerId,
       });
     }

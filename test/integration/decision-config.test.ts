@@ -205,8 +205,16 @@ describe("decision flows", () => {
     await call("DELETE", `/api/v1/offers?id=${activeOffer.body.id}`);
     current = await call("GET", `/api/v1/decision-flows/${flow.body.id}`);
     assert.deepEqual(current.body.offerIds, [draftOffer.body.id]);
+    // Leaving active takes the offer out of auto-assembling flows (spec 3.1: a status PUT triggers auto-assembly); a fixed list keeps it.
+    const fixed = await call("POST", "/api/v1/decision-flows", { name: "Fixed", key: "fixed", status: "active", autoAssemble: false, offerIds: [draftOffer.body.id] });
+    assert.equal(fixed.status, 201, JSON.stringify(fixed.body));
+    await call("PUT", "/api/v1/offers", { id: draftOffer.body.id, status: "paused" });
+    assert.deepEqual((await call("GET", `/api/v1/decision-flows/${flow.body.id}`)).body.offerIds, []);
+    assert.deepEqual((await call("GET", `/api/v1/decision-flows/${fixed.body.id}`)).body.offerIds, [draftOffer.body.id]);
+    await call("PUT", `/api/v1/offers/${draftOffer.body.id}`, { status: "active" });
+    assert.deepEqual((await call("GET", `/api/v1/decision-flows/${flow.body.id}`)).body.offerIds, [draftOffer.body.id]);
     const history = await call("GET", `/api/v1/change-history?entityId=${flow.body.id}`);
-    assert.equal(history.body.changes.filter((c: any) => /auto-assembly/.test(c.changes.reason ?? "")).length, 3);
+    assert.equal(history.body.changes.filter((c: any) => /auto-assembly/.test(c.changes.reason ?? "")).length, 5);
   });
 
   test("publish and rollback create versions, each in the change feed", async () => {
