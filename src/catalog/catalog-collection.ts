@@ -39,6 +39,8 @@ export interface CollectionSpec<M extends DescMessage, L extends DescMessage> {
    * write (`before` is null on create).
    */
   validate?: (ctx: TenantContext, after: ColumnValues, before: CatalogRow | null) => Promise<FieldViolation[]>;
+  /** Column values a valid write also sets, read from the row as it would be after it (in the write's transaction). */
+  derive?: (ctx: TenantContext, after: ColumnValues, before: CatalogRow | null, t: Transaction) => Promise<ColumnValues>;
 }
 
 type WriteMessage = Message & { id: string; updateMask?: FieldMask };
@@ -70,7 +72,8 @@ export class CatalogCollection<M extends DescMessage, L extends DescMessage> {
     const { values, violations } = columnsFromWrite(this.spec.writeSchema, req, this.spec.rules, "create");
     await this.checkReferences(ctx, values, violations, null);
     const write = async (tx: Transaction) => {
-      const row = await this.conflicts(this.store.insert(tx, this.spec.table, ctx.tenantId, { id: newId(), ...this.spec.fixed, ...values }), values);
+      const derived = await this.derived(ctx, values, null, tx);
+      const row = await this.conflicts(this.store.insert(tx, this.spec.table, ctx.tenantId, { id: newId(), ...this.spec.fixed, ...values, ...derived }), values);
       await this.record(tx, ctx, "create", null, row);
       return row;
     };
@@ -86,7 +89,8 @@ export class CatalogCollection<M extends DescMessage, L extends DescMessage> {
       async (tx) => {
         const before = await this.mustFind(ctx.tenantId, req.id, tx);
         await this.checkReferences(ctx, values, violations, before);
-        const after = await this.conflicts(this.store.update(tx, this.spec.table, ctx.tenantId, before.id, values, true), values);
+        const derived = await this.derived(ctx, values, before, tx);
+        const after = await this.conflicts(this.store.update(tx, this.spec.table, ctx.tenantId, before.id, { ...values, ...derived }, true), values);
         await this.record(tx, ctx, "update", before, after);
         return after;
       },
@@ -129,6 +133,10 @@ export class CatalogCollection<M extends DescMessage, L extends DescMessage> {
       violations.push(...(await this.spec.validate(ctx, { ...this.spec.fixed, ...before, ...values }, before)));
     }
     throwIfInvalid(violations);
+  }
+
+  private async derived(ctx: TenantContext, values: ColumnValues, before: CatalogRow | null, t: Transaction): Promise<ColumnValues> {
+    return this.spec.derive ? this.spec.derive(ctx, { ...this.spec.fixed, ...before, ...values }, before, t) : {};
   }
 
   /** A live unique index refused the write: 409 naming the name or key that collided. */

@@ -196,6 +196,17 @@ export class CatalogStore {
     return new Set(rows.map((r) => r.id));
   }
 
+  /** The tenant's live active offers' ids, oldest first: what an auto-assembling flow starts with. */
+  async activeOfferIds(tenantId: string, t?: Transaction): Promise<string[]> {
+    const rows = await selectRows<{ id: string }>(
+      this.db,
+      "SELECT id FROM offers WHERE tenant_id = $1 AND status = 'active' AND deleted_at IS NULL ORDER BY created_at, id",
+      [tenantId],
+      t,
+    );
+    return rows.map((r) => r.id);
+  }
+
   entriesByIds(tenantId: string, ids: string[]): Promise<CatalogRow[]> {
     if (!ids.length) return Promise.resolve([]);
     return selectRows<CatalogRow>(this.db, "SELECT * FROM catalog_entries WHERE tenant_id = $1 AND id = ANY($2::uuid[])", [tenantId, ids]);

@@ -18,6 +18,7 @@ import {
   type BudgetWrite,
 } from "../../gen/decisioning/v1/configuration_pb.js";
 import type { TenantContext } from "../platform/context.js";
+import type { Transaction } from "../platform/db.js";
 import type { FieldViolation } from "../platform/errors.js";
 import { CONFIG_VALIDATORS } from "../core/config-validation.js";
 import { validateModel } from "../core/scoring/compile-model.js";
@@ -114,6 +115,20 @@ async function flowViolations(store: CatalogStore, ctx: TenantContext, after: Co
   return violations;
 }
 
+/**
+ * Auto-assembly when a flow starts serving (spec 3.1): an auto-assembling flow that is created
+ * active, or becomes active, lists the tenant's active offers, as offer events would have put them
+ * there had it been active all along (decision-flows.ts onOfferEvent keeps it current from then on).
+ */
+async function assembledOffers(store: CatalogStore, ctx: TenantContext, after: ColumnValues, before: CatalogRow | null, t: Transaction): Promise<ColumnValues> {
+  const serving = after.status === "active" && after.auto_assemble !== false;
+  const wasServing = before !== null && before.status === "active" && before.auto_assemble !== false;
+  if (!serving || wasServing) return {};
+  const listed = (after.offer_ids as string[] | undefined) ?? [];
+  const active = await store.activeOfferIds(ctx.tenantId, t);
+  return { offer_ids: [...listed, ...active.filter((id) => !listed.includes(id))] };
+}
+
 /** Budgets, algorithm models and decision flows: collections with rules of their own. */
 export function createDecisionConfig(store: CatalogStore, flowStore: DecisionConfigStore, audit: AuditLog, publishGate?: PublishGate) {
   const budgets = new CatalogCollection(store, audit, {
@@ -158,6 +173,7 @@ export function createDecisionConfig(store: CatalogStore, flowStore: DecisionCon
     // A new flow starts with the default flow's nodes: all candidates, adaptive scoring, default rank.
     fixed: { config: { nodes: DEFAULT_FLOW.nodes } },
     validate: (ctx, after, before) => flowViolations(store, ctx, after, before),
+    derive: (ctx, after, before, t) => assembledOffers(store, ctx, after, before, t),
   });
   const lifecycle = new DecisionFlowLifecycle(store, flowStore, audit, publishGate);
 

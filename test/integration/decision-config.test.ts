@@ -215,6 +215,13 @@ describe("decision flows", () => {
     assert.deepEqual((await call("GET", `/api/v1/decision-flows/${flow.body.id}`)).body.offerIds, [draftOffer.body.id]);
     const history = await call("GET", `/api/v1/change-history?entityId=${flow.body.id}`);
     assert.equal(history.body.changes.filter((c: any) => /auto-assembly/.test(c.changes.reason ?? "")).length, 5);
+    // A flow that starts serving later lists the active offers it would have collected: at create, or when it becomes active.
+    const late = await call("POST", "/api/v1/decision-flows", { name: "Late", key: "late", status: "active" });
+    assert.deepEqual(late.body.offerIds, [draftOffer.body.id]);
+    const drafted = await call("POST", "/api/v1/decision-flows", { name: "Drafted", key: "drafted" });
+    assert.deepEqual(drafted.body.offerIds, [], "a draft flow is not assembled");
+    const activated = await call("PUT", `/api/v1/decision-flows/${drafted.body.id}`, { status: "active" });
+    assert.deepEqual(activated.body.offerIds, [draftOffer.body.id]);
   });
 
   test("publish and rollback create versions, each in the change feed", async () => {
