@@ -305,8 +305,9 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     isPlatformOwner: async (tenantId) =>
       f.config.platformOwnerTenantId !== null ? f.config.platformOwnerTenantId === tenantId : (await identityStore.findTenant(tenantId))?.platform_owner === true,
     logger: f.logger,
-    // SSO is built below; key rotation reaches it only later.
+    // SSO, alerts and reports are built below; these reach them only later.
     sealedSecrets: [{ name: "sso", rotate: (t, keyId) => sso.rotateSecrets(t, keyId) }],
+    providerUsers: [(...a) => alerts.providerUsers(...a), (...a) => reports.providerUsers(...a)],
   });
   const alerts = createAlerts({
     db: f.db,

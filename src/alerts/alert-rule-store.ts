@@ -86,6 +86,20 @@ export class AlertRuleStore {
     await this.db.query("DELETE FROM alert_rules WHERE tenant_id = $1 AND id = $2", { bind: [tenantId, id], transaction: t });
   }
 
+  /** Names of the rules whose channels name the provider, as an id or as {providerId} (alert-channels.ts). */
+  async namesUsingProvider(tenantId: string, providerId: string, t: Transaction): Promise<string[]> {
+    const rows = await selectRows<{ name: string }>(
+      this.db,
+      `SELECT name FROM alert_rules WHERE tenant_id = $1
+         AND EXISTS (SELECT 1 FROM jsonb_array_elements(channels) c
+                      WHERE lower(CASE jsonb_typeof(c) WHEN 'string' THEN c #>> '{}' ELSE c ->> 'providerId' END) = $2)
+       ORDER BY name`,
+      [tenantId, providerId.toLowerCase()],
+      t,
+    );
+    return rows.map((r) => r.name);
+  }
+
   /** Part of the workspace reset, in its transaction: alert rules are the tenant's configuration. */
   async deleteAll(t: Transaction, tenantId: string): Promise<void> {
     await this.db.query("DELETE FROM alert_rules WHERE tenant_id = $1", { bind: [tenantId], transaction: t });

@@ -33,6 +33,8 @@ export interface Alerts {
   jobs: ScheduledJob[];
   /** Deletes the tenant's alert rules inside a workspace reset's transaction. */
   wipeTenant(t: Transaction, tenantId: string): Promise<void>;
+  /** The rules that send through a notification provider, in words (notifications' ProviderUsers). */
+  providerUsers(tenantId: string, providerId: string, t: Transaction): Promise<string[]>;
 }
 
 /** Alert rules (spec 2.8, 3.6, 4.6) and the decision-funnel monitor (spec 6): built once at start-up. */
@@ -51,5 +53,6 @@ export function createAlerts(o: AlertsOptions): Alerts {
       createDecisionFunnelMonitor({ funnel: o.decisionStats, healthAlerts: o.healthAlerts, logger: o.logger }),
     ],
     wipeTenant: (t, tenantId) => store.deleteAll(t, tenantId),
+    providerUsers: async (tenantId, providerId, t) => (await store.namesUsingProvider(tenantId, providerId, t)).map((name) => `alert rule "${name}"`),
   };
 }

@@ -12,7 +12,7 @@ import { PlatformSettingsStore } from "../platform-settings/platform-settings-st
 import { rotateSettingsKey, type RotationResult, type SealedSecretHolder } from "../platform-settings/settings-key-rotation.js";
 import { DeliveryStore } from "./delivery-store.js";
 import { OutboundDispatcher } from "./dispatcher.js";
-import { ProviderService } from "./provider-service.js";
+import { ProviderService, type ProviderUsers } from "./provider-service.js";
 import { ProviderStore } from "./provider-store.js";
 
 export interface NotificationsOptions {
@@ -25,6 +25,8 @@ export interface NotificationsOptions {
   logger: Logger;
   /** Other domains' sealed secrets that key rotation re-seals too (SSO client secrets). */
   sealedSecrets?: SealedSecretHolder[];
+  /** What in other domains sends through a provider (alert rules, report templates): a provider in use is not deleted. */
+  providerUsers?: ProviderUsers[];
 }
 
 export interface Notifications {
@@ -50,7 +52,7 @@ export function createNotifications(o: NotificationsOptions): Notifications {
   const settingsStore = new PlatformSettingsStore(o.db);
   const deliveries = new DeliveryStore(o.db);
   const platformSettings = new PlatformSettingsService(o.db, settingsStore, o.cipher, o.audit, o.bus, o.isPlatformOwner);
-  const providers = new ProviderService(o.db, providerStore, o.audit, o.cipher, o.outbound.allowPrivate);
+  const providers = new ProviderService(o.db, providerStore, o.audit, o.cipher, o.outbound.allowPrivate, o.providerUsers ?? []);
   const dispatcher = new OutboundDispatcher({
     deliveries,
     providers: providerStore,

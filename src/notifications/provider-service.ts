@@ -48,6 +48,9 @@ function snapshot(row: ProviderRow): Record<string, unknown> {
  * CRUD of a tenant's notification providers (spec 4.21; the bodies are ours, docs/notifications.md).
  * Every write is audit-logged in its transaction under the tenant's write lock, like catalog writes.
  */
+/** What of a tenant sends through a provider, in words (`alert rule "CTR drop"`); none is `[]`. */
+export type ProviderUsers = (tenantId: string, providerId: string, t: Transaction) => Promise<string[]>;
+
 export class ProviderService {
   constructor(
     private readonly db: Sequelize,
@@ -55,6 +58,7 @@ export class ProviderService {
     private readonly audit: AuditLog,
     private readonly cipher: SettingsCipher,
     private readonly allowPrivate: boolean,
+    private readonly users: readonly ProviderUsers[] = [],
   ) {}
 
   async listNotificationProviders(ctx: TenantContext): Promise<ListNotificationProvidersResponse> {
@@ -99,6 +103,9 @@ export class ProviderService {
     await tenantWriteTransaction(this.db, ctx.tenantId, async (t) => {
       const before = await this.store.find(ctx.tenantId, req.id, t, true);
       if (!before) throw notFound("notification provider", req.id);
+      // Deleting it would leave them failing on every send; the connectors and schemas of ingestion answer alike.
+      const users = (await Promise.all(this.users.map((find) => find(ctx.tenantId, before.id, t)))).flat();
+      if (users.length) throw conflict("PROVIDER_IN_USE", `${users.slice(0, 5).join(", ")}${users.length > 5 ? ` and ${users.length - 5} more` : ""} send through this provider; change them first`);
       await this.store.delete(t, ctx.tenantId, req.id);
       await this.record(t, ctx, "delete", before, null);
     });

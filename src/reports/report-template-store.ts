@@ -82,6 +82,20 @@ export class ReportTemplateStore {
     await this.db.query("DELETE FROM report_templates WHERE tenant_id = $1 AND id = $2", { bind: [tenantId, id], transaction: t });
   }
 
+  /** Templates and schedules that deliver to the provider, in words. */
+  async usingProvider(tenantId: string, providerId: string, t: Transaction): Promise<string[]> {
+    const rows = await selectRows<{ what: string; name: string }>(
+      this.db,
+      `SELECT 'report template' AS what, name FROM report_templates WHERE tenant_id = $1 AND $2::uuid = ANY(destinations)
+       UNION ALL
+       SELECT 'report schedule', name FROM report_schedules WHERE tenant_id = $1 AND $2::uuid = ANY(destinations)
+       ORDER BY 1, 2`,
+      [tenantId, providerId],
+      t,
+    );
+    return rows.map((r) => `${r.what} "${r.name}"`);
+  }
+
   /** Part of the workspace reset, in its transaction (schedules go with their templates). */
   async deleteAll(t: Transaction, tenantId: string): Promise<void> {
     await this.db.query("DELETE FROM report_templates WHERE tenant_id = $1", { bind: [tenantId], transaction: t });

@@ -49,6 +49,8 @@ export interface Reports {
   httpRoutes: HttpRoute[];
   /** Deletes the tenant's templates (their schedules with them) and runs inside a workspace reset's transaction. */
   wipeTenant(t: Transaction, tenantId: string): Promise<void>;
+  /** The templates and schedules that deliver through a notification provider, in words (notifications' ProviderUsers). */
+  providerUsers(tenantId: string, providerId: string, t: Transaction): Promise<string[]>;
 }
 
 /** Reports (spec 2.9, 4.7; docs/reports.md), built once at start-up. */
@@ -87,5 +89,6 @@ export function createReports(o: ReportsOptions): Reports {
       await runStore.deleteAll(t, tenantId);
       await templateStore.deleteAll(t, tenantId);
     },
+    providerUsers: (tenantId, providerId, t) => templateStore.usingProvider(tenantId, providerId, t),
   };
 }

@@ -99,6 +99,30 @@ describe("notification providers and the outbound dispatcher", () => {
       assert.deepEqual(actions.map((a) => a.action), ["create", "update", "delete"]);
     });
 
+    test("a provider an alert rule or a report template sends through is not deleted (409 naming them) until they change", async () => {
+      const call = (method: string, path: string, body?: unknown) => rest(svc.baseUrl, method, path, { key: tenant.apiKey, body, headers: { "x-requested-with": "test" } });
+      const hook = (await createProvider({ name: "in use", type: "webhook", config: { url: `${receiver.url}/in-use`, secret: SIGNING } })).body;
+      const upper = hook.id.toUpperCase();
+      const rule = await call("POST", "/api/v1/alerts", { name: "CTR watch", metric: "acceptance_rate", operator: "lt", threshold: 0.05, channels: [upper] });
+      assert.equal(rule.status, 201, JSON.stringify(rule.body));
+      const template = await call("POST", "/api/v1/reports/templates", {
+        name: "Weekly to hook",
+        dataSources: [{ sourceKey: "offer_performance", params: { days: 7 } }],
+        sections: [{ id: "offers", title: "Offers", dataSourceIndex: 0 }],
+        formats: ["csv"],
+        filters: { destinations: [hook.id] },
+      });
+      assert.equal(template.status, 201, JSON.stringify(template.body));
+      const path = `/api/v1/notifications/providers/${hook.id}`;
+      const refused = await call("DELETE", path);
+      assert.equal(refused.status, 409, JSON.stringify(refused.body));
+      assert.equal(refused.body.reason, "PROVIDER_IN_USE");
+      assert.match(refused.body.detail, /alert rule "CTR watch", report template "Weekly to hook" send through this provider/);
+      assert.equal((await call("PUT", `/api/v1/alerts/${rule.body.id}`, { channels: [{ type: "email", target: "ops@example.com" }] })).status, 200);
+      assert.equal((await call("DELETE", `/api/v1/reports/templates/${template.body.id}`)).status, 204);
+      assert.equal((await call("DELETE", path)).status, 200);
+    });
+
     test("bad input names the field: unknown type, missing url, unknown setting, short secret; duplicate name 409", async () => {
       const unknown = await createProvider({ type: "carrier-pigeon", name: "p", config: {} });
       assert.equal(unknown.status, 400);
