@@ -357,6 +357,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
       },
     },
     providerExists: async (tenantId, id) => (await notifications.existingProviderIds(tenantId, [id])).has(id),
+    flowExists: catalog.flowExists,
     logger: f.logger,
   });
   const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...events.jobs, ...ingestion.jobs, ...reports.jobs, ...(options.extraJobs?.(f) ?? [])];

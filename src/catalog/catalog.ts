@@ -44,6 +44,8 @@ export interface Catalog {
   decisionConfig(tenantId: string): Promise<DecisionConfigRows>;
   /** Which of `ids` name live models or decision flows of the tenant: other domains' reference checks. */
   liveIds(tenantId: string, table: "algorithm_models" | "decision_flows", ids: readonly string[]): Promise<Set<string>>;
+  /** Whether a live decision flow of the tenant has this id or key, as Recommend's `flow` names one. */
+  flowExists(tenantId: string, idOrKey: string): Promise<boolean>;
   /** The writes an approval applies, by approval entity type (write-targets.ts). */
   writeTargets: Record<CatalogWriteType, WriteTarget>;
   /** The active segments with their conditions: what the unified profile evaluates as membership. */
@@ -168,8 +170,11 @@ export function createCatalog(
     },
     decisionConfig: (tenantId) => decisionStore.decisionConfig(tenantId),
     async liveIds(tenantId, table, ids) {
-      const found = await Promise.all(ids.map(async (id) => (isUuid(id) && (await store.find(table, tenantId, { id })) ? id : null)));
-      return new Set(found.filter((id): id is string => id !== null));
+      const live = await store.liveIds(table, tenantId, ids.filter(isUuid).map((id) => id.toLowerCase()));
+      return new Set(ids.filter((id) => live.has(id.toLowerCase())));
+    },
+    async flowExists(tenantId, idOrKey) {
+      return (isUuid(idOrKey) && (await store.find("decision_flows", tenantId, { id: idOrKey })) !== null) || (await store.find("decision_flows", tenantId, { key: idOrKey })) !== null;
     },
     async segmentDefinitions(tenantId) {
       const rows = await store.activeEntries(tenantId, "segment");

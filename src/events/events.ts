@@ -16,7 +16,7 @@ import type { ScheduledJob } from "../scheduling/scheduled-job.js";
 import { createRedisEventStream, NO_EVENT_STREAM, type EventStream } from "./event-stream.js";
 import { journeySnapshot, triggerSnapshot, type JourneyRow, type TriggerRow } from "./events-mapper.js";
 import { JourneyRunner, type JourneyDecider } from "./journey-runner.js";
-import { JourneyService } from "./journey-service.js";
+import { JourneyService, type JourneyReferences } from "./journey-service.js";
 import { TriggerEvaluator } from "./trigger-evaluator.js";
 import { TriggerService, type TriggerReferences } from "./trigger-service.js";
 
@@ -31,6 +31,8 @@ export interface EventsOptions {
   dispatcher: Dispatcher;
   decider: JourneyDecider;
   providerExists: TriggerReferences["providerExists"];
+  /** A journey step's `flow`, an id or key as Recommend takes it, must name a live flow of the tenant. */
+  flowExists: JourneyReferences["flowExists"];
   logger: Logger;
 }
 
@@ -62,7 +64,9 @@ export function createEvents(o: EventsOptions): Events {
     journeyExists: async (tenantId, id) => (await journeyStore.find(tenantId, id)) !== null,
     providerExists: o.providerExists,
   });
-  const journeys = new JourneyService(new DefinitionCrud({ store: journeyStore, audit: o.audit, entityType: "journey", snapshot: journeySnapshot }), enrollments);
+  const journeys = new JourneyService(new DefinitionCrud({ store: journeyStore, audit: o.audit, entityType: "journey", snapshot: journeySnapshot }), enrollments, {
+    flowExists: o.flowExists,
+  });
   return {
     services: [
       { service: EventServiceDesc, impl: { ingestEvents: (ctx, req) => events.ingestEvents(ctx, req) } },

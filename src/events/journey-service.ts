@@ -29,11 +29,16 @@ const MAX_EVENT_TYPE = 255;
 /** A year: longer, and "until an exit event" (no duration) says it better. */
 const MAX_DURATION_HOURS = 8760;
 
+export interface JourneyReferences {
+  flowExists(tenantId: string, idOrKey: string): Promise<boolean>;
+}
+
 /** Journeys' routes (spec 4.21 `journeys`) and their enrollments; enrolment itself is journey-runner.ts. */
 export class JourneyService {
   constructor(
     private readonly crud: DefinitionCrud<JourneyRow>,
     private readonly enrollments: EnrollmentStore,
+    private readonly references: JourneyReferences,
   ) {}
 
   async listJourneys(ctx: TenantContext, req: ListJourneysRequest): Promise<ListJourneysResponse> {
@@ -46,12 +51,23 @@ export class JourneyService {
   }
 
   async createJourney(ctx: TenantContext, req: JourneyWrite): Promise<Journey> {
-    return toJourney(await this.crud.create(ctx, journeyValues(req)));
+    return toJourney(await this.crud.create(ctx, await this.checkedValues(ctx, req)));
   }
 
   async updateJourney(ctx: TenantContext, req: JourneyWrite): Promise<Journey> {
     await this.crud.get(ctx, req.id);
-    return toJourney(await this.crud.replace(ctx, req.id, journeyValues(req)));
+    return toJourney(await this.crud.replace(ctx, req.id, await this.checkedValues(ctx, req)));
+  }
+
+  /** journeyValues, and each step's flow a live flow of the tenant (spec 7: an unknown reference in a body is 400). */
+  private async checkedValues(ctx: TenantContext, req: JourneyWrite): Promise<ReturnType<typeof journeyValues>> {
+    const values = journeyValues(req);
+    const violations: FieldViolation[] = [];
+    for (const [i, step] of values.steps.entries()) {
+      if (step.flow && !(await this.references.flowExists(ctx.tenantId, step.flow))) violations.push({ field: `steps[${i}].flow`, message: `unknown decision flow ${step.flow}` });
+    }
+    if (violations.length) throw invalidFields(violations);
+    return values;
   }
 
   async deleteJourney(ctx: TenantContext, req: JourneyIdRequest): Promise<DeleteResponse> {

@@ -394,6 +394,18 @@ describe("trigger rules", () => {
     const badStep = await call("POST", "/api/v1/journeys", t.apiKey, { name: "j", steps: [{ type: "sleep" }] });
     assert.equal(badStep.status, 400);
     assert.match(badStep.body.detail, /steps\[0\]\.type/);
+    // A step's flow, an id or key as Recommend takes it, must be one of the tenant's live flows (spec 7).
+    const neighbour = await svc.createTenant();
+    const theirs = await call("POST", "/api/v1/decision-flows", neighbour.apiKey, { name: "theirs", key: "their-flow" });
+    const mine = await call("POST", "/api/v1/decision-flows", t.apiKey, { name: "mine", key: "my-flow" });
+    for (const flow of [theirs.body.id, "their-flow", "no-such-flow"]) {
+      const res = await call("POST", "/api/v1/journeys", t.apiKey, { name: unique("j"), steps: [{ type: "decision", flow: mine.body.key }, { type: "decision", flow }] });
+      assert.equal(res.status, 400, flow);
+      assert.deepEqual(res.body.errors.map((e: any) => e.field), ["steps[1].flow"]);
+    }
+    for (const flow of [mine.body.id, mine.body.key]) {
+      assert.equal((await call("POST", "/api/v1/journeys", t.apiKey, { name: unique("j"), steps: [{ type: "decision", flow }] })).status, 201, flow);
+    }
   });
 
   test("another tenant's triggers and journeys are 404s; CRUD works in one's own", async () => {
