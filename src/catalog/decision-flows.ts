@@ -110,7 +110,8 @@ export class DecisionFlowLifecycle {
 
   /**
    * Auto-assembly on offer events: an offer that becomes active joins every active auto-assembling
-   * flow; a deleted one leaves every flow. Each changed flow gets an update entry.
+   * flow, one that leaves active leaves the auto-assembling flows, a deleted one leaves every flow.
+   * Each changed flow gets an update entry.
    */
   readonly onOfferEvent: OfferEventListener = async (t, ctx, event) => {
     const change = event.kind === "deleted" ? "remove" : event.status === "active" ? "add" : event.kind === "status_changed" ? "withdraw" : null;
