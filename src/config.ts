@@ -349,7 +349,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     internalApiKey: optional(env, "API_KEY"),
     rateLimits: parseRateLimits(optional(env, "RATE_LIMITS") ?? "{}"),
     // Spec 7's 413 "over 2 MB", read as the offers routes' 2 MiB (catalog.proto), so that no route is stricter than them.
-    defaultBodyLimitBytes: positiveInt(env, "DEFAULT_BODY_LIMIT_BYTES", 2 * 1024 * 1024),
+    defaultBodyLimitBytes: positiveInt(env, "DEFAULT_BODY_LIMIT_BYTES", 2_000_000),
     logLevel: env.LOG_LEVEL || "info",
     shutdownGraceMs: positiveInt(env, "SHUTDOWN_GRACE_MS", 10_000),
     decisionQuota: optional(env, "DECISION_QUOTA") === null ? null : positiveInt(env, "DECISION_QUOTA", 1),

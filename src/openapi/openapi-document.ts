@@ -54,7 +54,7 @@ const HTTP_BODY = "google.api.HttpBody";
 const PLANES = ["control", "control", "data", "public", "cron"];
 const ROLES = ["viewer", "viewer", "editor", "admin"];
 const ERROR_FORMATS = ["", "structured", "problem", "oauth"];
-const DEFAULT_MAX_BODY_BYTES = 2_097_152;
+const DEFAULT_MAX_BODY_BYTES = 2_000_000;
 
 const INT64 = new Set([ScalarType.INT64, ScalarType.UINT64, ScalarType.SINT64, ScalarType.FIXED64, ScalarType.SFIXED64]);
 

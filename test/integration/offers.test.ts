@@ -405,11 +405,10 @@ describe("GET /api/v1/offers (cursor pages)", () => {
     assert.equal(other.headers.get("x-ratelimit-limit"), "1000");
   });
 
-  test("a body over 2 MB is 413 on the offers routes", async () => {
-    const res = await rest(svc.baseUrl, "POST", "/api/v1/offers", {
-      key: admin.apiKey,
-      body: { name: uniqueName(), description: "x".repeat(2 * 1024 * 1024 + 10) },
-    });
+  test("a body over 2 MB (2,000,000 bytes, not 2 MiB) is 413 on the offers routes", async () => {
+    const body = { name: uniqueName(), description: "x".repeat(2_000_000) };
+    assert.ok(Buffer.byteLength(JSON.stringify(body)) < 2 * 1024 * 1024, "over 2 MB, under 2 MiB");
+    const res = await rest(svc.baseUrl, "POST", "/api/v1/offers", { key: admin.apiKey, body });
     assert.equal(res.status, 413);
   });
 });
