@@ -89,7 +89,7 @@ export class ReportScheduleService {
 
   /**
    * Spec 7 order: an unknown or foreign template is 404, then bad fields are 400, then an invalid
-   * cron expression or time zone is 422 (reason INVALID_CRON_EXPRESSION or INVALID_TIMEZONE).
+   * cron expression is 422 (reason INVALID_CRON_EXPRESSION), an unknown time zone 400 (INVALID_TIMEZONE).
    */
   private async validate(ctx: TenantContext, req: ReportScheduleWrite, current: ReportScheduleRow | null): Promise<ReportScheduleValues> {
     const violations: FieldViolation[] = [];

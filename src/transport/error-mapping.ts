@@ -70,7 +70,6 @@ const HTTP_BY_REASON: Record<string, number> = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   METHOD_NOT_ALLOWED: 405,
   INVALID_CRON_EXPRESSION: 422,
-  INVALID_TIMEZONE: 422,
   RATE_LIMITED: 429,
   CONFLICT: 409,
   // FAILED_PRECONDITION on gRPC and Connect; spec 3.3 answers the model registry's guard with 409.
