@@ -22,10 +22,15 @@ const MESSAGE_MISMATCH = /^cannot decode message (google\.protobuf\.(?:Struct|Li
 /** As many fields as the request screen names in one answer. */
 const MAX_VIOLATIONS = 20;
 
+/** protobuf-es's words for a Timestamp given something that is not a string: the value alone (`12345`, `object`). */
+const TIMESTAMP_MISMATCH = /^cannot decode message google\.protobuf\.Timestamp from JSON: (?!invalid RFC 3339)(.*)$/s;
+
 function cleanMessage(err: unknown): string {
   const message = String((err as Error).message ?? err);
   const mismatch = MESSAGE_MISMATCH.exec(message);
   if (mismatch) return `expected ${mismatch[1] === "google.protobuf.ListValue" ? "array" : "object"}, got ${mismatch[2]}`;
+  const timestamp = TIMESTAMP_MISMATCH.exec(message);
+  if (timestamp) return `expected an RFC 3339 timestamp string such as "2026-01-31T12:00:00Z", got ${timestamp[1]}`;
   return message.replace(DECODE_PREFIX, "");
 }
 

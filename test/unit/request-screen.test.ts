@@ -129,6 +129,11 @@ describe("the request screen", () => {
       "items[1].customerId: expected string, got 7; items[1].rank: expected number (int32), got \"one\"; items[2]: expected object, got \"x\"",
     );
     assert.match(named({ items: [{ context: [1] }] }), /^items\[0\]\.context: expected object, got /);
+    assert.equal(
+      named({ items: [{ timestamp: 12345 }, { timestamp: {} }] }),
+      'items[0].timestamp: expected an RFC 3339 timestamp string such as "2026-01-31T12:00:00Z", got 12345; items[1].timestamp: expected an RFC 3339 timestamp string such as "2026-01-31T12:00:00Z", got object',
+    );
+    assert.equal(named({ items: [{ timestamp: "yesterday" }] }), "items[0].timestamp: invalid RFC 3339 string");
     assert.equal(named({ items: Array.from({ length: 30 }, () => ({ customerId: 1 })) }).split("; ").length, 20);
   });
 });
