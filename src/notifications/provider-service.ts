@@ -44,13 +44,13 @@ function snapshot(row: ProviderRow): Record<string, unknown> {
   return { id: row.id, type: row.type, name: row.name, config: maskedConfig(row.config, row.secret_fields), version: row.version };
 }
 
+/** What of a tenant sends through a provider, in words (`alert rule "CTR drop"`); none is `[]`. */
+export type ProviderUsers = (tenantId: string, providerId: string, t: Transaction) => Promise<string[]>;
+
 /**
  * CRUD of a tenant's notification providers (spec 4.21; the bodies are ours, docs/notifications.md).
  * Every write is audit-logged in its transaction under the tenant's write lock, like catalog writes.
  */
-/** What of a tenant sends through a provider, in words (`alert rule "CTR drop"`); none is `[]`. */
-export type ProviderUsers = (tenantId: string, providerId: string, t: Transaction) => Promise<string[]>;
-
 export class ProviderService {
   constructor(
     private readonly db: Sequelize,
@@ -105,7 +105,10 @@ export class ProviderService {
       if (!before) throw notFound("notification provider", req.id);
       // Deleting it would leave them failing on every send; the connectors and schemas of ingestion answer alike.
       const users = (await Promise.all(this.users.map((find) => find(ctx.tenantId, before.id, t)))).flat();
-      if (users.length) throw conflict("PROVIDER_IN_USE", `${users.slice(0, 5).join(", ")}${users.length > 5 ? ` and ${users.length - 5} more` : ""} send through this provider; change them first`);
+      if (users.length) {
+        const named = `${users.slice(0, 5).join(", ")}${users.length > 5 ? ` and ${users.length - 5} more` : ""}`;
+        throw conflict("PROVIDER_IN_USE", `notification provider ${before.id} is in use by ${named}; change or delete them first`);
+      }
       await this.store.delete(t, ctx.tenantId, req.id);
       await this.record(t, ctx, "delete", before, null);
     });

@@ -12,7 +12,7 @@ export interface CursorPageRequest {
  * 2.1's `pagination.limit` is "page size used": a limit over the maximum is served at the maximum
  * (and says so there), as most list APIs do; a limit under 1 or not whole is a 400 naming it.
  */
-export function pageLimit(requested: number | undefined, max: number, fallback: number): number | null {
+function pageLimit(requested: number | undefined, max: number, fallback: number): number | null {
   const limit = requested ?? fallback;
   if (!Number.isInteger(limit) || limit < 1) return null;
   return Math.min(limit, max);

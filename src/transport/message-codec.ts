@@ -14,14 +14,11 @@ import { isFieldSet } from "@bufbuild/protobuf";
 import { field as fieldExt } from "../../gen/decisioning/v1/options_pb.js";
 import { AppError, badRequest, invalidFields, type FieldViolation } from "../platform/errors.js";
 import { withRfc3339Timestamps } from "./iso-timestamps.js";
-import { checkJsonNesting } from "./request-screen.js";
+import { checkJsonNesting, MAX_VIOLATIONS } from "./request-screen.js";
 
 const DECODE_PREFIX = /^cannot decode .*? from JSON: /;
 /** protobuf-es's words for a message (a Struct, a ListValue) given another JSON type. */
 const MESSAGE_MISMATCH = /^cannot decode message (google\.protobuf\.(?:Struct|ListValue)|(?!google\.protobuf\.)\S+) from JSON:? (.*)$/s;
-/** As many fields as the request screen names in one answer. */
-const MAX_VIOLATIONS = 20;
-
 /** protobuf-es's words for a Timestamp given something that is not a string: the value alone (`12345`, `object`). */
 const TIMESTAMP_MISMATCH = /^cannot decode message google\.protobuf\.Timestamp from JSON: (?!invalid RFC 3339)(.*)$/s;
 

@@ -27,7 +27,7 @@ const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
 const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** How many offending fields one error names; a list of a thousand bad strings is not a readable answer. */
-const MAX_VIOLATIONS = 20;
+export const MAX_VIOLATIONS = 20;
 
 /** Screens a decoded request; throws 400 VALIDATION_FAILED naming the offending fields. */
 export function screenRequest(schema: DescMessage, message: Message): void {

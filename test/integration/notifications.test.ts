@@ -117,7 +117,7 @@ describe("notification providers and the outbound dispatcher", () => {
       const refused = await call("DELETE", path);
       assert.equal(refused.status, 409, JSON.stringify(refused.body));
       assert.equal(refused.body.reason, "PROVIDER_IN_USE");
-      assert.match(refused.body.detail, /alert rule "CTR watch", report template "Weekly to hook" send through this provider/);
+      assert.match(refused.body.detail, /is in use by alert rule "CTR watch", report template "Weekly to hook"; change or delete them first$/);
       assert.equal((await call("PUT", `/api/v1/alerts/${rule.body.id}`, { channels: [{ type: "email", target: "ops@example.com" }] })).status, 200);
       assert.equal((await call("DELETE", `/api/v1/reports/templates/${template.body.id}`)).status, 204);
       assert.equal((await call("DELETE", path)).status, 200);
