@@ -348,7 +348,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtSigningSecret: optional(env, "JWT_SIGNING_SECRET") ?? optional(env, "SESSION_SECRET"),
     internalApiKey: optional(env, "API_KEY"),
     rateLimits: parseRateLimits(optional(env, "RATE_LIMITS") ?? "{}"),
-    // Spec 7's 413 "over 2 MB", read as the offers routes' 2 MiB (catalog.proto), so that no route is stricter than them.
+    // Spec 7's 413 "over 2 MB": 2,000,000 bytes, as the offers routes declare (catalog.proto; docs/limits.md).
     defaultBodyLimitBytes: positiveInt(env, "DEFAULT_BODY_LIMIT_BYTES", 2_000_000),
     logLevel: env.LOG_LEVEL || "info",
     shutdownGraceMs: positiveInt(env, "SHUTDOWN_GRACE_MS", 10_000),

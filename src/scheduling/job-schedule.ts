@@ -37,8 +37,9 @@ function cronOf(expression: string, timezone: string): Cron {
 /**
  * Checks a schedule where users or domains supply one. Spec 7: an invalid cron expression is 422
  * (reason INVALID_CRON_EXPRESSION); an unknown time zone is an invalid field like any other, 400
- * (reason INVALID_TIMEZONE). The message names the field, `<field>.cron` or `<field>.timezone`. An expression that can never fire
- * (`0 0 30 2 *`) is invalid too. An interval must be a whole number of milliseconds, at least one second.
+ * (reason INVALID_TIMEZONE). The message names the field, `<field>.cron` or `<field>.timezone`. An
+ * expression that can never fire (`0 0 30 2 *`) is invalid too. An interval must be a whole number
+ * of milliseconds, at least one second.
  */
 export function validateSchedule(
   schedule: JobSchedule,

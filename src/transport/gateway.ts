@@ -5,7 +5,7 @@ import type { Handler, ServiceRegistration } from "../platform/service-registrat
 import { AppError } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
 import { methodPolicy, type ResolvedPolicy } from "../platform/method-policy.js";
-import type { RateLimitPolicy } from "../platform/rate-limit-policy.js";
+import type { RateLimitPolicy, RateLimitSubject } from "../platform/rate-limit-policy.js";
 import type { RateLimitDecision } from "../platform/rate-limiter.js";
 import { authorize, type Authenticated, type Authenticator } from "../identity/authenticator.js";
 import type { CronAuthenticator } from "../identity/cron-authenticator.js";
@@ -132,15 +132,32 @@ export class Gateway {
     caller.tenantId = ctx.tenantId;
     const request = await decode();
     screenRequest(method.input, request);
-    const clientId = (request as { clientId?: unknown }).clientId;
-    const subject = {
-      tenantId: ctx.tenantId || null,
-      // Prefixed so that a client_id chosen to look like an address cannot spend that address's window.
-      clientKey: clientId ? `client_id:${String(clientId)}` : `ip:${inv.call.remoteAddress}`,
-      source: inv.call.remoteAddress,
-    };
+    const subject = new CallerSubject(ctx.tenantId || null, (request as { clientId?: unknown }).clientId, inv.call);
     const { result: response, rateLimit } = await this.rateLimits.limit(policy.rateLimit, subject, () => handler(ctx, request, inv.call), hitCost(policy, request));
     return { response, requestId, rateLimit, setCookie };
+  }
+}
+
+/**
+ * Who a call's rate limits count against. The address is read only by the rules that key on it
+ * (a call without a tenant, a client_id route, a route counting failed attempts per address): a
+ * gRPC caller's address is formatted from its peer string. A class, for the reason GrpcCallInfo
+ * is one (grpc.ts).
+ */
+class CallerSubject implements RateLimitSubject {
+  constructor(
+    readonly tenantId: string | null,
+    private readonly clientId: unknown,
+    private readonly call: CallInfo,
+  ) {}
+
+  /** Prefixed so that a client_id chosen to look like an address cannot spend that address's window. */
+  get clientKey(): string {
+    return this.clientId ? `client_id:${String(this.clientId)}` : `ip:${this.call.remoteAddress}`;
+  }
+
+  get source(): string {
+    return this.call.remoteAddress;
   }
 }
 

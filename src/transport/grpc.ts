@@ -27,7 +27,7 @@ class GrpcCallInfo implements CallInfo {
     return v === undefined ? undefined : String(v);
   }
 
-  /** Read by the few routes limited per address; formatting the peer on every call cost ~2% of a replayed Respond. */
+  /** Formatted when read: only the rate limits that key on the address read it (CallerSubject, gateway.ts). */
   get remoteAddress(): string {
     return this.call.getPeer().replace(/^ipv[46]:/, "").replace(/:\d+$/, "");
   }

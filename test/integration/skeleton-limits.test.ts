@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { Code } from "@connectrpc/connect";
 import { startTestService, type TestService } from "../support/service.js";
 import { connectClient, grpcClient, postFrom, rest, rpcError, type RestResponse } from "../support/clients.js";
-import { ApiKeyService } from "../../gen/decisioning/v1/identity_pb.js";
+import { ApiKeyService, OAuthService } from "../../gen/decisioning/v1/identity_pb.js";
 
 let svc: TestService;
 
@@ -123,6 +123,13 @@ describe("the token endpoint's limiter (20 per 60 s per client_id, per IP when a
     assert.equal((await token({ grant_type: "client_credentials" })).status, 400, "a client_id cannot spend an address's window");
     assert.equal((await token({ grant_type: "client_credentials" })).status, 400);
     assert.equal((await token({ grant_type: "client_credentials" })).status, 429, "without client_id the address is counted");
+
+    // Over gRPC the address is read from the call's peer ("ipv4:127.0.0.1:<port>"): the same window as REST's.
+    const grpc = grpcClient(OAuthService, svc.grpcAddress);
+    const issued = await grpc.issueToken({ grantType: "client_credentials", clientId: second.client_id, clientSecret: second.client_secret });
+    assert.equal(typeof issued.accessToken, "string", "a client_id keeps its own window over gRPC");
+    const addressSpent = await rpcError(grpc.issueToken({ grantType: "client_credentials" }));
+    assert.equal(addressSpent.code, Code.ResourceExhausted, "without client_id, the address REST spent");
   });
 
   test("wrong secrets sent with a victim's client_id from another address do not lock the victim out", async () => {
