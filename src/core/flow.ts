@@ -31,10 +31,23 @@ function node<T extends FlowNode["type"]>(flow: DecisionFlow, type: T): NodeOf<T
   return flow.nodes.find((n): n is NodeOf<T> => n.type === type);
 }
 
-/** The flow's candidate offers, in catalog order. */
-export function flowCandidates(flow: DecisionFlow, offers: readonly Offer[]): Offer[] {
-  const scope = node(flow, "candidates");
-  return offers.filter((offer) => appliesToOffer(scope, offer));
+/**
+ * Candidates by catalog, then by flow. A snapshot's offers and flows do not change while it serves,
+ * and a decision resolves its scope three times (evidence keys, counters, the decision), so the
+ * 200-offer filter runs once per snapshot and flow instead of three times per decision.
+ */
+const candidatesByCatalog = new WeakMap<readonly Offer[], Map<DecisionFlow, readonly Offer[]>>();
+
+/** The flow's candidate offers, in catalog order; `offers` and `flow` must not change afterwards. */
+export function flowCandidates(flow: DecisionFlow, offers: readonly Offer[]): readonly Offer[] {
+  let byFlow = candidatesByCatalog.get(offers);
+  if (!byFlow) candidatesByCatalog.set(offers, (byFlow = new Map()));
+  let candidates = byFlow.get(flow);
+  if (!candidates) {
+    const scope = node(flow, "candidates");
+    byFlow.set(flow, (candidates = Object.freeze(offers.filter((offer) => appliesToOffer(scope, offer)))));
+  }
+  return candidates;
 }
 
 export function flowScoreNode(flow: DecisionFlow): NodeOf<"score"> {

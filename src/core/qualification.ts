@@ -49,7 +49,7 @@ export const QUALIFICATION_CHECKS = {
 const isEmpty = (value: object | undefined) => value === undefined || Object.keys(value).length === 0;
 
 /** `explain` keeps every check's row in `results`; without it only rejections are recorded. */
-export function qualify(offers: Offer[], rules: QualificationRule[], bag: AttributeBag, nowMs: number, explain = true): QualificationOutput {
+export function qualify(offers: readonly Offer[], rules: QualificationRule[], bag: AttributeBag, nowMs: number, explain = true): QualificationOutput {
   const output: QualificationOutput = { qualified: [], results: [], rejections: [] };
   // A gate reads the customer and the request, never the offer: one outcome per gate per decision.
   const gateOutcomes = new Map<QualificationRule, ConditionOutcome>();

@@ -23,7 +23,7 @@ export interface RequestScopeInput {
 
 export interface RequestScope {
   flow: DecisionFlow;
-  candidates: Offer[];
+  candidates: readonly Offer[];
   slots: Slot[];
   channel: Channel | null;
   nowMs: number;
