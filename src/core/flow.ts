@@ -45,7 +45,8 @@ export function flowCandidates(flow: DecisionFlow, offers: readonly Offer[]): re
   let candidates = byFlow.get(flow);
   if (!candidates) {
     const scope = node(flow, "candidates");
-    byFlow.set(flow, (candidates = Object.freeze(offers.filter((offer) => appliesToOffer(scope, offer)))));
+    // Read-only by type, not frozen: a frozen array's for-of is ten times slower (evidence.ts).
+    byFlow.set(flow, (candidates = offers.filter((offer) => appliesToOffer(scope, offer))));
   }
   return candidates;
 }

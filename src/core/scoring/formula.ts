@@ -17,7 +17,7 @@ import { posteriorFor, validateAdaptiveSettings } from "./adaptive.js";
 import { betaMean } from "./beta.js";
 import { clvTilt, DEFAULT_REVENUE_SCALE, offerImpact } from "./impact.js";
 import type { FormulaModel, FormulaWeights } from "./models.js";
-import { numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
+import { NO_EXPLANATIONS, numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
 
 export const DEFAULT_FORMULA_WEIGHTS: FormulaWeights = {
   priority: 0.2,
@@ -68,7 +68,7 @@ export function compileFormula(model: FormulaModel): Compiled {
           score,
           propensity,
           propensitySource: posterior.source,
-          explanations: context.explain ? [...contributions, { field: "clv", contribution: score - base }] : [],
+          explanations: context.explain ? [...contributions, { field: "clv", contribution: score - base }] : NO_EXPLANATIONS,
         };
       },
     },

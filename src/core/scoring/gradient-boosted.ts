@@ -16,7 +16,7 @@
 import { featureReader, featureVector } from "./features.js";
 import { logit, sigmoid } from "./link.js";
 import type { GradientBoostedModel, XgbNode } from "./models.js";
-import { numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
+import { NO_EXPLANATIONS, numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
 
 /** A compiled tree node; `cover` is XGBoost's per-node cover when the dump has stats. */
 export interface TreeNode {
@@ -90,7 +90,7 @@ export function compileGradientBoosted(model: GradientBoostedModel): Compiled {
         if (!context.explain) {
           const margin = walk(forest, baseMargin, x, null);
           const score = logistic ? sigmoid(margin) : margin;
-          return { score, propensity: score, propensitySource: "model", explanations: [] };
+          return { score, propensity: score, propensitySource: "model", explanations: NO_EXPLANATIONS };
         }
         const explained = { contributions: new Float64Array(x.length), met: [] as number[] };
         const margin = walk(forest, baseMargin, x, explained);

@@ -7,7 +7,7 @@
 import { featureReader, featureVector } from "./features.js";
 import { sigmoid } from "./link.js";
 import type { LogisticRegressionModel } from "./models.js";
-import { numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
+import { NO_EXPLANATIONS, numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
 
 export function compileLogisticRegression(model: LogisticRegressionModel): Compiled {
   const coefficients: unknown = model.coefficients;
@@ -34,7 +34,7 @@ export function compileLogisticRegression(model: LogisticRegressionModel): Compi
           propensitySource: "model",
           explanations: context.explain
             ? [{ field: "(intercept)", contribution: model.intercept }, ...fields.map((field, i) => ({ field, contribution: contributions[i] }))]
-            : [],
+            : NO_EXPLANATIONS,
         };
       },
     },

@@ -15,7 +15,7 @@
 import { setNewest } from "../bounded-map.js";
 import type { ModelConfig, ModelType } from "./models.js";
 import { scoreCandidates, type CandidateScore, type ScoreTask } from "./score-candidates.js";
-import type { PropensitySource, ScoringOffer } from "./scorer.js";
+import { NO_EXPLANATIONS, type PropensitySource, type ScoringOffer } from "./scorer.js";
 
 export interface PooledScoreTask extends Omit<ScoreTask, "models" | "candidates"> {
   /** Model key → version reference, for every model of the task that exists. */
@@ -153,7 +153,7 @@ export function unpackScores(packed: PackedScores, candidates: readonly ScoringO
       score: packed.score[i],
       propensity: packed.propensity[i],
       propensitySource: SOURCES[packed.source[i]],
-      explanations: [],
+      explanations: NO_EXPLANATIONS,
     };
     const extra = packed.extras[i];
     if (extra) Object.assign(score, extra);

@@ -14,7 +14,7 @@ import { compileModel } from "./compile-model.js";
 import type { ClvInput } from "./impact.js";
 import type { ModelConfig, ModelType } from "./models.js";
 import type { EvidenceCounts } from "./evidence-counts.js";
-import type { Explanation, ModelScore, PropensitySource, Scorer, ScoringContext, ScoringOffer } from "./scorer.js";
+import { NO_EXPLANATIONS, type Explanation, type ModelScore, type PropensitySource, type Scorer, type ScoringContext, type ScoringOffer } from "./scorer.js";
 
 export interface ScoreTask {
   candidates: ScoringOffer[];
@@ -41,7 +41,7 @@ export interface CandidateScore {
   modelId: string;
   modelKey: string;
   modelType: ModelType | "unavailable";
-  explanations: Explanation[];
+  explanations: readonly Explanation[];
   shadowScores?: Record<string, number>;
   shadowErrors?: Record<string, string>;
   degraded?: true;
@@ -85,7 +85,7 @@ export function scoreCandidates(task: ScoreTask): CandidateScore[] {
           score: FALLBACK_SCORE,
           propensity: FALLBACK_SCORE,
           propensitySource: primary.type === "adaptive" || primary.type === "formula" ? "cold_start" : "model",
-          explanations: [],
+          explanations: NO_EXPLANATIONS,
         }
       : result;
     // Members written out, not spread from the result: spreading into a literal cost more than the model.

@@ -57,8 +57,11 @@ export interface ModelScore {
   score: number;
   propensity: number;
   propensitySource: PropensitySource;
-  explanations: Explanation[];
+  explanations: readonly Explanation[];
 }
+
+/** The explanations of a score nobody asked to explain: one list for every candidate of every decision. */
+export const NO_EXPLANATIONS: readonly Explanation[] = Object.freeze([]);
 
 export interface Scorer {
   score(context: ScoringContext): ModelScore;
