@@ -16,6 +16,11 @@ export interface CounterPlan {
 }
 
 export function counterPlan(snapshot: DecisionSnapshot, request: RequestScopeInput): CounterPlan {
+  // Counters belong to frequency caps and budgets: a tenant with neither (suppression policies hold
+  // none) has no offer to walk.
+  if (snapshot.budgets.length === 0 && snapshot.contactPolicies.every((policy) => policy.type === "suppression")) {
+    return { keys: [], checks: new Map() };
+  }
   const scope = resolveRequestScope(snapshot, request);
   const keys = new Set<string>();
   const checks = new Map<Offer, readonly CounterCheck[]>();

@@ -106,6 +106,17 @@ describe("counter keys", () => {
     const input = { customerId: "c1", now: NOW_ISO, customer: {}, context: {}, clv: null, seed: "s", counters: { [`fc:c1:offer:o1:86400s:${day}`]: 2 } };
     assert.deepEqual(decide(snapshot, { ...input, counterChecks: plan.checks }), decide(snapshot, input), "the plan's checks decide as the core's own");
   });
+
+  test("counterPlan is empty without caps and budgets, suppression policies or not, and an offer's own budget counts", () => {
+    const suppression = { id: "sup", type: "suppression" as const, afterOutcomes: ["dismiss"], windowSeconds: 3600 };
+    for (const config of [{ offers: [offer("o1"), offer("o2")] }, { offers: [offer("o1")], contactPolicies: [suppression] }]) {
+      const plan = counterPlan(prepareSnapshot(config), { customerId: "c1", now: NOW_ISO });
+      assert.deepEqual(plan.keys, []);
+      assert.equal(plan.checks.size, 0);
+    }
+    const budgeted = prepareSnapshot({ offers: [offer("o1"), offer("o2", { budget: { maxImpressions: 10, period: "day" } })], contactPolicies: [suppression] });
+    assert.deepEqual(counterPlan(budgeted, { customerId: "c1", now: NOW_ISO }).keys, ["bg:offer%3Ao2:impressions:day:2024-06-01"]);
+  });
 });
 
 describe("contact policy stage", () => {
