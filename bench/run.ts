@@ -29,7 +29,6 @@
  * path to write every figure to as JSON), BENCH_SERVICE_NODE_ARGS (extra node options for the
  * service, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_WORKERS (the service's WORKERS, 1).
  */
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { availableParallelism, cpus, release } from "node:os";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -49,6 +48,7 @@ import {
   createDatabase,
   deleteRedisPrefix,
   expectExits,
+  reexecWithServices,
   restOk,
   runCli,
   spawnProbed,
@@ -82,31 +82,6 @@ const OPEN = { connections: 2 * WORKERS, streams: 64 };
  */
 const RESPOND_IN_FLIGHT = CLOSED.connections * CLOSED.streams;
 
-// ---------------------------------------------------------------------------------------------
-// 1. PostgreSQL and Redis: re-run under test/services.sh when they are not given.
-// ---------------------------------------------------------------------------------------------
-
-function reexecWithServices(): Promise<number> {
-  // bash sources test/services.sh (its EXIT trap stops both servers) and runs this file under node.
-  // bash gets its own process group; our signals are passed on to it as SIGINT, which the inner
-  // run handles by cleaning up and exiting, after which bash exits and its trap runs.
-  const child = spawn("bash", ["-c", 'source test/services.sh && node --import tsx bench/run.ts "$@"', "bench", ...process.argv.slice(2)], {
-    cwd: ROOT,
-    env: { ...process.env, BENCH_SERVICES_STARTED: "1" },
-    stdio: "inherit",
-    detached: true,
-  });
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-    process.on(signal, () => {
-      try {
-        process.kill(-child.pid!, "SIGINT");
-      } catch {
-        /* already gone */
-      }
-    });
-  }
-  return new Promise((resolve) => child.on("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0))));
-}
 
 // ---------------------------------------------------------------------------------------------
 // Cleanup: everything started is registered here and stopped in reverse order, once.
@@ -537,7 +512,7 @@ async function main(): Promise<number> {
   const h2loadVersion = requireH2load();
   if (!process.env.TEST_DATABASE_URL || !process.env.TEST_REDIS_URL) {
     if (process.env.BENCH_SERVICES_STARTED) throw new Error("test/services.sh did not export TEST_DATABASE_URL and TEST_REDIS_URL");
-    return reexecWithServices();
+    return reexecWithServices("bench/run.ts");
   }
   let interrupted = false;
   for (const signal of ["SIGINT", "SIGTERM"] as const) {

@@ -241,3 +241,29 @@ export async function restOk(baseUrl: string, method: string, path: string, key:
   if (res.status !== expected) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 500)}`);
   return res.body;
 }
+
+/**
+ * Runs `script` again under bash after sourcing test/services.sh, which starts a private
+ * PostgreSQL and Redis on loopback and stops them from its EXIT trap; for a bench run without
+ * TEST_DATABASE_URL and TEST_REDIS_URL. bash gets its own process group; our signals are passed on
+ * to it as SIGINT, which the inner run handles by cleaning up and exiting, after which bash exits
+ * and its trap runs.
+ */
+export function reexecWithServices(script: string): Promise<number> {
+  const child = spawn("bash", ["-c", `source test/services.sh && node --import tsx ${script} "$@"`, "bench", ...process.argv.slice(2)], {
+    cwd: ROOT,
+    env: { ...process.env, BENCH_SERVICES_STARTED: "1" },
+    stdio: "inherit",
+    detached: true,
+  });
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.on(signal, () => {
+      try {
+        process.kill(-child.pid!, "SIGINT");
+      } catch {
+        /* already gone */
+      }
+    });
+  }
+  return new Promise((resolve) => child.on("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+}
