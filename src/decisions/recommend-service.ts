@@ -98,8 +98,12 @@ export class RecommendService {
     const { offers, refusals, interactionId, createdAt } = await this.commit(ctx, input, decision, bucket, scoredModelIds(task), experiment);
     this.deps.observer?.decided(offers.length, decision.degradedScoring);
     if (sampled) {
-      const record = traceRecord(input, offers, refusals, experiment, activeTraceIds()?.traceId);
-      this.deps.traces.enqueue(toTraceRow(ctx.tenantId, recommendationId, decision, record, createdAt), snapshot.config);
+      const otelTraceId = activeTraceIds()?.traceId;
+      this.deps.traces.enqueue(
+        recommendationId,
+        () => toTraceRow(ctx.tenantId, recommendationId, decision, traceRecord(input, offers, refusals, experiment, otelTraceId), createdAt),
+        snapshot.config,
+      );
     }
     return toRecommendResponse({
       recommendationId,
