@@ -23,6 +23,7 @@ import { createScoringPool } from "../src/platform/scoring-pool.js";
 import { createLogger } from "../src/platform/logger.js";
 import { DEFAULT_POOL_MIN_TREE_WALKS } from "../src/config.js";
 import { customers, xgboostTrees } from "./workload.js";
+import { median } from "./load.js";
 
 export interface CrossoverPoint {
   trees: number;
@@ -80,11 +81,6 @@ function task(trees: number, candidates: number, explain: boolean): ScoreTask {
 export function threadCpuMs(): number {
   return Number(readFileSync("/proc/thread-self/schedstat", "latin1").split(" ")[0]) / 1e6;
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-};
 
 /** Repeats `fn` for about `budgetMs` (between `min` and `max` runs). */
 async function repeat(fn: () => unknown, budgetMs: number, min = 7, max = 400): Promise<number[]> {

@@ -138,3 +138,9 @@ export async function warmUp(call: Call, ms: number, concurrency = 8): Promise<v
 
 /** Calls 0..n-1 once each, `concurrency` at a time, without recording; returns how many were answered. */
 export const failures = (r: LaneResult) => r.errors + r.skipped + r.timedOut;
+
+/** The median of `xs`: the middle value, or the mean of the two middle ones. */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}

@@ -43,26 +43,25 @@ import { grpcFrame, h2loadClosed, h2loadOpen, requireH2load, type H2loadTarget }
 import { grpcFrameClient } from "./h2-frames.js";
 import {
   BENCH_SECRETS,
+  BENCH_TENANT_LIMITS,
   ROOT,
   SERVICE_NODE_OPTIONS,
+  createBenchTenant,
   createDatabase,
   deleteRedisPrefix,
+  envPositive,
   expectExits,
   reexecWithServices,
   restOk,
-  runCli,
   spawnProbed,
+  stockTenant,
   type ProbeReport,
   type ProbedProcess,
 } from "./stack.js";
-import { customers, offerBody, xgboostTrees } from "./workload.js";
+import { benchRecommendRequest, xgboostTrees } from "./workload.js";
 
-const seconds = (name: string, fallback: number) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
-const LANE_S = seconds("BENCH_LANE_SECONDS", 10);
-const WARM_S = seconds("BENCH_WARMUP_SECONDS", 2);
+const LANE_S = envPositive("BENCH_LANE_SECONDS", 10);
+const WARM_S = envPositive("BENCH_WARMUP_SECONDS", 2);
 const WORKERS = Math.max(1, Number(process.env.BENCH_WORKERS) || 1);
 const OFFERS = 200;
 /** The second tenant's active offers: the service with a decision that costs little, beside the floor. */
@@ -259,15 +258,8 @@ async function run(h2loadVersion: string): Promise<void> {
   const redisKeyPrefix = `bench:${randomBytes(6).toString("hex")}:`;
   closers.push({ what: "Redis keys", close: () => deleteRedisPrefix(redisUrl, redisKeyPrefix) });
   const env = { DATABASE_URL: db.url, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisKeyPrefix, ...BENCH_SECRETS };
-  const limits = { default: { limit: 100_000_000, windowSeconds: 60 }, offers: { limit: 100_000_000, windowSeconds: 60 } };
-  /** A tenant made as an operator makes one (the CLI), its rate limits raised out of the bench's way. */
-  const createTenant = async (name: string) => {
-    const created = (await runCli(["tenant", "create", "--name", name], { ...env, LOG_LEVEL: "warn" })) as { tenantId: string; apiKey: string };
-    await runCli(["tenant", "set-limits", "--tenant", created.tenantId, "--limits", JSON.stringify(limits)], { ...env, LOG_LEVEL: "warn" });
-    return created;
-  };
-  const tenant = await createTenant("bench");
-  console.log(`bench: database ${db.name}, tenant ${tenant.tenantId} with rate limits ${JSON.stringify(limits)}`);
+  const tenant = await createBenchTenant(env, "bench");
+  console.log(`bench: database ${db.name}, tenant ${tenant.tenantId} with rate limits ${JSON.stringify(BENCH_TENANT_LIMITS)}`);
 
   // --- the service and the echo baseline, each a process of its own --------------------------
   const nodeArgs = [...SERVICE_NODE_OPTIONS, ...(process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(/\s+/).filter(Boolean)];
@@ -279,27 +271,18 @@ async function run(h2loadVersion: string): Promise<void> {
   console.log(`bench: service pid ${service.child.pid} on http ${service.ports.httpPort} / grpc ${service.ports.grpcPort} (${WORKERS} process(es)); echo pid ${echo.child.pid} on grpc ${echo.ports.grpcPort}`);
 
   // --- catalog and keys ----------------------------------------------------------------------
-  /** `count` active offers (REST, ten at a time) and a data-plane key, with the tenant's admin key. */
-  const stockTenant = async (adminKey: string, count: number): Promise<string> => {
-    for (let i = 0; i < count; i += 10) {
-      await Promise.all(Array.from({ length: Math.min(10, count - i) }, (_, j) => restOk(baseUrl, "POST", "/api/v1/offers", adminKey, offerBody(i + j), 201)));
-    }
-    return (await restOk(baseUrl, "POST", "/api/v1/api-keys", adminKey, { name: "bench" }, 201)).key as string;
-  };
-  const dataKey = await stockTenant(tenant.apiKey, OFFERS);
+  const dataKey = await stockTenant(baseUrl, tenant.apiKey, OFFERS);
   console.log(`bench: ${OFFERS} active offers created, data-plane key minted`);
 
   // --- request bodies: one customer with numeric attributes and context (h2load sends one body) --
-  const who = customers(1)[0];
-  const recommendRequest = (flow = "") => create(RecommendRequestSchema, { customerId: who.customerId, attributes: who.attributes, context: who.context, flow });
   const grpcHeaders = { "content-type": "application/grpc", te: "trailers", "x-api-key": dataKey };
   const jsonHeaders = { "content-type": "application/json", "x-api-key": dataKey };
   const grpcTarget = (port: number, flow = ""): H2loadTarget => ({
     url: `http://127.0.0.1:${port}/decisioning.v1.DecisionService/Recommend`,
     headers: grpcHeaders,
-    body: grpcFrame(toBinary(RecommendRequestSchema, recommendRequest(flow))),
+    body: grpcFrame(toBinary(RecommendRequestSchema, benchRecommendRequest(flow))),
   });
-  const json = toJsonString(RecommendRequestSchema, recommendRequest());
+  const json = toJsonString(RecommendRequestSchema, benchRecommendRequest());
   const connectTarget: H2loadTarget = { url: `${baseUrl}/api/v1/decisioning.v1.DecisionService/Recommend`, headers: jsonHeaders, body: json };
   const restTarget: H2loadTarget = { url: `${baseUrl}/api/v1/recommend`, headers: jsonHeaders, body: json };
 
@@ -332,7 +315,7 @@ async function run(h2loadVersion: string): Promise<void> {
   const echoOpenGb = await h2Lane("echo gRPC", echo, echoTarget, { rate: RATE_GB }, false);
   const echoCalls = grpcFrameClient(echo.ports.grpcPort, { "x-api-key": dataKey }, CLOSED.connections);
   closers.push({ what: "echo frame client", close: async () => echoCalls.close() });
-  const echoMessage = toBinary(RecommendRequestSchema, recommendRequest());
+  const echoMessage = toBinary(RecommendRequestSchema, benchRecommendRequest());
   const echoFrames = await frameLane("echo gRPC (frame client)", echo, () => echoCalls.call("/decisioning.v1.DecisionService/Recommend", echoMessage), RESPOND_IN_FLIGHT);
 
   // --- B. Recommend, default flow (adaptive), 200 offers, traces on ------------------------------
@@ -399,7 +382,7 @@ async function run(h2loadVersion: string): Promise<void> {
   await floor.stop();
   // The service with a decision that costs little: another tenant with three active offers. It
   // stores the same rows, through the same request handling, as the 200-offer lane.
-  const smallKey = await stockTenant((await createTenant(`bench-${SMALL_OFFERS}-offers`)).apiKey, SMALL_OFFERS);
+  const smallKey = await stockTenant(baseUrl, (await createBenchTenant(env, `bench-${SMALL_OFFERS}-offers`)).apiKey, SMALL_OFFERS);
   const smallTarget: H2loadTarget = { ...recTarget, headers: { ...grpcHeaders, "x-api-key": smallKey } };
   await h2loadClosed(smallTarget, { ...CLOSED, seconds: 2 * WARM_S });
   const smallClosed = await h2Lane(`Recommend gRPC adaptive, ${SMALL_OFFERS} offers`, service, smallTarget, "closed", true);

@@ -21,75 +21,47 @@ import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
 import { RecommendRequestSchema } from "../gen/decisioning/v1/decisions_pb.js";
 import { grpcFrame, h2loadClosed, requireH2load, type H2loadTarget } from "./h2load.js";
-import {
-  BENCH_SECRETS,
-  ROOT,
-  SERVICE_NODE_OPTIONS,
-  createDatabase,
-  deleteRedisPrefix,
-  expectExits,
-  reexecWithServices,
-  restOk,
-  runCli,
-  spawnProbed,
-  type BenchDatabase,
-  type ProbedProcess,
-} from "./stack.js";
-import { customers, offerBody } from "./workload.js";
+import { median } from "./load.js";
+import * as stack from "./stack.js";
+import { benchRecommendRequest } from "./workload.js";
 
 const OFFERS = 200;
 const CLOSED = { connections: 4, streams: 8 };
-const positive = (name: string, fallback: number) => {
-  const v = Number(process.env[name]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-};
-const SLICE_S = positive("BENCH_SLICE_SECONDS", 6);
-const ROUNDS = Math.round(positive("BENCH_ROUNDS", 8));
+const SLICE_S = stack.envPositive("BENCH_SLICE_SECONDS", 6);
+const ROUNDS = Math.round(stack.envPositive("BENCH_ROUNDS", 8));
 
 interface Side {
   name: string;
-  db: BenchDatabase;
+  db: stack.BenchDatabase;
   prefix: string;
   /** Set once the side's service has started and been stocked. */
-  service?: ProbedProcess;
+  service?: stack.ProbedProcess;
   target?: H2loadTarget;
   rates: number[];
   cpuMs: number[];
 }
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 
 /** A service of the checkout at `root`, with its own database, prefix, tenant and 200 offers. */
 async function startSide(name: string, root: string, sides: Side[]): Promise<void> {
-  const db = await createDatabase(process.env.TEST_DATABASE_URL!);
+  const db = await stack.createDatabase(process.env.TEST_DATABASE_URL!);
   const prefix = `bench-sbs:${randomBytes(4).toString("hex")}:`;
   const side: Side = { name, db, prefix, rates: [], cpuMs: [] };
   sides.push(side);
-  const env = { DATABASE_URL: db.url, REDIS_URL: process.env.TEST_REDIS_URL!, REDIS_KEY_PREFIX: prefix, ...BENCH_SECRETS };
-  const tenant = await runCli(["tenant", "create", "--name", `bench-${name}`], { ...env, LOG_LEVEL: "warn" });
-  const limits = { default: { limit: 100_000_000, windowSeconds: 60 }, offers: { limit: 100_000_000, windowSeconds: 60 } };
-  await runCli(["tenant", "set-limits", "--tenant", tenant.tenantId, "--limits", JSON.stringify(limits)], { ...env, LOG_LEVEL: "warn" });
-  const service = await spawnProbed(join(root, "src/main.ts"), { ...env, HOST: "127.0.0.1", PORT: "0", GRPC_PORT: "0", LOG_LEVEL: "info", WORKERS: "1" }, `service (${name})`, SERVICE_NODE_OPTIONS);
+  const env = { DATABASE_URL: db.url, REDIS_URL: process.env.TEST_REDIS_URL!, REDIS_KEY_PREFIX: prefix, ...stack.BENCH_SECRETS };
+  const tenant = await stack.createBenchTenant(env, `bench-${name}`);
+  const serviceEnv = { ...env, HOST: "127.0.0.1", PORT: "0", GRPC_PORT: "0", LOG_LEVEL: "info", WORKERS: "1" };
+  const service = await stack.spawnProbed(join(root, "src/main.ts"), serviceEnv, `service (${name})`, stack.SERVICE_NODE_OPTIONS);
   side.service = service;
-  const base = `http://127.0.0.1:${service.ports.httpPort}`;
-  for (let i = 0; i < OFFERS; i += 10) {
-    await Promise.all(Array.from({ length: Math.min(10, OFFERS - i) }, (_, j) => restOk(base, "POST", "/api/v1/offers", tenant.apiKey, offerBody(i + j), 201)));
-  }
-  const key = (await restOk(base, "POST", "/api/v1/api-keys", tenant.apiKey, { name: "side-by-side" }, 201)).key as string;
-  const who = customers(1)[0];
-  const message = create(RecommendRequestSchema, { customerId: who.customerId, attributes: who.attributes, context: who.context });
+  const key = await stack.stockTenant(`http://127.0.0.1:${service.ports.httpPort}`, tenant.apiKey, OFFERS);
   side.target = {
     url: `http://127.0.0.1:${service.ports.grpcPort}/decisioning.v1.DecisionService/Recommend`,
     headers: { "content-type": "application/grpc", te: "trailers", "x-api-key": key },
-    body: grpcFrame(toBinary(RecommendRequestSchema, message)),
+    body: grpcFrame(toBinary(RecommendRequestSchema, benchRecommendRequest())),
   };
 }
 
@@ -131,19 +103,19 @@ async function main(): Promise<number> {
   requireH2load();
   if (!process.env.TEST_DATABASE_URL || !process.env.TEST_REDIS_URL) {
     if (process.env.BENCH_SERVICES_STARTED) throw new Error("test/services.sh did not export TEST_DATABASE_URL and TEST_REDIS_URL");
-    return reexecWithServices("bench/side-by-side.ts");
+    return stack.reexecWithServices("bench/side-by-side.ts");
   }
   const worktree = join(mkdtempSync(join(tmpdir(), "bench-sbs-")), "checkout");
-  const git = (...args: string[]) => execFileSync("git", args, { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] }).toString().trim();
+  const git = (...args: string[]) => execFileSync("git", args, { cwd: stack.ROOT, stdio: ["ignore", "pipe", "inherit"] }).toString().trim();
   const sides: Side[] = [];
   let checkedOut = false;
   try {
     const commit = git("rev-parse", "--short", `${revision}^{commit}`);
     git("worktree", "add", "--detach", worktree, commit);
     checkedOut = true;
-    symlinkSync(join(ROOT, "node_modules"), join(worktree, "node_modules"));
+    symlinkSync(join(stack.ROOT, "node_modules"), join(worktree, "node_modules"));
     console.log(`side by side: this checkout (${git("rev-parse", "--short", "HEAD")}) against ${commit}, ${ROUNDS} rounds of ${SLICE_S} s`);
-    await startSide("this checkout", ROOT, sides);
+    await startSide("this checkout", stack.ROOT, sides);
     await startSide(commit, worktree, sides);
     await measure(sides);
     return 0;
@@ -151,11 +123,11 @@ async function main(): Promise<number> {
     console.error("side by side failed:", err);
     return 1;
   } finally {
-    expectExits();
+    stack.expectExits();
     for (const side of sides) {
       await side.service?.stop();
       await side.db.drop();
-      await deleteRedisPrefix(process.env.TEST_REDIS_URL!, side.prefix);
+      await stack.deleteRedisPrefix(process.env.TEST_REDIS_URL!, side.prefix);
     }
     if (checkedOut) git("worktree", "remove", "--force", worktree);
     rmSync(join(worktree, ".."), { recursive: true, force: true });

@@ -12,6 +12,7 @@ import { pathToFileURL } from "node:url";
 import { createInterface } from "node:readline";
 import pg from "pg";
 import { Redis } from "ioredis";
+import { offerBody } from "./workload.js";
 
 export const ROOT = join(import.meta.dirname, "..");
 const PROBE = pathToFileURL(join(ROOT, "bench/probe.mjs")).href;
@@ -240,6 +241,30 @@ export async function restOk(baseUrl: string, method: string, path: string, key:
   const res = await rest(baseUrl, method, path, key, body);
   if (res.status !== expected) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 500)}`);
   return res.body;
+}
+
+/** A positive number from the environment, else `fallback`. */
+export function envPositive(name: string, fallback: number): number {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+}
+
+/** The bench tenant's rate limits, raised out of the bench's way. */
+export const BENCH_TENANT_LIMITS = { default: { limit: 100_000_000, windowSeconds: 60 }, offers: { limit: 100_000_000, windowSeconds: 60 } };
+
+/** A tenant made as an operator makes one (the CLI), with BENCH_TENANT_LIMITS; `env` names the database and Redis. */
+export async function createBenchTenant(env: Record<string, string>, name: string): Promise<{ tenantId: string; apiKey: string }> {
+  const created = (await runCli(["tenant", "create", "--name", name], { ...env, LOG_LEVEL: "warn" })) as { tenantId: string; apiKey: string };
+  await runCli(["tenant", "set-limits", "--tenant", created.tenantId, "--limits", JSON.stringify(BENCH_TENANT_LIMITS)], { ...env, LOG_LEVEL: "warn" });
+  return created;
+}
+
+/** `count` active offers (REST, ten at a time) and a data-plane key, with the tenant's admin key. */
+export async function stockTenant(baseUrl: string, adminKey: string, count: number): Promise<string> {
+  for (let i = 0; i < count; i += 10) {
+    await Promise.all(Array.from({ length: Math.min(10, count - i) }, (_, j) => restOk(baseUrl, "POST", "/api/v1/offers", adminKey, offerBody(i + j), 201)));
+  }
+  return (await restOk(baseUrl, "POST", "/api/v1/api-keys", adminKey, { name: "bench" }, 201)).key as string;
 }
 
 /**

@@ -32,13 +32,12 @@ import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { DecisionService, RecommendRequestSchema } from "../gen/decisioning/v1/decisions_pb.js";
-import { closedLoop, failures, warmUp, type LaneResult } from "./load.js";
-import { BENCH_SECRETS, SERVICE_NODE_OPTIONS, createDatabase, deleteRedisPrefix, expectExits, restOk, runCli, spawnProbed, type ProbedProcess } from "./stack.js";
-import { customers, offerBody } from "./workload.js";
+import { closedLoop, failures, median, warmUp, type LaneResult } from "./load.js";
+import { BENCH_SECRETS, SERVICE_NODE_OPTIONS, createBenchTenant, createDatabase, deleteRedisPrefix, envPositive, expectExits, spawnProbed, stockTenant, type ProbedProcess } from "./stack.js";
+import { customers } from "./workload.js";
 
-const seconds = (name: string, fallback: number) => (Number(process.env[name]) > 0 ? Number(process.env[name]) : fallback) * 1000;
-const LANE_MS = seconds("BENCH_LANE_SECONDS", 3);
-const WARM_MS = seconds("BENCH_WARMUP_SECONDS", 1);
+const LANE_MS = envPositive("BENCH_LANE_SECONDS", 3) * 1000;
+const WARM_MS = envPositive("BENCH_WARMUP_SECONDS", 1) * 1000;
 const CONCURRENCY = Math.max(1, Number(process.env.BENCH_CONCURRENCY) || 16);
 const PAIRS = Math.max(1, Number(process.env.BENCH_TRACING_PAIRS) || 10);
 const OFFERS = 200;
@@ -51,11 +50,6 @@ interface Window {
   lane: LaneResult;
   serverCpuMsPerRequest: number;
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 /** An OTLP/HTTP receiver that reads every export and answers it with an empty ExportTraceServiceResponse. */
 async function startSink() {
@@ -91,9 +85,7 @@ async function main(): Promise<void> {
     const redisKeyPrefix = `bench:${randomBytes(6).toString("hex")}:`;
     closers.push(() => deleteRedisPrefix(redisUrl, redisKeyPrefix));
     const env = { DATABASE_URL: db.url, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisKeyPrefix, ...BENCH_SECRETS };
-    const tenant = (await runCli(["tenant", "create", "--name", "bench"], { ...env, LOG_LEVEL: "warn" })) as { tenantId: string; apiKey: string };
-    const limits = { default: { limit: 100_000_000, windowSeconds: 60 }, offers: { limit: 100_000_000, windowSeconds: 60 } };
-    await runCli(["tenant", "set-limits", "--tenant", tenant.tenantId, "--limits", JSON.stringify(limits)], { ...env, LOG_LEVEL: "warn" });
+    const tenant = await createBenchTenant(env, "bench");
     const sink = await startSink();
     closers.push(() => sink.close());
 
@@ -111,10 +103,7 @@ async function main(): Promise<void> {
       services[tracing] = service;
     }
     const baseUrl = `http://127.0.0.1:${services.off.ports.httpPort}`;
-    for (let i = 0; i < OFFERS; i += 10) {
-      await Promise.all(Array.from({ length: 10 }, (_, j) => restOk(baseUrl, "POST", "/api/v1/offers", tenant.apiKey, offerBody(i + j), 201)));
-    }
-    const headers = { "x-api-key": (await restOk(baseUrl, "POST", "/api/v1/api-keys", tenant.apiKey, { name: "bench" }, 201)).key as string };
+    const headers = { "x-api-key": await stockTenant(baseUrl, tenant.apiKey, OFFERS) };
     const requests = customers(2_000).map((p) => create(RecommendRequestSchema, { customerId: p.customerId, attributes: p.attributes, context: p.context }));
     const calls = Object.fromEntries(
       (["off", "on"] as const).map((mode) => {

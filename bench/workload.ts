@@ -3,6 +3,8 @@
  * gradient-boosted model in XGBoost's JSON dump format (`dump_model(..., dump_format="json",
  * with_stats=True)`), generated from a fixed seed so every run scores the same trees.
  */
+import { create } from "@bufbuild/protobuf";
+import { RecommendRequestSchema, type RecommendRequest } from "../gen/decisioning/v1/decisions_pb.js";
 import { mulberry32 } from "../src/core/random.js";
 import type { XgbNode } from "../src/core/scoring/models.js";
 
@@ -49,6 +51,12 @@ export function customers(n: number, seed = 7): BenchCustomer[] {
       pageDepth: draw("context.pageDepth"),
     },
   }));
+}
+
+/** The bench's Recommend: its one customer (h2load sends one body), on `flow` or the default flow. */
+export function benchRecommendRequest(flow = ""): RecommendRequest {
+  const [who] = customers(1);
+  return create(RecommendRequestSchema, { customerId: who.customerId, attributes: who.attributes, context: who.context, flow });
 }
 
 /** The body of offer i of the catalog (all active, no creatives, so no channel coupling). */
