@@ -103,16 +103,31 @@ function cleanup(): Promise<void> {
 // Machine CPU (all cores) from /proc/stat, to show when the box itself is the limit.
 // ---------------------------------------------------------------------------------------------
 
-function cpuTimes(): { busy: number; total: number } | null {
+interface CpuTimes {
+  busy: number;
+  /** Time the hypervisor ran something else while a virtual CPU had work (/proc/stat's steal). */
+  steal: number;
+  total: number;
+}
+
+function cpuTimes(): CpuTimes | null {
   try {
     const line = readFileSync("/proc/stat", "utf8").split("\n")[0];
     const v = line.trim().split(/\s+/).slice(1).map(Number);
     const idle = v[3] + (v[4] ?? 0);
+    const steal = v[7] ?? 0;
     const total = v.reduce((a, b) => a + b, 0);
-    return { busy: total - idle, total };
+    return { busy: total - idle - steal, steal, total };
   } catch {
     return null;
   }
+}
+
+/** Shares of all cores between two readings: busy (ours and everyone's on this VM) and stolen by the host. */
+function machineShares(cpu0: CpuTimes | null, cpu1: CpuTimes | null): { machineCpu: number | null; steal: number | null } {
+  if (!cpu0 || !cpu1) return { machineCpu: null, steal: null };
+  const total = Math.max(1, cpu1.total - cpu0.total);
+  return { machineCpu: (cpu1.busy - cpu0.busy) / total, steal: (cpu1.steal - cpu0.steal) / total };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -126,8 +141,10 @@ interface Lane extends LaneResult {
   clientCpuMsPerRequest: number;
   /** The server process measured from inside (bench/probe.mjs): CPU of the main thread and the scoring threads. */
   server: (ProbeReport & { cpuMsPerRequest: number }) | null;
-  /** Busy share of all cores during the lane (machine-wide). */
+  /** Busy share of all cores during the lane (machine-wide), time stolen by the host left out. */
   machineCpu: number | null;
+  /** Share of all cores the host took away during the lane: when it is high, so is every latency. */
+  steal: number | null;
   /** Recommendations the service stored during the lane (h2load sees HTTP 200 even when grpc-status is not 0). */
   stored?: number;
 }
@@ -142,7 +159,7 @@ function printLane(l: Lane): void {
     : "";
   console.log(
     `  ${l.name.padEnd(40)} ${what.padEnd(20)} ${fmt(l.throughput, 0).padStart(6)} req/s  p50 ${fmt(l.latency.p50).padStart(6)}  p99 ${fmt(l.latency.p99).padStart(6)} ms` +
-      `  fail ${failures(l)}${srv} | ${l.client} CPU ${fmt(l.clientCpuMsPerRequest, 3)} ms/req | machine CPU ${fmt((l.machineCpu ?? NaN) * 100, 0)}%`,
+      `  fail ${failures(l)}${srv} | ${l.client} CPU ${fmt(l.clientCpuMsPerRequest, 3)} ms/req | machine CPU ${fmt((l.machineCpu ?? NaN) * 100, 0)}%, steal ${fmt((l.steal ?? NaN) * 100, 1)}%`,
   );
   if (l.firstError) console.log(`    first error: ${l.firstError}`);
 }
@@ -191,7 +208,7 @@ async function h2Lane(name: string, server: ProbedProcess, target: H2loadTarget,
     client: "h2load",
     ...result,
     server: { ...report, cpuMsPerRequest: report.cpuMs / Math.max(1, result.ok) },
-    machineCpu: cpu0 && cpu1 ? (cpu1.busy - cpu0.busy) / Math.max(1, cpu1.total - cpu0.total) : null,
+    ...machineShares(cpu0, cpu1),
   };
   if (stores && settler) {
     // Requests still being answered when h2load stopped are stored after it: count once quiet.
@@ -226,7 +243,7 @@ async function frameLane(name: string, server: ProbedProcess, call: Call, inFlig
     ...result,
     clientCpuMsPerRequest: (own.user + own.system) / 1000 / Math.max(1, result.ok),
     server: { ...report, cpuMsPerRequest: report.cpuMs / Math.max(1, result.ok) },
-    machineCpu: cpu0 && cpu1 ? (cpu1.busy - cpu0.busy) / Math.max(1, cpu1.total - cpu0.total) : null,
+    ...machineShares(cpu0, cpu1),
   };
   lanes.push(l);
   printLane(l);
@@ -247,10 +264,9 @@ async function run(h2loadVersion: string): Promise<void> {
   // Other work on the machine skews every figure: say how busy it was before we started anything.
   const idle0 = cpuTimes();
   await sleep(1000);
-  const idle1 = cpuTimes();
-  const busyBefore = idle0 && idle1 ? (idle1.busy - idle0.busy) / Math.max(1, idle1.total - idle0.total) : null;
+  const { machineCpu: busyBefore, steal: stealBefore } = machineShares(idle0, cpuTimes());
   const loadavg = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
-  console.log(`bench: machine busy ${fmt((busyBefore ?? NaN) * 100, 0)}% before the run (load average ${loadavg})${busyBefore !== null && busyBefore > 0.15 ? ": OTHER PROCESSES ARE USING THE CPU, absolute figures will be low; judge by the ratios" : ""}`);
+  console.log(`bench: machine busy ${fmt((busyBefore ?? NaN) * 100, 0)}% and stolen ${fmt((stealBefore ?? NaN) * 100, 1)}% before the run (load average ${loadavg})${busyBefore !== null && busyBefore > 0.15 ? ": OTHER PROCESSES ARE USING THE CPU, absolute figures will be low; judge by the ratios" : ""}`);
 
   // --- database, Redis prefix, tenant --------------------------------------------------------
   const db = await createDatabase(dbBase);
@@ -326,6 +342,13 @@ async function run(h2loadVersion: string): Promise<void> {
   // runs CPU per Recommend fell in lane order, gRPC, Connect, REST, in every run).
   for (const target of [recTarget, connectTarget, restTarget]) await h2loadClosed(target, { ...CLOSED, seconds: 2 * WARM_S });
   const recClosed = await h2Lane("Recommend gRPC adaptive", service, recTarget, "closed", true);
+  // Just before Recommend's open loop, so that both see the same minutes of a noisy host: the echo
+  // server waiting for a trivial PostgreSQL query and a Redis PING before each answer, the least a
+  // Recommend that writes and counts before answering can cost in latency on this machine.
+  const roundTrips = await spawnProbed("bench/echo-server.ts", { ROUND_TRIP_DATABASE_URL: db.url, ROUND_TRIP_REDIS_URL: redisUrl }, "the round-trip server");
+  closers.push({ what: "the round-trip server", close: () => roundTrips.stop() });
+  const roundTripsOpen = await h2Lane("round trips gRPC (SELECT 1 and PING)", roundTrips, grpcTarget(roundTrips.ports.grpcPort), { rate: RATE_ADAPTIVE }, false);
+  await roundTrips.stop();
   const recOpen = await h2Lane("Recommend gRPC adaptive", service, recTarget, { rate: RATE_ADAPTIVE }, true);
   const connClosed = await h2Lane("Recommend Connect JSON (h2c)", service, connectTarget, "closed", true);
   const connOpen = await h2Lane("Recommend Connect JSON (h2c)", service, connectTarget, { rate: RATE_ADAPTIVE }, true);
@@ -422,6 +445,8 @@ async function run(h2loadVersion: string): Promise<void> {
   add(`gRPC Recommend p99 @ ${RATE_ADAPTIVE}/s`, recOpen.latency.p99, "ms", "echo", echoOpenA.latency.p99, { text: "<= 10 ms, no failures", ok: recOpen.latency.p99 <= 10 && clean(recOpen) });
   add(`floor p99 @ ${RATE_ADAPTIVE}/s (stores and counts, no decision)`, floorOpen.latency.p99, "ms", "echo", echoOpenA.latency.p99);
   add(`gRPC Recommend p99 @ ${RATE_ADAPTIVE}/s`, recOpen.latency.p99, "ms", "floor", floorOpen.latency.p99);
+  add(`round-trip p99 @ ${RATE_ADAPTIVE}/s (SELECT 1 and PING, nothing written)`, roundTripsOpen.latency.p99, "ms", "echo", echoOpenA.latency.p99);
+  add(`gRPC Recommend p99 @ ${RATE_ADAPTIVE}/s`, recOpen.latency.p99, "ms", "round trips", roundTripsOpen.latency.p99);
   add(`gRPC Recommend gbt100 p99 @ ${RATE_GB}/s`, gbOpen.latency.p99, "ms", "echo", echoOpenGb.latency.p99, { text: "<= 20 ms, no failures", ok: gbOpen.latency.p99 <= 20 && clean(gbOpen) });
   add("Connect JSON Recommend throughput (closed)", connClosed.throughput, "req/s", "gRPC", recClosed.throughput, throughputAtLeast(connClosed, recClosed, 0.6));
   add("REST Recommend throughput (closed)", restClosed.throughput, "req/s", "gRPC", recClosed.throughput, throughputAtLeast(restClosed, recClosed, 0.6));
@@ -442,12 +467,12 @@ async function run(h2loadVersion: string): Promise<void> {
   });
 
   console.log("\nLanes\n");
-  console.log("| lane | client | load | req/s | p50 ms | p99 ms | p99.9 ms | max ms | failed | server CPU ms/req | server loop delay p99 ms | client CPU ms/req | machine CPU |");
-  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  console.log("| lane | client | load | req/s | p50 ms | p99 ms | p99.9 ms | max ms | failed | server CPU ms/req | server loop delay p99 ms | client CPU ms/req | machine CPU | steal |");
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const l of lanes) {
     console.log(
       `| ${l.name} | ${l.client} | ${l.mode === "open" ? `open ${l.targetRate}/s` : `closed, ${l.concurrency} in flight`} | ${fmt(l.throughput, 0)} | ${fmt(l.latency.p50)} | ${fmt(l.latency.p99)} | ${fmt(l.latency.p999)} | ${fmt(l.latency.max)} | ${failures(l)} | ` +
-        `${l.server ? fmt(l.server.cpuMsPerRequest, 3) : ""} | ${l.server ? fmt(l.server.eventLoopDelay.p99) : ""} | ${fmt(l.clientCpuMsPerRequest, 3)} | ${fmt((l.machineCpu ?? NaN) * 100, 0)}% |`,
+        `${l.server ? fmt(l.server.cpuMsPerRequest, 3) : ""} | ${l.server ? fmt(l.server.eventLoopDelay.p99) : ""} | ${fmt(l.clientCpuMsPerRequest, 3)} | ${fmt((l.machineCpu ?? NaN) * 100, 0)}% | ${fmt((l.steal ?? NaN) * 100, 1)}% |`,
     );
   }
   printCrossover(crossover);
@@ -468,7 +493,7 @@ async function run(h2loadVersion: string): Promise<void> {
   const targets = rows.filter((r) => r.met);
   console.log(`\nbench: ${targets.filter((r) => r.met === "met").length} of ${targets.length} targets met; finished in ${((Date.now() - started.getTime()) / 1000).toFixed(0)} s`);
   if (process.env.BENCH_JSON) {
-    writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: { ...machine, busyBefore, loadavg }, lanes, rows, crossover, serviceWarnings }, null, 2));
+    writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: { ...machine, busyBefore, stealBefore, loadavg }, lanes, rows, crossover, serviceWarnings }, null, 2));
     console.log(`bench: figures written to ${process.env.BENCH_JSON}`);
   }
 }
