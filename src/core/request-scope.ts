@@ -36,6 +36,21 @@ export function requestFlow(snapshot: DecisionSnapshot, input: Pick<RequestScope
   return flow;
 }
 
+/**
+ * The last `now` parsed, as text and milliseconds: a decision resolves its scope three times
+ * (evidence keys, counters, the decision) with the same instant, and parsing it is most of a scope.
+ */
+let lastNowText: string | undefined;
+let lastNowMs = 0;
+
+function nowMsOf(now: string): number {
+  if (now !== lastNowText) {
+    lastNowMs = requireInstant(now, "now");
+    lastNowText = now;
+  }
+  return lastNowMs;
+}
+
 export function resolveRequestScope(snapshot: DecisionSnapshot, input: RequestScopeInput): RequestScope {
   const flow = requestFlow(snapshot, input);
   const slots = decisionSlots(snapshot.placementsById, input.channel, input.placements);
@@ -44,6 +59,6 @@ export function resolveRequestScope(snapshot: DecisionSnapshot, input: RequestSc
     candidates: flowCandidates(flow, snapshot.offers),
     slots,
     channel: decisionChannel(slots, snapshot.channelsById),
-    nowMs: requireInstant(input.now, "now"),
+    nowMs: nowMsOf(input.now),
   };
 }

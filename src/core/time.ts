@@ -33,18 +33,9 @@ export function parseInstant(value: unknown): number | null {
   return Number.isNaN(ms) ? null : ms;
 }
 
-/** The last instant required, as text and parsed: a decision asks for its `now` three times (request-scope.ts). */
-let lastText: string | null = null;
-let lastMs = 0;
-
 /** Like parseInstant, for values the caller has already validated; a bad value is a programming error. */
 export function requireInstant(value: unknown, what: string): number {
-  if (value === lastText) return lastMs;
   const ms = parseInstant(value);
   if (ms === null) throw new Error(`${what}: not an ISO 8601 instant: ${String(value)}`);
-  if (typeof value === "string") {
-    lastText = value;
-    lastMs = ms;
-  }
   return ms;
 }

@@ -1,6 +1,7 @@
 import { test, describe, after } from "node:test";
 import assert from "node:assert/strict";
-import { isoToRfc3339, parseInstant } from "../../src/core/time.js";
+import { isoToRfc3339, parseInstant, requireInstant } from "../../src/core/time.js";
+import { prepareSnapshot, resolveRequestScope } from "../../src/core/index.js";
 
 describe("ISO 8601 instants (spec: timestamps are ISO 8601 strings)", () => {
   test("date-only, zone-less and colon-less forms become RFC 3339 in UTC; other text is not ISO 8601", () => {
@@ -36,5 +37,26 @@ describe("ISO 8601 instants (spec: timestamps are ISO 8601 strings)", () => {
     assert.equal(parseInstant("2025-01-01"), Date.UTC(2025, 0, 1));
     assert.equal(parseInstant("2025-01-01T10:00:00+01:00"), Date.UTC(2025, 0, 1, 9));
     assert.equal(parseInstant("not a date"), null);
+  });
+});
+
+describe("instants a decision requires", () => {
+  test("requireInstant throws on a missing or malformed instant, whatever it parsed before", () => {
+    assert.throws(() => requireInstant(null, "now"), /now: not an ISO 8601 instant: null/);
+    assert.equal(requireInstant("2025-01-01T10:00:00Z", "now"), Date.UTC(2025, 0, 1, 10));
+    assert.throws(() => requireInstant(null, "now"), /now: not an ISO 8601 instant: null/);
+    assert.throws(() => requireInstant(undefined, "offer o1 createdAt"), /offer o1 createdAt/);
+    assert.throws(() => requireInstant("later", "now"), /later/);
+  });
+
+  test("a request scope's instant is each request's own, the last one kept for the scope's next resolution", () => {
+    const snapshot = prepareSnapshot({ offers: [{ id: "o1", name: "O1", status: "active", priority: 50, businessValue: 50, createdAt: "2024-01-01T00:00:00Z" }] });
+    const scope = (now: string) => resolveRequestScope(snapshot, { customerId: "c1", now }).nowMs;
+    assert.equal(scope("2025-01-01T10:00:00Z"), Date.UTC(2025, 0, 1, 10));
+    assert.equal(scope("2025-01-01T10:00:00Z"), Date.UTC(2025, 0, 1, 10));
+    assert.equal(scope("2025-01-01T10:00:00.001Z"), Date.UTC(2025, 0, 1, 10) + 1);
+    assert.equal(scope("2025-01-01T10:00:00Z"), Date.UTC(2025, 0, 1, 10));
+    assert.throws(() => scope("not a date"), /now: not an ISO 8601 instant/);
+    assert.equal(scope("2025-01-01T10:00:00Z"), Date.UTC(2025, 0, 1, 10), "a bad instant is not kept");
   });
 });
