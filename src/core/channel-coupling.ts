@@ -32,13 +32,10 @@ export interface CreativeChoice {
 /** Per slot index, the choice for an offer, or null when it cannot fill that slot. */
 export type SlotOptions = Array<CreativeChoice | null>;
 
-export interface CoupledOffer {
-  offer: Offer;
-  options: SlotOptions;
-}
-
+/** The offers that fit a slot, in their order, and beside them (same index) where each would go. */
 export interface CouplingOutput {
-  coupled: CoupledOffer[];
+  coupled: Offer[];
+  options: SlotOptions[];
   rejections: Rejection[];
 }
 
@@ -68,7 +65,7 @@ export function coupleCreatives(
   slots: readonly Slot[],
   nowMs: number,
 ): CouplingOutput {
-  const output: CouplingOutput = { coupled: [], rejections: [] };
+  const output: CouplingOutput = { coupled: [], options: [], rejections: [] };
   // Offers without creatives (most, in many catalogs) fit the same slots the same way: one list for all.
   let withoutCreatives: SlotOptions | undefined;
   for (const offer of offers) {
@@ -77,7 +74,8 @@ export function coupleCreatives(
       ? slotOptions(creatives.filter((c) => isLive(c, nowMs)), slots)
       : (withoutCreatives ??= slotOptions(NO_CREATIVES, slots));
     if (options.some((o) => o !== null)) {
-      output.coupled.push({ offer, options });
+      output.coupled.push(offer);
+      output.options.push(options);
     } else {
       output.rejections.push(couplingRejection(offer, slots));
     }

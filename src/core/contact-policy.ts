@@ -54,13 +54,13 @@ export interface ContactPolicyRow {
   reason: string;
 }
 
-export interface ContactableOffer {
-  offer: Offer;
-  reservations: Reservation[];
-}
-
+/**
+ * The offers allowed, in their order, and beside them (same index) the reservations selecting each
+ * would consume: two columns rather than a record per offer, since a decision has hundreds.
+ */
 export interface ContactPolicyOutput {
-  allowed: ContactableOffer[];
+  allowed: Offer[];
+  reservations: Reservation[][];
   results: ContactPolicyRow[];
   rejections: Rejection[];
 }
@@ -84,14 +84,15 @@ interface Verdict {
 }
 
 export function applyContactPolicies(offers: Offer[], config: ContactPolicyConfig, input: ContactPolicyInput): ContactPolicyOutput {
-  const output: ContactPolicyOutput = { allowed: [], results: [], rejections: [] };
+  const output: ContactPolicyOutput = { allowed: [], reservations: [], results: [], rejections: [] };
   // Most tenants hold few policies: an offer nothing can block costs no checks, no arrays.
   const perOffer = config.guardrails.length > 0 || input.channel !== null || config.contactPolicies.length > 0 || config.budgets.length > 0 || config.maturityRamp !== null;
   // Consent is the customer's, for the request's channel: the same for every offer.
   const consentRefused = input.channel ? consentRefusal(input.bag.customer, input.channel) : null;
   for (const offer of offers) {
     if (!perOffer && !offer.emergencyExcluded) {
-      output.allowed.push({ offer, reservations: NO_RESERVATIONS });
+      output.allowed.push(offer);
+      output.reservations.push(NO_RESERVATIONS);
       continue;
     }
     const checks = input.counterChecks?.get(offer) ?? counterChecks(offer, config, input.customerId, input.channel?.id ?? null, input.nowMs);
@@ -105,7 +106,8 @@ export function applyContactPolicies(offers: Offer[], config: ContactPolicyConfi
         detail: { policyId: blockedBy.policyId, ...blockedBy.detail },
       });
     } else {
-      output.allowed.push({ offer, reservations: reservationsOf(checks) });
+      output.allowed.push(offer);
+      output.reservations.push(reservationsOf(checks));
     }
   }
   return output;

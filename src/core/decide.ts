@@ -10,7 +10,7 @@
  */
 import type { AttributeBag, Attributes } from "./attributes.js";
 import type { Offer } from "./catalog.js";
-import { coupleCreatives, type CoupledOffer, type SlotOptions } from "./channel-coupling.js";
+import { coupleCreatives } from "./channel-coupling.js";
 import { applyContactPolicies, type ContactPolicyRow } from "./contact-policy.js";
 import type { CounterCheck, Reservation } from "./counters.js";
 import { flowRankNode } from "./flow.js";
@@ -21,6 +21,7 @@ import {
   rankOrder,
   resolveRankingWeights,
   selectOffers,
+  type Candidates,
   type OrderedPool,
   type RankedOffer,
   type RankingWeights,
@@ -30,7 +31,7 @@ import type { Rejection } from "./rejections.js";
 import { resolveRequestScope, type RequestScopeInput } from "./request-scope.js";
 import type { ClvInput } from "./scoring/impact.js";
 import type { ModelConfig } from "./scoring/models.js";
-import { scoreCandidates, type CandidateScore, type ScoreTask } from "./scoring/score-candidates.js";
+import { anyDegraded, candidateScores, scoreCandidates, type CandidateScore, type ScoreColumns, type ScoreTask } from "./scoring/score-candidates.js";
 import { NO_EVIDENCE, type EvidenceCounts } from "./scoring/evidence-counts.js";
 import type { ScoringOffer } from "./scoring/scorer.js";
 import type { DecisionSnapshot } from "./snapshot.js";
@@ -102,7 +103,8 @@ export interface Decision {
 export interface PreparedDecision {
   scoreTask: ScoreTask;
   flowId: string;
-  candidates: Array<{ offer: Offer; options: SlotOptions; reservations: Reservation[] }>;
+  /** In the order of `scoreTask.candidates`. */
+  candidates: Candidates;
   rejections: Rejection[];
   qualificationResults: QualificationRow[];
   contactPolicyResults: ContactPolicyRow[];
@@ -141,12 +143,7 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
     recentOutcomes: input.recentOutcomes ?? [],
     explain,
   }));
-  const coupling = coupleCreatives(
-    contact.allowed.map((a) => a.offer),
-    snapshot.creativesByOffer,
-    scope.slots,
-    scope.nowMs,
-  );
+  const coupling = coupleCreatives(contact.allowed, snapshot.creativesByOffer, scope.slots, scope.nowMs);
   const rankNode = flowRankNode(scope.flow);
   const { modelKey, shadowModelKeys } = scoringModelKeys(snapshot, scope.flow, input.modelKey);
   const models: Record<string, ModelConfig> = Object.fromEntries(
@@ -157,7 +154,7 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
   );
   return {
     scoreTask: {
-      candidates: coupling.coupled.map(({ offer }) => scoringOffer(offer)),
+      candidates: coupling.coupled.map(scoringOffer),
       customer: input.customer,
       context: input.context,
       models,
@@ -170,7 +167,7 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
       explain,
     },
     flowId: scope.flow.id,
-    candidates: withReservations(coupling.coupled, contact.allowed),
+    candidates: { offers: coupling.coupled, options: coupling.options, reservations: reservationsOf(coupling.coupled, contact) },
     rejections: [...qualification.rejections, ...contact.rejections, ...coupling.rejections],
     qualificationResults: qualification.results,
     contactPolicyResults: contact.results,
@@ -182,27 +179,19 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
   };
 }
 
-/** Ranks with the scores of `prepared.scoreTask` (one per candidate, in any order). */
-export function completeDecision(prepared: PreparedDecision, scores: readonly CandidateScore[], stage: StageRunner = runStage): Decision {
-  // Scorers answer in candidate order; a map is built only for scores that come back otherwise.
-  let byOffer: Map<string, CandidateScore> | undefined;
-  const inputs = prepared.candidates.map((c, i) => {
-    const score =
-      scores[i]?.offerId === c.offer.id ? scores[i] : (byOffer ??= new Map(scores.map((s) => [s.offerId, s]))).get(c.offer.id);
-    if (!score) throw new Error(`no score for candidate ${c.offer.id}`);
-    // Members named, not spread (`{ ...c, score }`): the spread copies left ranking reading slow
-    // objects, and the core took twice as long.
-    return { offer: c.offer, options: c.options, reservations: c.reservations, score };
-  });
+/** Ranks with the scores of `prepared.scoreTask`, one per candidate. */
+export function completeDecision(prepared: PreparedDecision, scores: ScoreColumns, stage: StageRunner = runStage): Decision {
+  const { offers, options, reservations } = prepared.candidates;
+  if (scores.score.length !== offers.length) throw new Error(`${scores.score.length} scores for ${offers.length} candidates`);
   const explain = prepared.scoreTask.explain;
-  const ranked = rankOrder(inputs, prepared.rankingWeights, prepared.clv, prepared.nowMs);
+  const ranked = rankOrder({ offers, options, reservations, scores }, prepared.rankingWeights, prepared.clv, prepared.nowMs);
   const selection = stage("ranking", () => selectOffers(ranked, prepared.selectionPlan, undefined, explain));
   const scoringResults = !explain
     ? []
-    : inputs
+    : candidateScores(scores, prepared.scoreTask.candidates)
         // Object.assign, not `{ ...score, offerName }`: on Node 20's V8 a spread copy that gains a
         // member takes a slow path, about 3 µs for each of the 200 candidates.
-        .map(({ offer, score }): ScoringResult => Object.assign({}, score, { offerName: offer.name }))
+        .map((score, i): ScoringResult => Object.assign({}, score, { offerName: offers[i].name }))
         .sort((a, b) => b.score - a.score || (a.offerId < b.offerId ? -1 : a.offerId > b.offerId ? 1 : 0));
   return {
     flowId: prepared.flowId,
@@ -212,26 +201,27 @@ export function completeDecision(prepared: PreparedDecision, scores: readonly Ca
     selectionPlan: prepared.selectionPlan,
     rejectedOffers: [...prepared.rejections, ...selection.rejections],
     // Every candidate not returned is a fallback (nothing is excluded here).
-    rejectedCount: prepared.rejections.length + inputs.length - selection.offers.length,
+    rejectedCount: prepared.rejections.length + offers.length - selection.offers.length,
     scoringResults,
     qualificationResults: prepared.qualificationResults,
     contactPolicyResults: prepared.contactPolicyResults,
-    degradedScoring: scores.some((s) => s.degraded === true),
+    degradedScoring: anyDegraded(scores),
     rankingWeights: prepared.rankingWeights,
     policyVersionHash: prepared.policyVersionHash,
   };
 }
 
 /**
- * Each coupled offer with the reservations contact policy gave it. Coupling keeps the allowed
+ * The reservations of each coupled offer, from contact policy's column. Coupling keeps the allowed
  * offers' order and objects, so one walk over both pairs them (a map by offer id cost a tenth of
  * the core's time).
  */
-function withReservations(coupled: readonly CoupledOffer[], allowed: ReadonlyArray<{ offer: Offer; reservations: Reservation[] }>): PreparedDecision["candidates"] {
+function reservationsOf(coupled: readonly Offer[], contact: { allowed: readonly Offer[]; reservations: Reservation[][] }): Reservation[][] {
+  if (coupled.length === contact.allowed.length) return contact.reservations;
   let j = 0;
-  return coupled.map(({ offer, options }) => {
-    while (allowed[j].offer !== offer) j++;
-    return { offer, options, reservations: allowed[j].reservations };
+  return coupled.map((offer) => {
+    while (contact.allowed[j] !== offer) j++;
+    return contact.reservations[j];
   });
 }
 

@@ -24,7 +24,7 @@ import { constraintConflict, type CrossOfferConstraint } from "./constraints.js"
 import type { Reservation } from "./counters.js";
 import type { Rejection } from "./rejections.js";
 import { clvTilt, offerImpact, type ClvInput } from "./scoring/impact.js";
-import type { CandidateScore } from "./scoring/score-candidates.js";
+import type { ScoreColumns } from "./scoring/score-candidates.js";
 import type { PropensitySource } from "./scoring/scorer.js";
 import { parseInstant } from "./time.js";
 
@@ -75,11 +75,21 @@ export interface RankedOffer extends RankedCandidate, CreativeChoice {
   rank: number;
 }
 
-export interface RankInput {
-  offer: Offer;
-  options: SlotOptions;
-  reservations: Reservation[];
-  score: CandidateScore;
+/**
+ * The candidates that passed every stage before scoring, column by column: index i of each column
+ * is one offer. Columns, not a record per offer, because each stage used to build its own record
+ * for each of hundreds of offers, and those records were a third of what a decision allocated.
+ */
+export interface Candidates {
+  offers: readonly Offer[];
+  options: readonly SlotOptions[];
+  /** What selecting each offer would consume (contact-policy.ts). */
+  reservations: readonly Reservation[][];
+}
+
+/** The candidates with their scores, in the same order. */
+export interface RankInput extends Candidates {
+  scores: ScoreColumns;
 }
 
 export interface SelectionOutput {
@@ -94,15 +104,15 @@ export function resolveRankingWeights(profiles: readonly RankingProfile[], profi
   return { ...DEFAULT_RANKING_WEIGHTS, ...profile?.weights };
 }
 
-export function rankScore(weights: RankingWeights, offer: Offer, score: CandidateScore, clv: ClvInput | null): number {
+export function rankScore(weights: RankingWeights, offer: Offer, score: number, propensity: number, clv: ClvInput | null): number {
   // Written out term by term rather than over an array of pairs: it runs for every candidate.
   const total = weights.score + weights.priority + weights.businessValue + weights.propensity;
   const weighted =
-    weights.score * score.score +
+    weights.score * score +
     weights.priority * (offer.priority / 100) +
     weights.businessValue * (offer.businessValue / 100) +
-    weights.propensity * score.propensity;
-  const base = total > 0 ? weighted / total : score.score;
+    weights.propensity * propensity;
+  const base = total > 0 ? weighted / total : score;
   return clvTilt(base, offerImpact(offer), weights.clv, clv);
 }
 
@@ -119,8 +129,8 @@ export interface OrderedPool {
  * so reading it all gives exactly the sorted order. A candidate's object is made when it is
  * taken: most are never read.
  */
-export function rankOrder(inputs: readonly RankInput[], weights: RankingWeights, clv: ClvInput | null, nowMs: number): RankOrder {
-  return new RankOrder(inputs, weights, clv, nowMs);
+export function rankOrder(input: RankInput, weights: RankingWeights, clv: ClvInput | null, nowMs: number): RankOrder {
+  return new RankOrder(input, weights, clv, nowMs);
 }
 
 /**
@@ -140,27 +150,27 @@ export class RankOrder implements OrderedPool {
   private readonly rank: number[];
 
   constructor(
-    private readonly inputs: readonly RankInput[],
+    private readonly input: RankInput,
     weights: RankingWeights,
     clv: ClvInput | null,
     nowMs: number,
   ) {
-    const n = inputs.length;
+    const { offers, scores } = input;
+    const n = offers.length;
     this.heap = new Array<number>(n);
     this.mandatory = new Array<boolean>(n);
     this.rank = new Array<number>(n);
     for (let i = 0; i < n; i++) {
-      const { offer, score } = inputs[i];
       this.heap[i] = i;
-      this.mandatory[i] = isLiveMandatory(offer, nowMs);
-      this.rank[i] = rankScore(weights, offer, score, clv);
+      this.mandatory[i] = isLiveMandatory(offers[i], nowMs);
+      this.rank[i] = rankScore(weights, offers[i], scores.score[i], scores.propensity[i], clv);
     }
     this.size = n;
     for (let i = (n >> 1) - 1; i >= 0; i--) this.siftDown(i);
   }
 
   get length(): number {
-    return this.inputs.length;
+    return this.input.offers.length;
   }
 
   at(index: number): RankedCandidate | undefined {
@@ -171,8 +181,8 @@ export class RankOrder implements OrderedPool {
   /** Live mandatory first, then rank score, priority (both descending) and offer id. */
   private before(a: number, b: number): boolean {
     if (this.mandatory[a] !== this.mandatory[b]) return this.mandatory[a];
-    const x = this.inputs[a].offer;
-    const y = this.inputs[b].offer;
+    const x = this.input.offers[a];
+    const y = this.input.offers[b];
     const order =
       this.rank[b] - this.rank[a] ||
       y.priority - x.priority ||
@@ -183,19 +193,20 @@ export class RankOrder implements OrderedPool {
   private takeFirst(): void {
     const heap = this.heap;
     const i = heap[0];
-    const { offer, options, reservations, score } = this.inputs[i];
+    const offer = this.input.offers[i];
+    const scores = this.input.scores;
     this.ordered.push({
       position: this.ordered.length,
       offerId: offer.id,
       offerName: offer.name,
       categoryId: offer.categoryId ?? null,
       mandatory: this.mandatory[i],
-      score: score.score,
+      score: scores.score[i],
       rankScore: this.rank[i],
-      propensity: score.propensity,
-      propensitySource: score.propensitySource,
-      options,
-      reservations,
+      propensity: scores.propensity[i],
+      propensitySource: scores.propensitySource[i],
+      options: this.input.options[i],
+      reservations: this.input.reservations[i],
     });
     heap[0] = heap[--this.size];
     this.siftDown(0);

@@ -3,7 +3,7 @@ import {
   evidenceBucket,
   refill,
   scoredModelIds,
-  type CandidateScore,
+  type ScoreColumns,
   type Decision,
   type DecisionInput,
   type RankedOffer,
@@ -33,7 +33,7 @@ import { activeTraceIds } from "../platform/tracing.js";
  * It scores inline itself when no worker answers in time: it never fails a decision.
  */
 export interface ScoringPool {
-  score(tenantId: string, task: ScoreTask): Promise<CandidateScore[]>;
+  score(tenantId: string, task: ScoreTask): Promise<ScoreColumns>;
 }
 
 /** Told about every decision made and stored (the metrics); must not block or throw. */

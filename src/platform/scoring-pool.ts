@@ -3,11 +3,11 @@ import { availableParallelism } from "node:os";
 import { Piscina } from "piscina";
 import {
   scoreCandidates,
-  type CandidateScore,
   type DecisionShapOutcome,
   type ModelConfig,
   type PooledScoreResult,
   type PooledScoreTask,
+  type ScoreColumns,
   type ScoreTask,
   type ScoringOffer,
   unpackScores,
@@ -98,7 +98,7 @@ export function createScoringPool(logger: Logger, options: ScoringPoolOptions = 
     return Promise.race([run, deadline]).finally(() => clearTimeout(timer));
   }
 
-  async function score(tenantId: string, task: ScoreTask): Promise<CandidateScore[]> {
+  async function score(tenantId: string, task: ScoreTask): Promise<ScoreColumns> {
     // A full queue: overload spills onto the event loop at once rather than into a longer queue.
     if (pending >= maxPending) {
       fallbacks++;
@@ -122,7 +122,7 @@ export function createScoringPool(logger: Logger, options: ScoringPoolOptions = 
         candidates.forEach((offer, i) => missing.has(candidateRefs[i]) && (offers[candidateRefs[i]] = offer));
         result = await runTimed(Object.assign({}, slim, { models, offers }));
       }
-      if ("scores" in result) return unpackScores(result.scores, candidates);
+      if ("scores" in result) return unpackScores(result.scores);
       throw new Error("scoring worker still misses what it was sent");
     } catch (err) {
       if (fallbacks++ % 100 === 0) logger.warn({ err, fallbacksTotal: fallbacks }, "scoring pool full, failed or timed out: scored inline");

@@ -133,9 +133,10 @@ describe("contact policy stage", () => {
   });
 
   test("reservations: one per key with the stricter limit, spend in micro-units, no read-only checks", () => {
-    const { allowed } = applyContactPolicies([offer("o1")], snapshot, input());
+    const { allowed, reservations } = applyContactPolicies([offer("o1")], snapshot, input());
     const key = frequencyCounterKey("c1", "offer", "o1", 86400, NOW);
-    assert.deepEqual(allowed[0].reservations, [
+    assert.deepEqual(allowed.map((o) => o.id), ["o1"]);
+    assert.deepEqual(reservations[0], [
       { key, limit: 1, increment: 1, ttlSeconds: windowTtlSeconds(86400, NOW), policyId: "strict", kind: "frequency_cap" },
       { key: "bg:money:spend", limit: 10_000_000, increment: 500_000, policyId: "money", kind: "budget_spend" },
     ]);

@@ -170,12 +170,14 @@ describe("decision envelope", () => {
     assert.deepEqual(refill(decision, new Set(["o-loan-a"])).map((o) => o.offerId), ["o-mandatory", "o-platinum", "o-loan-b", "o-savings"]);
   });
 
-  test("scores may come back in any order; a candidate without a score is an error", () => {
+  test("scores come back column by column in candidate order; a column short of a candidate is an error", () => {
     const prepared = prepareDecision(snapshot, golden.input);
     const scores = scoreCandidates(prepared.scoreTask);
-    assert.ok(scores.length > 2);
-    assert.deepEqual(completeDecision(prepared, [...scores].reverse()), completeDecision(prepared, scores));
-    assert.throws(() => completeDecision(prepared, scores.slice(1)), new RegExp(`no score for candidate ${scores[0].offerId}`));
+    const n = prepared.candidates.offers.length;
+    assert.ok(n > 2);
+    assert.deepEqual([scores.score.length, scores.propensity.length, scores.propensitySource.length], [n, n, n]);
+    const short = { ...scores, score: scores.score.slice(1), propensity: scores.propensity.slice(1), propensitySource: scores.propensitySource.slice(1) };
+    assert.throws(() => completeDecision(prepared, short), new RegExp(`${n - 1} scores for ${n} candidates`));
   });
 
   test("an experiment's model override replaces the score node's model", () => {

@@ -12,6 +12,8 @@ import {
   type CrossOfferConstraint,
   type Offer,
   type RankedCandidate,
+  type RankInput,
+  type Reservation,
   type SelectionPlan,
 } from "../../src/core/index.js";
 
@@ -27,6 +29,24 @@ function scored(offerId: string, score: number, propensity = score): CandidateSc
 
 const anywhere: CreativeChoice = { creativeId: null, channelId: null, placementId: null };
 
+/** rankOrder's columns from a row per candidate, as the tests write them. */
+function columns(rows: ReadonlyArray<{ offer: Offer; score: CandidateScore; options: CreativeChoice[]; reservations: Reservation[] }>): RankInput {
+  return {
+    offers: rows.map((r) => r.offer),
+    scores: {
+      modelId: "m",
+      modelKey: "m",
+      modelType: "formula",
+      score: rows.map((r) => r.score.score),
+      propensity: rows.map((r) => r.score.propensity),
+      propensitySource: rows.map((r) => r.score.propensitySource),
+      extras: {},
+    },
+    options: rows.map((r) => r.options),
+    reservations: rows.map((r) => r.reservations),
+  };
+}
+
 function candidate(offerId: string, position: number, options: Array<CreativeChoice | null> = [anywhere], categoryId: string | null = null): RankedCandidate {
   return {
     position, offerId, offerName: offerId, categoryId, mandatory: false, score: 1 - position / 100, rankScore: 1 - position / 100,
@@ -38,7 +58,7 @@ describe("rank score and order", () => {
   test("default weights rank by model score alone", () => {
     const weights = resolveRankingWeights([]);
     assert.deepEqual(weights, { score: 1, priority: 0, businessValue: 0, propensity: 0, clv: 0 });
-    assert.equal(rankScore(weights, offer("a", { priority: 100 }), scored("a", 0.3), null), 0.3);
+    assert.equal(rankScore(weights, offer("a", { priority: 100 }), 0.3, 0.3, null), 0.3);
   });
 
   test("a profile mixes terms as a weighted mean and tilts by CLV", () => {
@@ -49,8 +69,8 @@ describe("rank score and order", () => {
     assert.deepEqual(weights, { score: 1, priority: 0, businessValue: 1, propensity: 0, clv: 1 });
     const o = offer("a", { businessValue: 80, margin: 1, revenueValue: 100 });
     const base = (0.4 + 0.8) / 2;
-    assert.ok(Math.abs(rankScore(weights, o, scored("a", 0.4), { clvScore: 50 }) - base * 1.5 ** 0.5) < 1e-12);
-    assert.equal(rankScore(weights, o, scored("a", 0.4), null), base, "no CLV record, no tilt");
+    assert.ok(Math.abs(rankScore(weights, o, 0.4, 0.4, { clvScore: 50 }) - base * 1.5 ** 0.5) < 1e-12);
+    assert.equal(rankScore(weights, o, 0.4, 0.4, null), base, "no CLV record, no tilt");
     assert.equal(resolveRankingWeights([{ id: "p1", weights: { priority: 2 } }], "p1").priority, 2, "a named profile wins");
   });
 
@@ -67,7 +87,7 @@ describe("rank score and order", () => {
       { offer: offer("tie-a", { priority: 60 }), score: scored("tie-a", 0.5) },
       { offer: offer("tie-low", { priority: 10 }), score: scored("tie-low", 0.5) },
     ].map((i) => ({ ...i, options: [anywhere], reservations: [] }));
-    const order = unselected(rankOrder(inputs, resolveRankingWeights([]), null, NOW), []);
+    const order = unselected(rankOrder(columns(inputs), resolveRankingWeights([]), null, NOW), []);
     assert.deepEqual(order.map((c) => [c.offerId, c.position, c.mandatory]), [
       ["mandatory", 0, true],
       ["plain-high", 1, false],
@@ -96,10 +116,10 @@ describe("rank score and order", () => {
         };
       });
       const expected = inputs
-        .map(({ offer: o, score }) => ({ id: o.id, mandatory: o.mandatory === true, rank: rankScore(weights, o, score, null), priority: o.priority }))
+        .map(({ offer: o, score }) => ({ id: o.id, mandatory: o.mandatory === true, rank: rankScore(weights, o, score.score, score.propensity, null), priority: o.priority }))
         .sort((a, b) => Number(b.mandatory) - Number(a.mandatory) || b.rank - a.rank || b.priority - a.priority || (a.id < b.id ? -1 : 1))
         .map((c) => c.id);
-      const order = rankOrder(inputs, weights, null, NOW);
+      const order = rankOrder(columns(inputs), weights, null, NOW);
       // Read a prefix first, as a selection does, then the rest.
       const prefix = Math.floor(random() * inputs.length);
       for (let i = 0; i < prefix; i++) assert.equal(order.at(i)?.offerId, expected[i], `round ${round}, position ${i}`);

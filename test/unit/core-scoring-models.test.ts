@@ -9,6 +9,7 @@ import {
   sampleBeta,
   sampleGamma,
   chooseScoringPath,
+  candidateScores,
   scoreCandidates,
   treeWalks,
   validateModel,
@@ -18,6 +19,7 @@ import {
   type GradientBoostedModel,
   type LogisticRegressionModel,
   type ModelConfig,
+  type CandidateScore,
   type ScoreTask,
   type ScoringOffer,
   type XgbNode,
@@ -45,8 +47,13 @@ function task(model: ModelConfig, { adaptiveCounts = {}, ...overrides }: Overrid
   };
 }
 
+/** A task's scores as one row per candidate, as a trace shows them. */
+function scoreRows(t: ScoreTask): CandidateScore[] {
+  return candidateScores(scoreCandidates(t), t.candidates);
+}
+
 function scoreOne(model: ModelConfig, overrides: Overrides = {}, offer?: ScoringOffer) {
-  return scoreCandidates(task(model, overrides, offer ? [offer] : undefined))[0];
+  return scoreRows(task(model, overrides, offer ? [offer] : undefined))[0];
 }
 
 function close(actual: number, expected: number, what = "value"): void {
@@ -120,7 +127,7 @@ describe("Beta-Bernoulli posterior mean", () => {
     const [email, web] = ["email", "web"].map((channel) => contextBucket(model.bucketBy, { context: { channel }, customer: {} }));
     const counts = { [`o1|${email}`]: { successes: 9, trials: 10 }, [`o2|${email}`]: { successes: 1, trials: 10 }, [`o2|${web}`]: { successes: 10, trials: 10 } };
     const offers: ScoringOffer[] = [{ id: "o1", priority: 1, businessValue: 1 }, { id: "o2", priority: 1, businessValue: 1 }];
-    const scored = (channel: string) => scoreCandidates(task(model, { context: { channel }, adaptiveCounts: counts }, offers)).map((r) => r.score);
+    const scored = (channel: string) => scoreRows(task(model, { context: { channel }, adaptiveCounts: counts }, offers)).map((r) => r.score);
     const [email1, email2] = scored("email");
     close(email1, 10 / 12);
     close(email2, 2 / 12);
@@ -165,7 +172,7 @@ describe("evidence counts", () => {
 
   test("an offer scores from its count in whichever key list the task carries, in any order", () => {
     const offers: ScoringOffer[] = [{ id: "o1", priority: 1, businessValue: 1 }, { id: "o2", priority: 1, businessValue: 1 }];
-    const scored = (evidence: ScoreTask["evidence"]) => scoreCandidates({ ...task(ADAPTIVE, {}, offers), evidence }).map((r) => r.score);
+    const scored = (evidence: ScoreTask["evidence"]) => scoreRows({ ...task(ADAPTIVE, {}, offers), evidence }).map((r) => r.score);
     const counts = { "o1|*": { successes: 9, trials: 10 }, "o2|*": { successes: 1, trials: 10 } };
     const forward = { keys: ["o1|*", "o2|*"], counts: [counts["o1|*"], counts["o2|*"]] };
     const backward = { keys: ["o2|*", "o1|*"], counts: [counts["o2|*"], counts["o1|*"]] };
@@ -318,7 +325,7 @@ describe("logistic regression", () => {
   test("candidates differ by their offer features; the next task reads its own customer", () => {
     const offers: ScoringOffer[] = [0, 100].map((priority, i) => ({ id: `o${i}`, priority, businessValue: 0 }));
     const margins = (customer: Record<string, unknown>) =>
-      scoreCandidates(task(LR, { customer, context: {}, explain: false }, offers)).map((r) => Math.log(r.score / (1 - r.score)));
+      scoreRows(task(LR, { customer, context: {}, explain: false }, offers)).map((r) => Math.log(r.score / (1 - r.score)));
     margins({ age: 50 }).forEach((m, i) => close(m, [0, 1][i], `age 50, offer ${i}`));
     margins({}).forEach((m, i) => close(m, [-1, 0][i], `no age, offer ${i}`));
   });
@@ -451,7 +458,7 @@ describe("XGBoost dump evaluator", () => {
       trees: [{ nodeid: 0, split: "offer.priority", split_condition: 50, yes: 1, no: 2, missing: 2, children: [byAge(1, 1, 0.5), byAge(2, -1, -0.5)] }],
     };
     const offers: ScoringOffer[] = [10, 90, 20, 80].map((priority, i) => ({ id: `o${i}`, priority, businessValue: 0 }));
-    const scores = (customer: Record<string, unknown>) => scoreCandidates(task(model, { customer, explain: false }, offers)).map((r) => r.score);
+    const scores = (customer: Record<string, unknown>) => scoreRows(task(model, { customer, explain: false }, offers)).map((r) => r.score);
     // Two tasks in a row on the same compiled model: the second customer's age must be read afresh.
     assert.deepEqual(scores({ age: 25 }), [1, -1, 1, -1]);
     assert.deepEqual(scores({ age: 45 }), [0.5, -0.5, 0.5, -0.5]);
@@ -511,7 +518,7 @@ describe("scoreCandidates", () => {
   ];
 
   test("one score per candidate, in candidate order, with model identity", () => {
-    const scores = scoreCandidates(task(LR, {}, offers));
+    const scores = scoreRows(task(LR, {}, offers));
     assert.deepEqual(scores.map((s) => [s.offerId, s.modelId, s.modelKey, s.modelType]), [
       ["a", "lr-1", "lr", "logistic_regression"],
       ["b", "lr-1", "lr", "logistic_regression"],
@@ -519,7 +526,7 @@ describe("scoreCandidates", () => {
   });
 
   test("shadow models are scored beside the primary and never replace it", () => {
-    const scores = scoreCandidates(task(FORMULA, { models: { formula: FORMULA, lr: LR, gone: undefined as unknown as ModelConfig }, shadowModelKeys: ["lr", "gone"] }, offers));
+    const scores = scoreRows(task(FORMULA, { models: { formula: FORMULA, lr: LR, gone: undefined as unknown as ModelConfig }, shadowModelKeys: ["lr", "gone"] }, offers));
     for (const s of scores) {
       assert.equal(s.modelKey, "formula");
       close(s.shadowScores!.lr, sigmoid(-1 + 0.01 * (s.offerId === "a" ? 90 : 10)), "shadow score");
@@ -529,7 +536,7 @@ describe("scoreCandidates", () => {
   });
 
   test("an unavailable primary model degrades every candidate to 0.5", () => {
-    const scores = scoreCandidates({ ...task(LR, {}, offers), modelKey: "champion-v9" });
+    const scores = scoreRows({ ...task(LR, {}, offers), modelKey: "champion-v9" });
     for (const s of scores) {
       assert.deepEqual(
         { score: s.score, degraded: s.degraded, reason: s.reason, modelType: s.modelType, propensitySource: s.propensitySource },
@@ -539,7 +546,7 @@ describe("scoreCandidates", () => {
   });
 
   test("a model key that names an Object prototype member is not a model", () => {
-    const scores = scoreCandidates({ ...task(LR), modelKey: "constructor" });
+    const scores = scoreRows({ ...task(LR), modelKey: "constructor" });
     assert.equal(scores[0].reason, "model constructor is not available");
   });
 

@@ -13,7 +13,7 @@ import { createRandom } from "../random.js";
 import { betaMean, sampleBeta } from "./beta.js";
 import { positionOf, type EvidenceCounts } from "./evidence-counts.js";
 import { DEFAULT_ADAPTIVE, type AdaptiveModel, type AdaptiveSettings } from "./models.js";
-import { NO_EXPLANATIONS, numberProblem, type AdaptiveCount, type Compiled, type Explanation, type ModelScore, type ScoringContext } from "./scorer.js";
+import { NO_EXPLANATIONS, numberProblem, setScore, type AdaptiveCount, type Compiled, type Explanation, type ScoringContext } from "./scorer.js";
 
 /** Bucket used when `bucketBy` is empty, and in place of a bucket over the cap (`bucketsOverCap`). */
 export const ALL_CONTEXTS_BUCKET = "*";
@@ -154,16 +154,16 @@ export function compileAdaptive(model: AdaptiveModel): Compiled {
   if (errors.length > 0) return { errors };
   return {
     scorer: {
-      score(context): ModelScore {
+      score(context, out) {
         const posterior = posteriorFor(model, context);
         const mean = betaMean(posterior.alpha, posterior.beta);
         const score = model.thompson
           ? sampleBeta(posterior.alpha, posterior.beta, createRandom(`${context.seed}|${model.key}|${context.offer.id}`))
           : mean;
-        if (!context.explain) return { score, propensity: score, propensitySource: posterior.source, explanations: NO_EXPLANATIONS };
+        if (!context.explain) return setScore(out, score, score, posterior.source, NO_EXPLANATIONS);
         const explanations = posteriorExplanations(model, posterior);
         if (model.thompson) explanations.push({ field: "thompson_sample", contribution: score - mean });
-        return { score, propensity: score, propensitySource: posterior.source, explanations };
+        setScore(out, score, score, posterior.source, explanations);
       },
     },
   };

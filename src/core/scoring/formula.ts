@@ -17,7 +17,7 @@ import { posteriorFor, validateAdaptiveSettings } from "./adaptive.js";
 import { betaMean } from "./beta.js";
 import { clvTilt, DEFAULT_REVENUE_SCALE, offerImpact } from "./impact.js";
 import type { FormulaModel, FormulaWeights } from "./models.js";
-import { NO_EXPLANATIONS, numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
+import { NO_EXPLANATIONS, numberProblem, setScore, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
 
 export const DEFAULT_FORMULA_WEIGHTS: FormulaWeights = {
   priority: 0.2,
@@ -47,7 +47,7 @@ export function compileFormula(model: FormulaModel): Compiled {
   const propensitySettings = model.propensity ?? {};
   return {
     scorer: {
-      score(context: ScoringContext): ModelScore {
+      score(context: ScoringContext, out: ModelScore): void {
         const posterior = posteriorFor(propensitySettings, context);
         const propensity = betaMean(posterior.alpha, posterior.beta);
         const impact = offerImpact(context.offer, revenueScale);
@@ -64,12 +64,7 @@ export function compileFormula(model: FormulaModel): Compiled {
         }));
         const base = contributions.reduce((sum, c) => sum + c.contribution, 0);
         const score = clvTilt(base, impact, model.clvWeight ?? 0, context.clv);
-        return {
-          score,
-          propensity,
-          propensitySource: posterior.source,
-          explanations: context.explain ? [...contributions, { field: "clv", contribution: score - base }] : NO_EXPLANATIONS,
-        };
+        setScore(out, score, propensity, posterior.source, context.explain ? [...contributions, { field: "clv", contribution: score - base }] : NO_EXPLANATIONS);
       },
     },
   };

@@ -16,7 +16,7 @@
 import { featureReader, featureVector } from "./features.js";
 import { logit, sigmoid } from "./link.js";
 import type { GradientBoostedModel, XgbNode } from "./models.js";
-import { NO_EXPLANATIONS, numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
+import { NO_EXPLANATIONS, numberProblem, setScore, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
 
 /** A compiled tree node; `cover` is XGBoost's per-node cover when the dump has stats. */
 export interface TreeNode {
@@ -85,22 +85,18 @@ export function compileGradientBoosted(model: GradientBoostedModel): Compiled {
   const { logistic, baseMargin, readFeatures } = ensemble;
   return {
     scorer: {
-      score(context: ScoringContext): ModelScore {
+      score(context: ScoringContext, out: ModelScore): void {
         const x = readFeatures(context);
         if (!context.explain) {
           const margin = walk(forest, baseMargin, x, null);
           const score = logistic ? sigmoid(margin) : margin;
-          return { score, propensity: score, propensitySource: "model", explanations: NO_EXPLANATIONS };
+          return setScore(out, score, score, "model", NO_EXPLANATIONS);
         }
         const explained = { contributions: new Float64Array(x.length), met: [] as number[] };
         const margin = walk(forest, baseMargin, x, explained);
         const score = logistic ? sigmoid(margin) : margin;
-        return {
-          score,
-          propensity: score,
-          propensitySource: "model",
-          explanations: explanationsOf(baseMargin + forest.rootsExpected, explained.met.map((i) => [forest.features[i], explained.contributions[i]])),
-        };
+        const explanations = explanationsOf(baseMargin + forest.rootsExpected, explained.met.map((i) => [forest.features[i], explained.contributions[i]]));
+        setScore(out, score, score, "model", explanations);
       },
     },
   };

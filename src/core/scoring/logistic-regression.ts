@@ -7,7 +7,7 @@
 import { featureReader, featureVector } from "./features.js";
 import { sigmoid } from "./link.js";
 import type { LogisticRegressionModel } from "./models.js";
-import { NO_EXPLANATIONS, numberProblem, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
+import { NO_EXPLANATIONS, numberProblem, setScore, type Compiled, type ModelScore, type ScoringContext } from "./scorer.js";
 
 export function compileLogisticRegression(model: LogisticRegressionModel): Compiled {
   const coefficients: unknown = model.coefficients;
@@ -23,19 +23,15 @@ export function compileLogisticRegression(model: LogisticRegressionModel): Compi
   const readFeatures = featureVector(fields.map((field) => featureReader(field, model.featureMap)));
   return {
     scorer: {
-      score(context: ScoringContext): ModelScore {
+      score(context: ScoringContext, out: ModelScore): void {
         const x = readFeatures(context);
         const contributions = weights.map((weight, i) => weight * (Number.isNaN(x[i]) ? 0 : x[i]));
         const margin = contributions.reduce((sum, c) => sum + c, model.intercept);
         const score = sigmoid(margin);
-        return {
-          score,
-          propensity: score,
-          propensitySource: "model",
-          explanations: context.explain
-            ? [{ field: "(intercept)", contribution: model.intercept }, ...fields.map((field, i) => ({ field, contribution: contributions[i] }))]
-            : NO_EXPLANATIONS,
-        };
+        const explanations = context.explain
+          ? [{ field: "(intercept)", contribution: model.intercept }, ...fields.map((field, i) => ({ field, contribution: contributions[i] }))]
+          : NO_EXPLANATIONS;
+        setScore(out, score, score, "model", explanations);
       },
     },
   };

@@ -10,12 +10,13 @@
  *
  * Scores come back as columns (Float64Array scores and propensities, a Uint8Array of propensity
  * sources) plus the rare per-candidate extras, because cloning 200 result objects each way cost
- * the event loop more than the 20,000 tree walks it sent away (docs/performance.md, "Inline or pool").
+ * the event loop more than the 20,000 tree walks it sent away (docs/performance.md, "Inline or
+ * pool"), and typed arrays clone as one copy each.
  */
 import { setNewest } from "../bounded-map.js";
-import type { ModelConfig, ModelType } from "./models.js";
-import { scoreCandidates, type CandidateScore, type ScoreTask } from "./score-candidates.js";
-import { NO_EXPLANATIONS, type PropensitySource, type ScoringOffer } from "./scorer.js";
+import type { ModelConfig } from "./models.js";
+import { scoreCandidates, type ScoreColumns, type ScoreTask } from "./score-candidates.js";
+import type { PropensitySource, ScoringOffer } from "./scorer.js";
 
 export interface PooledScoreTask extends Omit<ScoreTask, "models" | "candidates"> {
   /** Model key → version reference, for every model of the task that exists. */
@@ -30,15 +31,11 @@ export interface PooledScoreTask extends Omit<ScoreTask, "models" | "candidates"
 
 const SOURCES: readonly PropensitySource[] = ["model", "adaptation", "cold_start"];
 
-/** Scores in columns; `extras[i]` holds what candidate i has beyond them, when it has anything. */
-export interface PackedScores {
-  modelId: string;
-  modelKey: string;
-  modelType: ModelType | "unavailable";
+/** ScoreColumns as they cross between threads: typed arrays, which clone as one copy each. */
+export interface PackedScores extends Omit<ScoreColumns, "score" | "propensity" | "propensitySource"> {
   score: Float64Array;
   propensity: Float64Array;
   source: Uint8Array;
-  extras: Record<number, Partial<CandidateScore>>;
 }
 
 /** What a worker answers: the scores, or what it does not hold. */
@@ -111,53 +108,38 @@ export function scorePooledTask(cache: WorkerScoringCache, task: PooledScoreTask
   return { scores: packScores(scoreCandidates(Object.assign({}, rest, { candidates, models }))) };
 }
 
-/** Scores → columns. The model's names are the task's primary model's, the same on every candidate. */
-export function packScores(scores: readonly CandidateScore[]): PackedScores {
-  const n = scores.length;
+/** Columns → typed arrays, for the way back to the main thread. */
+export function packScores(columns: ScoreColumns): PackedScores {
+  const n = columns.score.length;
   const packed: PackedScores = {
-    modelId: scores[0]?.modelId ?? "",
-    modelKey: scores[0]?.modelKey ?? "",
-    modelType: scores[0]?.modelType ?? "unavailable",
-    score: new Float64Array(n),
-    propensity: new Float64Array(n),
+    modelId: columns.modelId,
+    modelKey: columns.modelKey,
+    modelType: columns.modelType,
+    score: Float64Array.from(columns.score),
+    propensity: Float64Array.from(columns.propensity),
     source: new Uint8Array(n),
-    extras: {},
+    extras: columns.extras,
   };
-  for (let i = 0; i < n; i++) {
-    const s = scores[i];
-    packed.score[i] = s.score;
-    packed.propensity[i] = s.propensity;
-    packed.source[i] = SOURCES.indexOf(s.propensitySource);
-    if (s.explanations.length || s.degraded || s.shadowScores || s.shadowErrors) {
-      const extra: Partial<CandidateScore> = {};
-      if (s.explanations.length) extra.explanations = s.explanations;
-      if (s.degraded) Object.assign(extra, { degraded: true, reason: s.reason });
-      if (s.shadowScores) extra.shadowScores = s.shadowScores;
-      if (s.shadowErrors) extra.shadowErrors = s.shadowErrors;
-      packed.extras[i] = extra;
-    }
-  }
+  for (let i = 0; i < n; i++) packed.source[i] = SOURCES.indexOf(columns.propensitySource[i]);
   return packed;
 }
 
-/** Columns → scores, with the candidates' ids: what scoreCandidates would have returned. */
-export function unpackScores(packed: PackedScores, candidates: readonly ScoringOffer[]): CandidateScore[] {
-  const out = new Array<CandidateScore>(candidates.length);
-  for (let i = 0; i < candidates.length; i++) {
-    // The same member order as scoreCandidates builds, so both paths give objects of one shape.
-    const score: CandidateScore = {
-      offerId: candidates[i].id,
-      modelId: packed.modelId,
-      modelKey: packed.modelKey,
-      modelType: packed.modelType,
-      score: packed.score[i],
-      propensity: packed.propensity[i],
-      propensitySource: SOURCES[packed.source[i]],
-      explanations: NO_EXPLANATIONS,
-    };
-    const extra = packed.extras[i];
-    if (extra) Object.assign(score, extra);
-    out[i] = score;
+/** Typed arrays → columns: what scoreCandidates would have returned. */
+export function unpackScores(packed: PackedScores): ScoreColumns {
+  const n = packed.score.length;
+  const columns: ScoreColumns = {
+    modelId: packed.modelId,
+    modelKey: packed.modelKey,
+    modelType: packed.modelType,
+    score: new Array<number>(n),
+    propensity: new Array<number>(n),
+    propensitySource: new Array<PropensitySource>(n),
+    extras: packed.extras,
+  };
+  for (let i = 0; i < n; i++) {
+    columns.score[i] = packed.score[i];
+    columns.propensity[i] = packed.propensity[i];
+    columns.propensitySource[i] = SOURCES[packed.source[i]];
   }
-  return out;
+  return columns;
 }

@@ -14,7 +14,7 @@ import { compileModel } from "./compile-model.js";
 import type { ClvInput } from "./impact.js";
 import type { ModelConfig, ModelType } from "./models.js";
 import type { EvidenceCounts } from "./evidence-counts.js";
-import { NO_EXPLANATIONS, type Explanation, type ModelScore, type PropensitySource, type Scorer, type ScoringContext, type ScoringOffer } from "./scorer.js";
+import { NO_EXPLANATIONS, scoreSlot, type Explanation, type ModelScore, type PropensitySource, type Scorer, type ScoringContext, type ScoringOffer } from "./scorer.js";
 
 export interface ScoreTask {
   candidates: ScoringOffer[];
@@ -48,6 +48,25 @@ export interface CandidateScore {
   reason?: string;
 }
 
+/**
+ * A task's scores, column by column: index i of each column is `task.candidates[i]`'s. The model's
+ * names are the primary model's, the same for every candidate; `extras[i]` holds what candidate i
+ * has beyond the columns (explanations, a degraded score's reason, shadow scores), when it has
+ * anything. Columns, not a CandidateScore per candidate: those objects, with their boxed numbers,
+ * were a third of what a decision allocated, and ranking reads only the three columns.
+ */
+export interface ScoreColumns {
+  modelId: string;
+  modelKey: string;
+  modelType: ModelType | "unavailable";
+  score: number[];
+  propensity: number[];
+  propensitySource: PropensitySource[];
+  extras: Record<number, CandidateExtras>;
+}
+
+export type CandidateExtras = Partial<Pick<CandidateScore, "explanations" | "shadowScores" | "shadowErrors" | "degraded" | "reason">>;
+
 /** Score of a candidate whose model is unavailable or failing (spec 2.16). */
 export const FALLBACK_SCORE = 0.5;
 
@@ -59,7 +78,7 @@ interface ResolvedModel {
   failure?: string;
 }
 
-export function scoreCandidates(task: ScoreTask): CandidateScore[] {
+export function scoreCandidates(task: ScoreTask): ScoreColumns {
   const primary = resolveModel(task, task.modelKey);
   const shadows = task.shadowModelKeys.filter((key) => key !== task.modelKey).map((key) => resolveModel(task, key));
   // One context per task, pointed at each candidate in turn: scorers read it synchronously and keep
@@ -75,38 +94,72 @@ export function scoreCandidates(task: ScoreTask): CandidateScore[] {
     explain: task.explain,
   };
   const shadowContext: ScoringContext = { ...context, explain: false };
-  return task.candidates.map((offer) => {
+  const n = task.candidates.length;
+  const columns: ScoreColumns = {
+    modelId: primary.id,
+    modelKey: primary.key,
+    modelType: primary.type,
+    score: new Array<number>(n),
+    propensity: new Array<number>(n),
+    propensitySource: new Array<PropensitySource>(n),
+    extras: {},
+  };
+  const failedSource: PropensitySource = primary.type === "adaptive" || primary.type === "formula" ? "cold_start" : "model";
+  const out = scoreSlot();
+  for (let i = 0; i < n; i++) {
+    const offer = task.candidates[i];
     context.offer = shadowContext.offer = offer;
     bag.offer = offer as unknown as Attributes;
-    const result = runModel(primary, context);
-    const failed = "failure" in result;
-    const scored: ModelScore = failed
-      ? {
-          score: FALLBACK_SCORE,
-          propensity: FALLBACK_SCORE,
-          propensitySource: primary.type === "adaptive" || primary.type === "formula" ? "cold_start" : "model",
-          explanations: NO_EXPLANATIONS,
-        }
-      : result;
-    // Members written out, not spread from the result: spreading into a literal cost more than the model.
-    const score: CandidateScore = {
-      offerId: offer.id,
-      modelId: primary.id,
-      modelKey: primary.key,
-      modelType: primary.type,
-      score: scored.score,
-      propensity: scored.propensity,
-      propensitySource: scored.propensitySource,
-      explanations: scored.explanations,
-    };
-    if (failed) Object.assign(score, { degraded: true, reason: result.failure });
-    for (const shadow of shadows) {
-      const shadowResult = runModel(shadow, shadowContext);
-      if ("failure" in shadowResult) (score.shadowErrors ??= {})[shadow.key] = shadowResult.failure;
-      else (score.shadowScores ??= {})[shadow.key] = shadowResult.score;
+    const failure = runModel(primary, context, out);
+    let extras: CandidateExtras | undefined;
+    if (failure !== undefined) {
+      columns.score[i] = columns.propensity[i] = FALLBACK_SCORE;
+      columns.propensitySource[i] = failedSource;
+      extras = { degraded: true, reason: failure };
+    } else {
+      columns.score[i] = out.score;
+      columns.propensity[i] = out.propensity;
+      columns.propensitySource[i] = out.propensitySource;
+      if (out.explanations.length) extras = { explanations: out.explanations };
     }
-    return score;
-  });
+    for (const shadow of shadows) {
+      const shadowFailure = runModel(shadow, shadowContext, out);
+      extras ??= {};
+      if (shadowFailure !== undefined) (extras.shadowErrors ??= {})[shadow.key] = shadowFailure;
+      else (extras.shadowScores ??= {})[shadow.key] = out.score;
+    }
+    if (extras) columns.extras[i] = extras;
+  }
+  return columns;
+}
+
+/** The scores as one CandidateScore per candidate (spec 2.16's scoring rows), in candidate order. */
+export function candidateScores(columns: ScoreColumns, candidates: readonly ScoringOffer[]): CandidateScore[] {
+  const out = new Array<CandidateScore>(candidates.length);
+  for (let i = 0; i < candidates.length; i++) {
+    const extras = columns.extras[i];
+    const score: CandidateScore = {
+      offerId: candidates[i].id,
+      modelId: columns.modelId,
+      modelKey: columns.modelKey,
+      modelType: columns.modelType,
+      score: columns.score[i],
+      propensity: columns.propensity[i],
+      propensitySource: columns.propensitySource[i],
+      explanations: extras?.explanations ?? NO_EXPLANATIONS,
+    };
+    if (extras?.degraded) Object.assign(score, { degraded: true, reason: extras.reason });
+    if (extras?.shadowScores) score.shadowScores = extras.shadowScores;
+    if (extras?.shadowErrors) score.shadowErrors = extras.shadowErrors;
+    out[i] = score;
+  }
+  return out;
+}
+
+/** Whether any candidate was scored by the fallback (spec 2.16 `degradedScoring`). */
+export function anyDegraded(columns: ScoreColumns): boolean {
+  for (const i in columns.extras) if (columns.extras[i].degraded) return true;
+  return false;
 }
 
 /**
@@ -135,15 +188,16 @@ function resolveModel(task: ScoreTask, key: string): ResolvedModel {
     : { key, id: config.id, type: config.type, failure: `model ${key} is invalid: ${compiled.errors.join("; ")}` };
 }
 
-function runModel(model: ResolvedModel, context: ScoringContext): ModelScore | { failure: string } {
-  if (!model.scorer) return { failure: model.failure ?? `model ${model.key} is not available` };
+/** Scores `context.offer` into `out`; a failure is returned as its reason, and `out` is then not to be read. */
+function runModel(model: ResolvedModel, context: ScoringContext, out: ModelScore): string | undefined {
+  if (!model.scorer) return model.failure ?? `model ${model.key} is not available`;
   try {
-    const result = model.scorer.score(context);
-    if (!Number.isFinite(result.score) || !Number.isFinite(result.propensity)) {
-      return { failure: `model ${model.key} produced a non-finite score for offer ${context.offer.id}` };
+    model.scorer.score(context, out);
+    if (!Number.isFinite(out.score) || !Number.isFinite(out.propensity)) {
+      return `model ${model.key} produced a non-finite score for offer ${context.offer.id}`;
     }
-    return result;
+    return undefined;
   } catch (err) {
-    return { failure: `model ${model.key} failed on offer ${context.offer.id}: ${err instanceof Error ? err.message : String(err)}` };
+    return `model ${model.key} failed on offer ${context.offer.id}: ${err instanceof Error ? err.message : String(err)}`;
   }
 }

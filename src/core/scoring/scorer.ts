@@ -64,7 +64,25 @@ export interface ModelScore {
 export const NO_EXPLANATIONS: readonly Explanation[] = Object.freeze([]);
 
 export interface Scorer {
-  score(context: ScoringContext): ModelScore;
+  /**
+   * Scores `context.offer` into `out`, every member. The caller passes one result object for all
+   * of a task's candidates and reads it before the next call: a result allocated per candidate,
+   * its numbers boxed, was half of what scoring allocated.
+   */
+  score(context: ScoringContext, out: ModelScore): void;
+}
+
+/** Writes a score into a scorer's `out`. */
+export function setScore(out: ModelScore, score: number, propensity: number, propensitySource: PropensitySource, explanations: readonly Explanation[]): void {
+  out.score = score;
+  out.propensity = propensity;
+  out.propensitySource = propensitySource;
+  out.explanations = explanations;
+}
+
+/** A result object for Scorer.score; its numbers start as doubles, so that writing one never changes its shape. */
+export function scoreSlot(): ModelScore {
+  return { score: 0.5, propensity: 0.5, propensitySource: "model", explanations: NO_EXPLANATIONS };
 }
 
 export type Compiled = { scorer: Scorer; errors?: undefined } | { errors: string[]; scorer?: undefined };
