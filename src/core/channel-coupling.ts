@@ -15,6 +15,7 @@
  */
 import type { Channel, Creative, Offer, Placement } from "./catalog.js";
 import type { Rejection } from "./rejections.js";
+import { Subsequence } from "./subsequence.js";
 import { parseInstant } from "./time.js";
 
 export interface Slot {
@@ -34,7 +35,7 @@ export type SlotOptions = Array<CreativeChoice | null>;
 
 /** The offers that fit a slot, in their order, and beside them (same index) where each would go. */
 export interface CouplingOutput {
-  coupled: Offer[];
+  coupled: readonly Offer[];
   options: SlotOptions[];
   rejections: Rejection[];
 }
@@ -65,21 +66,28 @@ export function coupleCreatives(
   slots: readonly Slot[],
   nowMs: number,
 ): CouplingOutput {
-  const output: CouplingOutput = { coupled: [], options: [], rejections: [] };
+  // The options column is sized once and cut to the offers that fit.
+  const output: CouplingOutput = { coupled: offers, options: new Array<SlotOptions>(offers.length), rejections: [] };
+  const coupled = new Subsequence(offers);
+  let kept = 0;
   // Offers without creatives (most, in many catalogs) fit the same slots the same way: one list for all.
   let withoutCreatives: SlotOptions | undefined;
-  for (const offer of offers) {
+  for (let i = 0; i < offers.length; i++) {
+    const offer = offers[i];
     const creatives = creativesByOffer.get(offer.id);
     const options = creatives
       ? slotOptions(creatives.filter((c) => isLive(c, nowMs)), slots)
       : (withoutCreatives ??= slotOptions(NO_CREATIVES, slots));
     if (options.some((o) => o !== null)) {
-      output.coupled.push(offer);
-      output.options.push(options);
+      coupled.keep(i);
+      output.options[kept++] = options;
     } else {
+      coupled.drop(i);
       output.rejections.push(couplingRejection(offer, slots));
     }
   }
+  output.coupled = coupled.result();
+  output.options.length = kept;
   return output;
 }
 

@@ -19,6 +19,7 @@ import { guardrailVerdict, type GuardrailRule } from "./guardrails.js";
 import { rampVerdict, type MaturityRamp } from "./maturity-ramp.js";
 import { appliesToOffer } from "./offer-scope.js";
 import type { Rejection, RejectionStage } from "./rejections.js";
+import { Subsequence } from "./subsequence.js";
 import { suppressingOutcome, type RecentOutcome, type SuppressionPolicy } from "./suppression.js";
 
 export type ContactPolicy = FrequencyCapPolicy | SuppressionPolicy;
@@ -59,7 +60,7 @@ export interface ContactPolicyRow {
  * would consume: two columns rather than a record per offer, since a decision has hundreds.
  */
 export interface ContactPolicyOutput {
-  allowed: Offer[];
+  allowed: readonly Offer[];
   reservations: Reservation[][];
   results: ContactPolicyRow[];
   rejections: Rejection[];
@@ -83,16 +84,20 @@ interface Verdict {
   detail?: Record<string, unknown>;
 }
 
-export function applyContactPolicies(offers: Offer[], config: ContactPolicyConfig, input: ContactPolicyInput): ContactPolicyOutput {
-  const output: ContactPolicyOutput = { allowed: [], reservations: [], results: [], rejections: [] };
+export function applyContactPolicies(offers: readonly Offer[], config: ContactPolicyConfig, input: ContactPolicyInput): ContactPolicyOutput {
+  // The reservations column is sized once and cut to the offers allowed.
+  const output: ContactPolicyOutput = { allowed: offers, reservations: new Array<Reservation[]>(offers.length), results: [], rejections: [] };
+  const allowed = new Subsequence(offers);
+  let kept = 0;
   // Most tenants hold few policies: an offer nothing can block costs no checks, no arrays.
   const perOffer = config.guardrails.length > 0 || input.channel !== null || config.contactPolicies.length > 0 || config.budgets.length > 0 || config.maturityRamp !== null;
   // Consent is the customer's, for the request's channel: the same for every offer.
   const consentRefused = input.channel ? consentRefusal(input.bag.customer, input.channel) : null;
-  for (const offer of offers) {
+  for (let i = 0; i < offers.length; i++) {
+    const offer = offers[i];
     if (!perOffer && !offer.emergencyExcluded) {
-      output.allowed.push(offer);
-      output.reservations.push(NO_RESERVATIONS);
+      allowed.keep(i);
+      output.reservations[kept++] = NO_RESERVATIONS;
       continue;
     }
     const checks = input.counterChecks?.get(offer) ?? counterChecks(offer, config, input.customerId, input.channel?.id ?? null, input.nowMs);
@@ -105,11 +110,14 @@ export function applyContactPolicies(offers: Offer[], config: ContactPolicyConfi
         reason: blockedBy.reason,
         detail: { policyId: blockedBy.policyId, ...blockedBy.detail },
       });
+      allowed.drop(i);
     } else {
-      output.allowed.push(offer);
-      output.reservations.push(reservationsOf(checks));
+      allowed.keep(i);
+      output.reservations[kept++] = reservationsOf(checks);
     }
   }
+  output.allowed = allowed.result();
+  output.reservations.length = kept;
   return output;
 }
 

@@ -10,6 +10,7 @@ import { evaluateCondition, type Condition, type ConditionOutcome, type OnMissin
 import { appliesToOffer, type OfferScope } from "./offer-scope.js";
 import type { Rejection } from "./rejections.js";
 import { scheduleViolation } from "./schedule.js";
+import { Subsequence } from "./subsequence.js";
 
 /** A decisioning gate (spec 2.20): `onMissing` defaults to `skip`; no `appliesTo` means every offer. */
 export interface QualificationRule {
@@ -32,7 +33,7 @@ export interface QualificationRow {
 }
 
 export interface QualificationOutput {
-  qualified: Offer[];
+  qualified: readonly Offer[];
   results: QualificationRow[];
   rejections: Rejection[];
 }
@@ -55,15 +56,17 @@ function isEmpty(value: object | undefined): boolean {
 
 /** `explain` keeps every check's row in `results`; without it only rejections are recorded. */
 export function qualify(offers: readonly Offer[], rules: QualificationRule[], bag: AttributeBag, nowMs: number, explain = true): QualificationOutput {
-  const output: QualificationOutput = { qualified: [], results: [], rejections: [] };
+  const output: QualificationOutput = { qualified: offers, results: [], rejections: [] };
+  const qualified = new Subsequence(offers);
   // A gate reads the customer and the request, never the offer: one outcome per gate per decision.
   const gateOutcomes = new Map<QualificationRule, ConditionOutcome>();
-  for (const offer of offers) {
+  for (let i = 0; i < offers.length; i++) {
+    const offer = offers[i];
     const gates = rules.length === 0 ? rules : rules.filter((rule) => appliesToOffer(rule.appliesTo, offer));
     if (offer.status === "active" && isEmpty(offer.schedule) && isEmpty(offer.eligibility) && !offer.eligibilityUnread && gates.length === 0) {
       // One row instead of three: a trace of 200 such offers is otherwise mostly rows that say nothing.
       if (explain) output.results.push({ offerId: offer.id, passed: true, ruleId: QUALIFICATION_CHECKS.offer, reason: "active, unscheduled, no eligibility or gates" });
-      output.qualified.push(offer);
+      qualified.keep(i);
       continue;
     }
     const rows = checkOffer(offer, gates, bag, nowMs, gateOutcomes);
@@ -77,10 +80,12 @@ export function qualify(offers: readonly Offer[], rules: QualificationRule[], ba
         reason: failed.reason,
         detail: { ruleId: failed.ruleId, ...(failed.attribute ? { attribute: failed.attribute } : {}) },
       });
+      qualified.drop(i);
     } else {
-      output.qualified.push(offer);
+      qualified.keep(i);
     }
   }
+  output.qualified = qualified.result();
   return output;
 }
 
