@@ -142,6 +142,17 @@ describe("contact policy stage", () => {
     ]);
   });
 
+  test("the reservations column stays beside the offers allowed when offers between them are blocked", () => {
+    const offers = [offer("o1"), offer("o2", { emergencyExcluded: true }), offer("o3"), offer("o4", { emergencyExcluded: true })];
+    const out = applyContactPolicies(offers, snapshot, input());
+    assert.deepEqual(out.allowed.map((o) => o.id), ["o1", "o3"]);
+    assert.deepEqual(out.reservations.map((r) => r[0].key), [frequencyCounterKey("c1", "offer", "o1", 86400, NOW), frequencyCounterKey("c1", "offer", "o3", 86400, NOW)]);
+    assert.deepEqual(out.rejections.map((r) => r.offerId), ["o2", "o4"]);
+    const none = applyContactPolicies(offers.slice(0, 1), prepareSnapshot({ offers: [] }), input());
+    assert.equal(none.allowed.length, 1);
+    assert.deepEqual(none.reservations, [[]], "an offer nothing holds back reserves nothing");
+  });
+
   test("spend that the next impression would overshoot blocks at stage contact_policy", () => {
     const out = applyContactPolicies([offer("o1")], snapshot, input({ counters: { "bg:money:spend": 9_600_000 } }));
     assert.deepEqual(out.rejections, [
