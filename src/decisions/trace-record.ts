@@ -99,7 +99,7 @@ export function traceRecord(
       recentOutcomes: input.recentOutcomes ?? [],
       clv: input.clv,
     },
-    selectedOffers: offers.map(({ reservations: _r, options: _o, ...o }) => o),
+    selectedOffers: offers.map(selectedOffer),
     refusals,
     ...(experiment && { experiment: { id: experiment.id, key: experiment.key, variant: experiment.variant } }),
     ...(otelTraceId && { otelTraceId }),
@@ -107,13 +107,26 @@ export function traceRecord(
 }
 
 /**
- * The inputsHash: SHA-256 (hex) of the canonical JSON (RFC 8785 order: keys sorted) of the
- * configuration version and the recorded inputs, what a replay must match; that JSON is spelled
- * out here so the inputs are written once. The service may use node:crypto where the core may not,
- * and a native hash of a few KB costs a tenth of FNV in JavaScript.
+ * A returned offer as a record keeps it: members named, not `({ reservations, options, ...o }) => o`,
+ * whose rest copy V8 builds as a slow dictionary object, about 1 KB for each offer.
  */
-const hashCanonicalInputs = (policyVersionHash: string, inputsJson: string) =>
-  createHash("sha256").update(`{"inputs":${inputsJson},"policyVersionHash":${JSON.stringify(policyVersionHash)}}`).digest("hex");
+function selectedOffer(o: RankedOffer): SelectedOffer {
+  return {
+    position: o.position,
+    offerId: o.offerId,
+    offerName: o.offerName,
+    categoryId: o.categoryId,
+    mandatory: o.mandatory,
+    score: o.score,
+    rankScore: o.rankScore,
+    propensity: o.propensity,
+    propensitySource: o.propensitySource,
+    creativeId: o.creativeId,
+    channelId: o.channelId,
+    placementId: o.placementId,
+    rank: o.rank,
+  };
+}
 
 /**
  * How each member of RecordedInputs is written in its canonical JSON: values of known shape
@@ -156,18 +169,35 @@ export function recordedInputsJson(inputs: RecordedInputs): string {
   return json ? `${json}}` : "{}";
 }
 
+const INPUTS_HEAD = '{"inputs":';
+
 /**
- * The stored JSON of a record and its inputsHash, with the inputs (most of a record) written once
- * for both; the stored JSON parses back to the same record.
+ * The stored JSON of a record, as UTF-8 bytes, and its inputsHash, with the inputs (most of a
+ * record) written once for both; the stored JSON parses back to the same record.
+ *
+ * The inputsHash is SHA-256 (hex) of the canonical JSON (RFC 8785 order: keys sorted) of the
+ * configuration version and the recorded inputs, what a replay must match: `{"inputs":…,
+ * "policyVersionHash":…}`, whose first part is the stored JSON's own first part, so the hash reads
+ * those bytes. The pieces are written into one buffer rather than joined into one string first:
+ * each join copied the few KB of a record once more on the heap. (The service may use node:crypto
+ * where the core may not, and a native hash of a few KB costs a tenth of FNV in JavaScript.)
  */
-export function serializeRecord(policyVersionHash: string, record: TraceRecord): { json: string; inputsHash: string } {
+export function serializeRecord(policyVersionHash: string, record: TraceRecord): { bytes: Buffer; inputsHash: string } {
   const { inputs, ...rest } = record;
   const inputsJson = recordedInputsJson(inputs);
-  return {
-    // `rest` always has members (the offers and refusals), so its text after "{" continues the object.
-    json: `{"inputs":${inputsJson},${JSON.stringify(rest).slice(1)}`,
-    inputsHash: hashCanonicalInputs(policyVersionHash, inputsJson),
-  };
+  // `rest` always has members (the offers and refusals), so its text after "{" continues the object.
+  const restJson = JSON.stringify(rest).slice(1);
+  const inputsEnd = INPUTS_HEAD.length + Buffer.byteLength(inputsJson);
+  const bytes = Buffer.allocUnsafe(inputsEnd + 1 + Buffer.byteLength(restJson));
+  bytes.write(INPUTS_HEAD, 0, "latin1");
+  bytes.write(inputsJson, INPUTS_HEAD.length);
+  bytes.write(",", inputsEnd, "latin1");
+  bytes.write(restJson, inputsEnd + 1);
+  const inputsHash = createHash("sha256")
+    .update(bytes.subarray(0, inputsEnd))
+    .update(`,"policyVersionHash":${JSON.stringify(policyVersionHash)}}`)
+    .digest("hex");
+  return { bytes, inputsHash };
 }
 
 /** The core's input again, its evidence map rebuilt against the snapshot the decision ran with. */

@@ -63,8 +63,8 @@ export class TraceWriter {
       this.pending--;
       try {
         const built = row();
-        const { json, inputsHash } = serializeRecord(built.policy_version_hash, built.trace);
-        this.enqueueSerialized(serialized(built, inputsHash, json, policy));
+        const { bytes, inputsHash } = serializeRecord(built.policy_version_hash, built.trace);
+        this.enqueueSerialized(serialized(built, inputsHash, bytes, policy));
       } catch (err) {
         this.dropped++;
         this.logger.error({ err, recommendationId }, "decision trace could not be serialized");
@@ -140,7 +140,7 @@ export class TraceWriter {
  * Node 20's V8 a spread copy that gains members takes a slow path and promotes what it allocates
  * (docs/performance.md, eleventh session).
  */
-function serialized(row: Omit<TraceRow, "inputs_hash">, inputsHash: string, json: string, policy: SnapshotConfig): QueuedTrace {
+function serialized(row: Omit<TraceRow, "inputs_hash">, inputsHash: string, bytes: Buffer, policy: SnapshotConfig): QueuedTrace {
   return {
     tenant_id: row.tenant_id,
     id: row.id,
@@ -153,7 +153,7 @@ function serialized(row: Omit<TraceRow, "inputs_hash">, inputsHash: string, json
     policy_version_hash: row.policy_version_hash,
     created_at: row.created_at,
     inputs_hash: inputsHash,
-    trace: Buffer.from(json),
+    trace: bytes,
     policy,
   };
 }

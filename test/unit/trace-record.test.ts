@@ -95,10 +95,20 @@ describe("trace records (ADR 4)", () => {
     for (const { golden } of cases) {
       const snapshot = prepareSnapshot(golden.snapshot);
       const { record } = recorded(snapshot, golden.input);
-      const { json, inputsHash: hash } = serializeRecord(snapshot.policyVersionHash, record);
-      assert.deepEqual(JSON.parse(json), record);
+      const { bytes, inputsHash: hash } = serializeRecord(snapshot.policyVersionHash, record);
+      assert.deepEqual(JSON.parse(bytes.toString("utf8")), record);
       assert.equal(hash, definedHash(snapshot.policyVersionHash, record.inputs));
     }
+  });
+
+  test("a record with characters beyond ASCII is stored as UTF-8 that parses back to it, under the same inputsHash", () => {
+    const { golden } = cases[0];
+    const snapshot = prepareSnapshot(golden.snapshot);
+    const { record } = recorded(snapshot, { ...golden.input, customer: { ...golden.input.customer, name: "Zoë 😀 日本" }, context: { ...golden.input.context, city: "Kraków" } });
+    const { bytes, inputsHash: hash } = serializeRecord(snapshot.policyVersionHash, record);
+    assert.ok(bytes.toString("utf8").includes("Zoë 😀 日本"));
+    assert.deepEqual(JSON.parse(bytes.toString("utf8")), record);
+    assert.equal(hash, definedHash(snapshot.policyVersionHash, record.inputs));
   });
 
   test("the inputs are written exactly as canonicalJson writes them, whatever order and shape their members have", () => {
