@@ -15,7 +15,7 @@
  */
 import { setNewest } from "../bounded-map.js";
 import type { ModelConfig } from "./models.js";
-import { scoreCandidates, type ScoreColumns, type ScoreTask } from "./score-candidates.js";
+import { scoreCandidates, scoreColumns, type ScoreColumns, type ScoreTask } from "./score-candidates.js";
 import type { PropensitySource, ScoringOffer } from "./scorer.js";
 
 export interface PooledScoreTask extends Omit<ScoreTask, "models" | "candidates"> {
@@ -127,15 +127,7 @@ export function packScores(columns: ScoreColumns): PackedScores {
 /** Typed arrays → columns: what scoreCandidates would have returned. */
 export function unpackScores(packed: PackedScores): ScoreColumns {
   const n = packed.score.length;
-  const columns: ScoreColumns = {
-    modelId: packed.modelId,
-    modelKey: packed.modelKey,
-    modelType: packed.modelType,
-    score: new Array<number>(n),
-    propensity: new Array<number>(n),
-    propensitySource: new Array<PropensitySource>(n),
-    extras: packed.extras,
-  };
+  const columns = scoreColumns(packed, n, packed.extras);
   for (let i = 0; i < n; i++) {
     columns.score[i] = packed.score[i];
     columns.propensity[i] = packed.propensity[i];

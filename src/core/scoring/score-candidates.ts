@@ -95,15 +95,7 @@ export function scoreCandidates(task: ScoreTask): ScoreColumns {
   };
   const shadowContext: ScoringContext = { ...context, explain: false };
   const n = task.candidates.length;
-  const columns: ScoreColumns = {
-    modelId: primary.id,
-    modelKey: primary.key,
-    modelType: primary.type,
-    score: new Array<number>(n),
-    propensity: new Array<number>(n),
-    propensitySource: new Array<PropensitySource>(n),
-    extras: {},
-  };
+  const columns = scoreColumns({ modelId: primary.id, modelKey: primary.key, modelType: primary.type }, n, {});
   const failedSource: PropensitySource = primary.type === "adaptive" || primary.type === "formula" ? "cold_start" : "model";
   const out = scoreSlot();
   for (let i = 0; i < n; i++) {
@@ -131,6 +123,19 @@ export function scoreCandidates(task: ScoreTask): ScoreColumns {
     if (extras) columns.extras[i] = extras;
   }
   return columns;
+}
+
+/** Columns for `n` candidates scored by `model`, to be filled in candidate order. */
+export function scoreColumns(model: Pick<ScoreColumns, "modelId" | "modelKey" | "modelType">, n: number, extras: ScoreColumns["extras"]): ScoreColumns {
+  return {
+    modelId: model.modelId,
+    modelKey: model.modelKey,
+    modelType: model.modelType,
+    score: new Array<number>(n),
+    propensity: new Array<number>(n),
+    propensitySource: new Array<PropensitySource>(n),
+    extras,
+  };
 }
 
 /** The scores as one CandidateScore per candidate (spec 2.16's scoring rows), in candidate order. */
