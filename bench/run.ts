@@ -22,7 +22,8 @@
  * 4. Every lane reports the server's CPU per request beside the echo server's, and its event-loop
  *    delay; the summary prints each target with the figure, the baseline and met or MISSED, and
  *    the whole machine's CPU per request of the echo server, the floor and the service.
- * 5. In-process, the inline-versus-pool crossover of scoring (bench/crossover.ts).
+ * 5. In-process, the inline-versus-pool crossover of scoring (bench/crossover.ts), and the decision
+ *    core alone: its CPU and bytes allocated per decision (bench/core.ts).
  * 6. It stops everything it started and drops its database and Redis keys.
  *
  * Knobs (environment): BENCH_LANE_SECONDS (default 10), BENCH_WARMUP_SECONDS (2), BENCH_JSON (a
@@ -38,6 +39,7 @@ import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { RecommendRequestSchema, RespondRequestSchema } from "../gen/decisioning/v1/decisions_pb.js";
 import { DEFAULT_POOL_MIN_TREE_WALKS } from "../src/config.js";
 import { closedLoop, failures, warmUp, type Call, type LaneResult } from "./load.js";
+import { measureCore } from "./core.js";
 import { measureCrossover, type CrossoverResult } from "./crossover.js";
 import { grpcFrame, h2loadClosed, h2loadOpen, requireH2load, type H2loadTarget } from "./h2load.js";
 import { grpcFrameClient } from "./h2-frames.js";
@@ -419,6 +421,10 @@ async function run(h2loadVersion: string): Promise<void> {
   console.log("\nF. scoring inline vs the Piscina pool (in this process; gradient-boosted, depth 4, explain off as on a Recommend without explain)");
   const crossover = await measureCrossover({ log: console.log, budgetMs: 250 });
 
+  // --- G. the decision core alone ----------------------------------------------------------------
+  console.log("\nG. the decision core alone (in this process; the catalog above, inputs built as the service builds them)");
+  const core = await measureCore({ log: console.log });
+
   // --- Summary -------------------------------------------------------------------------------------
   type Row = { figure: string; value: string; baseline: string; ratio: string; target: string; met: string };
   const rows: Row[] = [];
@@ -461,6 +467,7 @@ async function run(h2loadVersion: string): Promise<void> {
   add("service CPU per Respond, replayed keys", respondReplay.server!.cpuMsPerRequest, "ms/req", "fresh keys", respondFresh.server!.cpuMsPerRequest);
   add("frame client CPU per Respond call", respondFresh.clientCpuMsPerRequest, "ms/req", "service CPU per Respond", respondFresh.server!.cpuMsPerRequest);
   add("h2load CPU per gRPC Recommend", recClosed.clientCpuMsPerRequest, "ms/req", "service CPU per Recommend", recClosed.server!.cpuMsPerRequest);
+  add("decision core CPU per decision, 200 offers (in-process)", core.cpuMsPerDecision, "ms/req", "service CPU per Recommend", recClosed.server!.cpuMsPerRequest);
   add("scoring crossover (tree walks)", crossover.crossoverByCandidates[200] ?? NaN, "walks at 200 candidates", "DEFAULT_POOL_MIN_TREE_WALKS", DEFAULT_POOL_MIN_TREE_WALKS, {
     text: "<= 5,000",
     ok: (crossover.crossoverByCandidates[200] ?? Infinity) <= 5_000,
@@ -493,7 +500,7 @@ async function run(h2loadVersion: string): Promise<void> {
   const targets = rows.filter((r) => r.met);
   console.log(`\nbench: ${targets.filter((r) => r.met === "met").length} of ${targets.length} targets met; finished in ${((Date.now() - started.getTime()) / 1000).toFixed(0)} s`);
   if (process.env.BENCH_JSON) {
-    writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: { ...machine, busyBefore, stealBefore, loadavg }, lanes, rows, crossover, serviceWarnings }, null, 2));
+    writeFileSync(process.env.BENCH_JSON, JSON.stringify({ machine: { ...machine, busyBefore, stealBefore, loadavg }, lanes, rows, crossover, core, serviceWarnings }, null, 2));
     console.log(`bench: figures written to ${process.env.BENCH_JSON}`);
   }
 }

@@ -1,8 +1,8 @@
 /**
- * Stage 3, scoring: one serialisable task in, one score per candidate out. This is the function the
- * Piscina worker runs, so the task carries everything (candidates, attributes, the primary and
- * shadow model configurations, counts, CLV, seed) and nothing in it is a class, a Map or a
- * function. Models compile once per task.
+ * Stage 3, scoring: one serialisable task in, a score per candidate out, as columns (ScoreColumns).
+ * This is the function the Piscina worker runs, so the task carries everything (candidates,
+ * attributes, the primary and shadow model configurations, counts, CLV, seed) and nothing in it is
+ * a class, a Map or a function. Models compile once per configuration object (compileOnce).
  *
  * Fail-soft (spec 2.16): a model that is missing, fails to compile or throws or yields a non-finite
  * number on a candidate gives that candidate FALLBACK_SCORE with `degraded: true` and a `reason`,
