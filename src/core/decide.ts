@@ -154,7 +154,7 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
   );
   return {
     scoreTask: {
-      candidates: coupling.coupled.map(scoringOffer),
+      candidates: scoringViews(coupling.coupled),
       customer: input.customer,
       context: input.context,
       models,
@@ -245,6 +245,19 @@ function scoringOffer(offer: Offer): ScoringOffer {
   let view = scoringOffers.get(offer);
   if (!view) scoringOffers.set(offer, (view = scoringView(offer)));
   return view;
+}
+
+/**
+ * The scoring views of a list of candidates, once per list: a decision that drops none of its
+ * flow's candidates hands on the snapshot's own list (Subsequence), so most decisions find the
+ * views made, where looking each offer up cost a tenth of the core's time.
+ */
+const scoringLists = new WeakMap<readonly Offer[], readonly ScoringOffer[]>();
+
+function scoringViews(offers: readonly Offer[]): readonly ScoringOffer[] {
+  let views = scoringLists.get(offers);
+  if (!views) scoringLists.set(offers, (views = offers.map(scoringOffer)));
+  return views;
 }
 
 function scoringView(offer: Offer): ScoringOffer {

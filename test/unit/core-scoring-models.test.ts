@@ -170,6 +170,20 @@ describe("evidence counts", () => {
     }
   });
 
+  test("the same offers in two lists of different order each read their own counts", () => {
+    const a: ScoringOffer = { id: "o1", priority: 1, businessValue: 1 };
+    const b: ScoringOffer = { id: "o2", priority: 1, businessValue: 1 };
+    const evidence = { keys: ["o1|*", "o2|*"], counts: [{ successes: 9, trials: 10 }, { successes: 1, trials: 10 }] };
+    const scored = (candidates: ScoringOffer[]) => scoreRows({ ...task(ADAPTIVE, {}, candidates), evidence }).map((r) => `${r.offerId} ${r.score.toFixed(6)}`);
+    // The same list objects each round: the second round reads positions kept for each list.
+    const [ab, ba, justB] = [[a, b], [b, a], [b]];
+    for (let round = 0; round < 2; round++) {
+      assert.deepEqual(scored(ab), [`o1 ${(10 / 12).toFixed(6)}`, `o2 ${(2 / 12).toFixed(6)}`]);
+      assert.deepEqual(scored(ba), [`o2 ${(2 / 12).toFixed(6)}`, `o1 ${(10 / 12).toFixed(6)}`]);
+      assert.deepEqual(scored(justB), [`o2 ${(2 / 12).toFixed(6)}`], "a list of one, after longer ones");
+    }
+  });
+
   test("an offer scores from its count in whichever key list the task carries, in any order", () => {
     const offers: ScoringOffer[] = [{ id: "o1", priority: 1, businessValue: 1 }, { id: "o2", priority: 1, businessValue: 1 }];
     const scored = (evidence: ScoreTask["evidence"]) => scoreRows({ ...task(ADAPTIVE, {}, offers), evidence }).map((r) => r.score);

@@ -66,9 +66,11 @@ export function explainScoreTask(task: ScoreTask): DecisionShapOutcome {
   const { ensemble } = compiled;
   const explainer = treeShapExplainer(ensemble);
   const attributes = ensemble.features.map((name) => (model.featureMap && Object.hasOwn(model.featureMap, name) ? model.featureMap[name] : name));
-  const candidates = task.candidates.map((offer): CandidateShap => {
+  const candidates = task.candidates.map((offer, index): CandidateShap => {
     const context: ScoringContext = {
       offer,
+      candidates: task.candidates,
+      index,
       bag: { customer: task.customer, context: task.context, offer: offer as unknown as Attributes },
       evidence: task.evidence,
       clv: task.clv,

@@ -13,7 +13,7 @@
  * Explanations are the weighted terms (they sum to `base`) and `clv`, the tilt's addition.
  */
 import { attributeReader, isMissing } from "../attributes.js";
-import { posteriorFor, validateAdaptiveSettings } from "./adaptive.js";
+import { posteriorFor, posteriorSlot, validateAdaptiveSettings } from "./adaptive.js";
 import { betaMean } from "./beta.js";
 import { clvTilt, DEFAULT_REVENUE_SCALE, offerImpact } from "./impact.js";
 import type { FormulaModel, FormulaWeights } from "./models.js";
@@ -45,10 +45,11 @@ export function compileFormula(model: FormulaModel): Compiled {
   const revenueScale = model.revenueScale ?? DEFAULT_REVENUE_SCALE;
   const relevanceWanted = attributeReader(model.relevanceAttribute ?? DEFAULT_RELEVANCE_ATTRIBUTE);
   const propensitySettings = model.propensity ?? {};
+  const slot = posteriorSlot();
   return {
     scorer: {
       score(context: ScoringContext, out: ModelScore): void {
-        const posterior = posteriorFor(propensitySettings, context);
+        const posterior = posteriorFor(propensitySettings, context, slot);
         const propensity = betaMean(posterior.alpha, posterior.beta);
         const impact = offerImpact(context.offer, revenueScale);
         const terms: FormulaWeights = {

@@ -17,7 +17,8 @@ import type { EvidenceCounts } from "./evidence-counts.js";
 import { NO_EXPLANATIONS, scoreSlot, type Explanation, type ModelScore, type PropensitySource, type Scorer, type ScoringContext, type ScoringOffer } from "./scorer.js";
 
 export interface ScoreTask {
-  candidates: ScoringOffer[];
+  /** Read-only: the list may be shared by every decision over the same candidates (decide.ts). */
+  candidates: readonly ScoringOffer[];
   customer: Attributes;
   context: Attributes;
   /** At least the primary and shadow models, keyed by model key. */
@@ -86,6 +87,8 @@ export function scoreCandidates(task: ScoreTask): ScoreColumns {
   const bag = { customer: task.customer, context: task.context, offer: {} as Attributes };
   const context: ScoringContext = {
     offer: task.candidates[0],
+    candidates: task.candidates,
+    index: 0,
     bag,
     evidence: task.evidence,
     bucketsOverCap: task.bucketsOverCap,
@@ -101,6 +104,7 @@ export function scoreCandidates(task: ScoreTask): ScoreColumns {
   for (let i = 0; i < n; i++) {
     const offer = task.candidates[i];
     context.offer = shadowContext.offer = offer;
+    context.index = shadowContext.index = i;
     bag.offer = offer as unknown as Attributes;
     const failure = runModel(primary, context, out);
     let extras: CandidateExtras | undefined;

@@ -41,6 +41,9 @@ export interface Explanation {
  */
 export interface ScoringContext {
   offer: ScoringOffer;
+  /** The task's candidates, `offer` being `candidates[index]`: a scorer may keep work per list (adaptive.ts). */
+  candidates: readonly ScoringOffer[];
+  index: number;
   /** customer, context and offer roots. */
   bag: AttributeBag;
   /** Keys are adaptiveCountKey(offerId, bucket). */
