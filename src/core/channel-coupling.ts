@@ -66,10 +66,8 @@ export function coupleCreatives(
   slots: readonly Slot[],
   nowMs: number,
 ): CouplingOutput {
-  // The options column is sized once and cut to the offers that fit.
-  const output: CouplingOutput = { coupled: offers, options: new Array<SlotOptions>(offers.length), rejections: [] };
-  const coupled = new Subsequence(offers);
-  let kept = 0;
+  const output: CouplingOutput = { coupled: offers, options: [], rejections: [] };
+  const coupled = new Subsequence<Offer, SlotOptions>(offers);
   // Offers without creatives (most, in many catalogs) fit the same slots the same way: one list for all.
   let withoutCreatives: SlotOptions | undefined;
   for (let i = 0; i < offers.length; i++) {
@@ -79,15 +77,14 @@ export function coupleCreatives(
       ? slotOptions(creatives.filter((c) => isLive(c, nowMs)), slots)
       : (withoutCreatives ??= slotOptions(NO_CREATIVES, slots));
     if (options.some((o) => o !== null)) {
-      coupled.keep(i);
-      output.options[kept++] = options;
+      coupled.keep(i, options);
     } else {
       coupled.drop(i);
       output.rejections.push(couplingRejection(offer, slots));
     }
   }
   output.coupled = coupled.result();
-  output.options.length = kept;
+  output.options = coupled.column();
   return output;
 }
 

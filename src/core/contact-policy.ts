@@ -85,10 +85,8 @@ interface Verdict {
 }
 
 export function applyContactPolicies(offers: readonly Offer[], config: ContactPolicyConfig, input: ContactPolicyInput): ContactPolicyOutput {
-  // The reservations column is sized once and cut to the offers allowed.
-  const output: ContactPolicyOutput = { allowed: offers, reservations: new Array<Reservation[]>(offers.length), results: [], rejections: [] };
-  const allowed = new Subsequence(offers);
-  let kept = 0;
+  const output: ContactPolicyOutput = { allowed: offers, reservations: [], results: [], rejections: [] };
+  const allowed = new Subsequence<Offer, Reservation[]>(offers);
   // Most tenants hold few policies: an offer nothing can block costs no checks, no arrays.
   const perOffer = config.guardrails.length > 0 || input.channel !== null || config.contactPolicies.length > 0 || config.budgets.length > 0 || config.maturityRamp !== null;
   // Consent is the customer's, for the request's channel: the same for every offer.
@@ -96,8 +94,7 @@ export function applyContactPolicies(offers: readonly Offer[], config: ContactPo
   for (let i = 0; i < offers.length; i++) {
     const offer = offers[i];
     if (!perOffer && !offer.emergencyExcluded) {
-      allowed.keep(i);
-      output.reservations[kept++] = NO_RESERVATIONS;
+      allowed.keep(i, NO_RESERVATIONS);
       continue;
     }
     const checks = input.counterChecks?.get(offer) ?? counterChecks(offer, config, input.customerId, input.channel?.id ?? null, input.nowMs);
@@ -112,12 +109,11 @@ export function applyContactPolicies(offers: readonly Offer[], config: ContactPo
       });
       allowed.drop(i);
     } else {
-      allowed.keep(i);
-      output.reservations[kept++] = reservationsOf(checks);
+      allowed.keep(i, reservationsOf(checks));
     }
   }
   output.allowed = allowed.result();
-  output.reservations.length = kept;
+  output.reservations = allowed.column();
   return output;
 }
 

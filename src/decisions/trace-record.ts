@@ -187,12 +187,11 @@ export function serializeRecord(policyVersionHash: string, record: TraceRecord):
   const inputsJson = recordedInputsJson(inputs);
   // `rest` always has members (the offers and refusals), so its text after "{" continues the object.
   const restJson = JSON.stringify(rest).slice(1);
-  const inputsEnd = INPUTS_HEAD.length + Buffer.byteLength(inputsJson);
-  const bytes = Buffer.allocUnsafe(inputsEnd + 1 + Buffer.byteLength(restJson));
-  bytes.write(INPUTS_HEAD, 0, "latin1");
-  bytes.write(inputsJson, INPUTS_HEAD.length);
-  bytes.write(",", inputsEnd, "latin1");
-  bytes.write(restJson, inputsEnd + 1);
+  const bytes = Buffer.allocUnsafe(INPUTS_HEAD.length + Buffer.byteLength(inputsJson) + 1 + Buffer.byteLength(restJson));
+  const inputsEnd = bytes.write(INPUTS_HEAD) + bytes.write(inputsJson, INPUTS_HEAD.length);
+  const end = inputsEnd + bytes.write(",", inputsEnd) + bytes.write(restJson, inputsEnd + 1);
+  // The buffer is not zeroed: every byte of it must have been written, or old memory would be stored.
+  if (end !== bytes.length) throw new Error(`trace record: wrote ${end} of ${bytes.length} bytes`);
   const inputsHash = createHash("sha256")
     .update(bytes.subarray(0, inputsEnd))
     .update(`,"policyVersionHash":${JSON.stringify(policyVersionHash)}}`)

@@ -36,8 +36,9 @@ export interface Explanation {
 
 /**
  * One scoring task's view of a candidate. scoreCandidates points one context at each candidate in
- * turn: `offer` and `bag.offer` change, while the customer and the request context stay fixed for
- * the context's life, so a scorer may compute request-level values once per context object.
+ * turn: `offer`, `index` and `bag.offer` change, while the candidate list, the customer and the
+ * request context stay fixed for the context's life, so a scorer may compute request-level values
+ * once per context object.
  */
 export interface ScoringContext {
   offer: ScoringOffer;
