@@ -18,8 +18,16 @@ const BIG_ENDIAN = endianness() === "BE";
 
 const fits = (n: number) => Number.isInteger(n) && n >= 0 && n < NONE;
 
+/**
+ * The words of the record being packed, reused: packing is synchronous, and a typed array this
+ * size keeps its memory outside the heap, which costs more to allocate and free per record than
+ * the packing itself.
+ */
+let scratch = new Uint32Array(512);
+
 export function packEvidence(counts: ReadonlyArray<AdaptiveCount | null>): RecordedEvidence {
-  const words = new Uint32Array(counts.length * 2);
+  if (scratch.length < counts.length * 2) scratch = new Uint32Array(counts.length * 2);
+  const words = scratch.subarray(0, counts.length * 2);
   for (let i = 0; i < counts.length; i++) {
     const count = counts[i];
     if (!count) {
