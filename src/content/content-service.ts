@@ -140,13 +140,15 @@ export class ContentService {
   async rejectContent(ctx: TenantContext, req: RejectContentRequest): Promise<ContentItem> {
     const reason = req.reason.trim();
     if (!reason || reason.length > MAX_REASON) throw invalidField("reason", `is required, 1 to ${MAX_REASON} characters`);
-    return this.move(ctx, req.id, "reject", () => ({ rejection_reason: reason, approved_by: null, approved_version: null }), { extra: { reason } });
+    return this.move(ctx, req.id, "reject", () => ({ rejection_reason: reason, approved_by: null, approved_version: null }), { extra: () => ({ reason }) });
   }
 
   /**
    * The approved content goes live as a new version (spec 3.2: "version snapshot"), which becomes
    * both the item's version and its published version. An edit made after the approval is not
    * published with it: the item takes the approved content back, and the edit stays in the history.
+   * The audit entry carries what spec 2.7 asks of a publish, `version` (the one now published) and
+   * `notes` (empty: the request has none), beside the workflow move.
    */
   async publishContent(ctx: TenantContext, req: ContentIdRequest): Promise<ContentItem> {
     const at = new Date();
@@ -162,13 +164,19 @@ export class ContentService {
       {
         newVersion: (t, before, after) =>
           this.deps.store.snapshot(t, ctx.tenantId, after, "publish", ctx.userId, { revertedFrom: before.approved_version ?? before.version, publishedAt: at }),
+        extra: (after) => ({ version: after.version, notes: "" }),
       },
     );
     this.deps.configChanged(ctx.tenantId);
     return item;
   }
 
-  /** A new version in draft with the content of an earlier one; the published version keeps serving. */
+  /**
+   * A new version in draft with the content of an earlier one; the published version keeps serving.
+   * The audit entry carries what spec 2.7 asks of a rollback: `fromVersion` (the item's version
+   * before), `toVersion` (the one reverted to), `newVersion` (the one made) and `notes` (empty: the
+   * request has none).
+   */
   async revertContent(ctx: TenantContext, req: RevertContentRequest): Promise<ContentItem> {
     return this.write(ctx, req.id, async (t, before) => {
       if (!Number.isInteger(req.version) || req.version < 1 || req.version >= before.version) {
@@ -183,7 +191,7 @@ export class ContentService {
         true,
       );
       await this.deps.store.snapshot(t, ctx.tenantId, after, "revert", ctx.userId, { revertedFrom: target.version });
-      return { action: "rollback", after, changes: { revertedTo: target.version } };
+      return { action: "rollback", after, changes: { fromVersion: before.version, toVersion: target.version, newVersion: after.version, notes: "" } };
     });
   }
 
@@ -202,16 +210,19 @@ export class ContentService {
 
   /**
    * A workflow move of the table in core/content-workflow.ts, with the columns it sets. With
-   * `newVersion`, the move makes the item's next version and writes its snapshot.
+   * `newVersion`, the move makes the item's next version and writes its snapshot. `extra` adds to
+   * the audit entry's `changes`, from the item after the move.
    */
   private move(
     ctx: TenantContext,
     id: string,
     move: ContentMove,
     columns: (before: ContentRow, t: Transaction) => ContentChange | Promise<ContentChange>,
-    opts: { extra?: Record<string, unknown>; newVersion?: (t: Transaction, before: ContentRow, after: ContentRow) => Promise<void> } = {},
+    opts: {
+      extra?: (after: ContentRow) => Record<string, unknown>;
+      newVersion?: (t: Transaction, before: ContentRow, after: ContentRow) => Promise<void>;
+    } = {},
   ): Promise<ContentItem> {
-    const extra = opts.extra ?? {};
     return this.write(ctx, id, async (t, before) => {
       const refusal = contentMoveRefusal(move, before.status);
       if (refusal) throw new AppError({ code: "INVALID_ARGUMENT", reason: "ILLEGAL_TRANSITION", message: `status: ${refusal}` });
@@ -219,7 +230,7 @@ export class ContentService {
       const after = await this.deps.store.update(t, ctx.tenantId, before.id, { ...change, status: CONTENT_MOVES[move].to }, Boolean(opts.newVersion));
       await opts.newVersion?.(t, before, after);
       const action: AuditAction = move === "submit" ? "update" : move;
-      return { action, after, changes: { workflow: { move, from: before.status, to: after.status }, ...extra } };
+      return { action, after, changes: { workflow: { move, from: before.status, to: after.status }, ...opts.extra?.(after) } };
     });
   }
 

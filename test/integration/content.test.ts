@@ -58,6 +58,13 @@ async function lastAudit() {
   return entry;
 }
 
+/** The newest change-history entry (spec 2.7) of one item with `action`. */
+async function lastChange(id: string, action: string) {
+  const res = await call("GET", `/api/v1/change-history?entityId=${id}&action=${action}&limit=1`);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.changes[0];
+}
+
 before(async () => {
   svc = await startTestService();
   admin = await svc.createTenant();
@@ -163,6 +170,12 @@ describe("workflow (spec 3.2)", () => {
     const entry = await lastAudit();
     assert.equal(entry.action, "publish");
     assert.equal(entry.entityVersion, 2);
+    // Spec 2.7: a publish carries version and notes (the request has no notes); the same on the audit entry and the change feed.
+    const publishChanges = { workflow: { move: "publish", from: "approved", to: "published" }, version: 2, notes: "" };
+    assert.deepEqual(entry.changes, publishChanges);
+    const change = await lastChange(it.id, "publish");
+    assert.deepEqual({ ...change.changes }, publishChanges);
+    assert.equal(change.summary, `Published content item "${it.title}" version 2`);
     const versions = (await call("GET", `/api/v1/content/${it.id}/versions`)).body.data;
     assert.deepEqual(
       versions.map((v: any) => [v.version, v.change, v.revertedFrom, v.body, v.publishedAt]),
@@ -288,7 +301,12 @@ describe("workflow (spec 3.2)", () => {
     assert.deepEqual([newest.version, newest.change, newest.revertedFrom, newest.body], [4, "revert", 1, "first"]);
     const entry = await lastAudit();
     assert.equal(entry.action, "rollback");
-    assert.equal(entry.changes.revertedTo, 1);
+    // Spec 2.7: a rollback carries fromVersion, toVersion, newVersion and notes, on the audit entry and the change feed.
+    const rollbackChanges = { fromVersion: 3, toVersion: 1, newVersion: 4, notes: "" };
+    assert.deepEqual(entry.changes, rollbackChanges);
+    const change = await lastChange(it.id, "rollback");
+    assert.deepEqual({ ...change.changes }, rollbackChanges);
+    assert.equal(change.summary, `Rolled back content item "${it.title}" from version 3 to 1 (new version 4)`);
   });
 
   test("DELETE archives from any state with 204, again 204 without a second entry; revert brings it back to draft", async () => {
