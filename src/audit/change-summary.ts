@@ -35,10 +35,13 @@ export function changeSummary(row: AuditRow): string {
       return `Restored ${what}`;
     case "mandatory_override":
       return `Made ${what} mandatory until ${text(c.expiresAt)}${reason}`;
+    // Entries are immutable (hash chain): content items' publish and revert entries written before
+    // they carried spec 2.7's fields (`{workflow}`, `{revertedTo}`) are summarized from the entry's
+    // version and snapshot instead, so that no summary has a blank.
     case "publish":
-      return `Published ${what} version ${text(c.version)}`;
+      return `Published ${what} version ${text(c.version ?? row.entity_version)}`;
     case "rollback":
-      return `Rolled back ${what} from version ${text(c.fromVersion)} to ${text(c.toVersion)} (new version ${text(c.newVersion)})`;
+      return `Rolled back ${what} from version ${text(c.fromVersion ?? row.before?.version)} to ${text(c.toVersion ?? c.revertedTo)} (new version ${text(c.newVersion ?? row.entity_version)})`;
     case "approve":
       return `Approved ${what}`;
     case "reject":
