@@ -72,8 +72,9 @@ export function nextSlot(schedule: JobSchedule, after: Date): Date | null {
 }
 
 /**
- * The latest slot at or before `at`: the one a cron route runs on demand, so that a route and the
- * scheduler that fire for the same moment claim the same (job, slot) and it runs once.
+ * The latest slot at or before `at`: the one a cron route runs on demand (for a job whose
+ * `routeCall` is `current-slot`), so that a route and the scheduler that fire for the same moment
+ * claim the same (job, slot) and it runs once.
  */
 export function currentSlot(schedule: JobSchedule, at: Date): Date | null {
   if ("everyMs" in schedule) return new Date(Math.floor(at.getTime() / schedule.everyMs) * schedule.everyMs);

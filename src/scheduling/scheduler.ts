@@ -42,7 +42,10 @@ export interface Scheduler {
   readonly driver: SchedulerDriver["kind"] | "off";
   start(): Promise<void>;
   stop(graceMs: number): Promise<void>;
-  /** Runs the current slot of every job on `route`, each once (spec 4.21 cron routes). */
+  /**
+   * Runs every job on `route` (spec 4.21 cron routes): the slot its schedule is in at `at`, once per
+   * slot, or, for a job whose `routeCall` is `now`, a slot of its own at `at`.
+   */
   runRoute(route: CronRoute, at?: Date): Promise<RouteRun[]>;
 }
 
@@ -85,7 +88,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     async runRoute(route, at = new Date()) {
       return Promise.all(
         registry.onRoute(route).flatMap((job) => {
-          const slot = currentSlot(job.schedule, at);
+          const slot = job.routeCall === "now" ? at : currentSlot(job.schedule, at);
           return slot ? [runner.attempt(job, slot, "route").then((outcome) => ({ job: job.name, slot, outcome }))] : [];
         }),
       );

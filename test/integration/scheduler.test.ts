@@ -127,3 +127,49 @@ describe("SCHEDULER=off", () => {
     assert.equal((await slotRows(db, job.name)).length, 1);
   });
 });
+
+describe("route calls of a job marked routeCall: now (docs/operations.md)", () => {
+  test("every call runs it in a slot of its own at the call's instant, concurrent calls too; an unmarked job stays once per slot", async () => {
+    // Daily schedules: every call of this test is in one slot of the unmarked job.
+    const now: SlotRecorderSpec = { name: "on-every-call", schedule: { everyMs: 86_400_000 }, route: "scheduled-retrains", routeCall: "now", runMs: 300 };
+    const slotted: SlotRecorderSpec = { name: "once-per-slot", schedule: { everyMs: 86_400_000 }, route: "scheduled-retrains" };
+    const { svc, db } = await serviceWith(() => [now, slotted], { schedulerEnabled: false });
+    const { scheduler } = svc.running.services;
+    const outcomes = (runs: Awaited<ReturnType<typeof scheduler.runRoute>>, job: string) =>
+      runs.filter((r) => r.job === job).map((r) => [r.slot.toISOString(), r.outcome.status, r.outcome.status === "skipped" ? r.outcome.reason : null]);
+    const base = Math.floor(Date.now() / 86_400_000) * 86_400_000 + 3_600_000;
+    const at = (ms: number) => new Date(base + ms);
+    const day = new Date(base - 3_600_000).toISOString();
+
+    const first = await scheduler.runRoute("scheduled-retrains", at(0));
+    assert.deepEqual(outcomes(first, now.name), [[at(0).toISOString(), "succeeded", null]]);
+    assert.deepEqual(outcomes(first, slotted.name), [[day, "succeeded", null]]);
+    const second = await scheduler.runRoute("scheduled-retrains", at(1_000));
+    assert.deepEqual(outcomes(second, now.name), [[at(1_000).toISOString(), "succeeded", null]], "a second call in the same slot runs again");
+    assert.deepEqual(outcomes(second, slotted.name), [[day, "skipped", "already_succeeded"]]);
+
+    // Overlapping calls at two instants both run; two calls at one instant claim one slot, and run it once.
+    const overlapping = await Promise.all([at(2_000), at(2_001), at(3_000), at(3_000)].map((t) => scheduler.runRoute("scheduled-retrains", t)));
+    const sorted = (list: unknown[][]) => list.map((o) => JSON.stringify(o)).sort();
+    assert.deepEqual(
+      sorted(overlapping.flatMap((runs) => outcomes(runs, now.name))),
+      sorted([
+        [at(2_000).toISOString(), "succeeded", null],
+        [at(2_001).toISOString(), "succeeded", null],
+        [at(3_000).toISOString(), "succeeded", null],
+        [at(3_000).toISOString(), "skipped", "already_running"],
+      ]),
+    );
+    assert.deepEqual(
+      (await slotRows(db, now.name)).map((r) => r.slot.toISOString()),
+      [0, 1_000, 2_000, 2_001, 3_000].map((ms) => at(ms).toISOString()),
+    );
+    const [rows] = await db.query(`SELECT slot, status FROM scheduled_runs WHERE job_name = $1 ORDER BY slot`, { bind: [now.name] });
+    assert.deepEqual(
+      (rows as Array<{ slot: Date; status: string }>).map((r) => [r.slot.toISOString(), r.status]),
+      [0, 1_000, 2_000, 2_001, 3_000].map((ms) => [at(ms).toISOString(), "succeeded"]),
+      "each call's run is recorded in scheduled_runs like any other",
+    );
+    assert.equal((await slotRows(db, slotted.name)).length, 1);
+  });
+});

@@ -1,11 +1,12 @@
 import type { Sequelize } from "sequelize";
-import type { CronRoute, JobSchedule, ScheduledJob } from "../../src/scheduling/scheduled-job.js";
+import type { CronRoute, JobSchedule, RouteCall, ScheduledJob } from "../../src/scheduling/scheduled-job.js";
 
 /** What a test asks of a recording job; JSON, so that a child process can be told it too. */
 export interface SlotRecorderSpec {
   name: string;
   schedule: JobSchedule;
   route?: CronRoute;
+  routeCall?: RouteCall;
   /** Attempts of each slot that throw before one succeeds (counted in the table, across processes). */
   failFirst?: number;
   /** How long each attempt takes. */
@@ -37,6 +38,7 @@ export function slotRecorderJob(db: Sequelize, spec: SlotRecorderSpec): Schedule
     name: spec.name,
     schedule: spec.schedule,
     route: spec.route,
+    routeCall: spec.routeCall,
     async run(slot) {
       if (spec.runMs) await new Promise((res) => setTimeout(res, spec.runMs));
       const [[{ n }]] = (await db.query(`SELECT count(*)::int AS n FROM test_slot_runs WHERE job = $1 AND slot = $2`, { bind: [spec.name, slot] })) as [
