@@ -29,7 +29,7 @@ export interface Approvals {
   services: ServiceRegistration[];
   /** What the decision flows' publish asks (createCatalog's publishGate). */
   publishGate: PublishGate;
-  /** approvals-expire: hourly, and on demand at /api/v1/cron/approvals-expire. */
+  /** approvals-expire: hourly, and at every call of /api/v1/cron/approvals-expire. */
   jobs: ScheduledJob[];
 }
 
@@ -59,6 +59,10 @@ export function createApprovals(o: ApprovalsOptions): Approvals {
         name: "approvals-expire",
         schedule: { everyMs: 3_600_000 },
         route: "approvals-expire",
+        // Spec 3.5, 4.21: a call expires what is stale at the call, even when this hour's slot ran
+        // already. Expiry is one conditional UPDATE (pending and older than the cutoff), so runs that
+        // overlap are harmless. The slot is the run's "now": the cutoff is APPROVAL_MAX_AGE_HOURS before it.
+        routeCall: "now",
         async run(slot) {
           const expired = await approvals.expireStale(slot);
           if (expired) o.logger.info({ expired }, "approval requests expired");

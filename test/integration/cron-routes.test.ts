@@ -105,6 +105,39 @@ describe("running jobs on demand (spec 4.21)", () => {
     assert.equal(viaGrpc.ok, true);
   });
 
+  test("every approvals-expire call expires what is stale at the call, also later in the slot of an earlier call (spec 3.5, 4.21)", async () => {
+    const headers = { authorization: `Bearer ${SECRET}` };
+    /** A pending request that became stale a minute ago (APPROVAL_MAX_AGE_HOURS is the default, 168). */
+    const staleRequest = async () => {
+      const res = await rest(withSecret.baseUrl, "POST", "/api/v1/approvals", {
+        key: apiKey,
+        body: { entityType: "channel", action: "create", payload: { name: `c-${Math.random().toString(36).slice(2)}` } },
+      });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      await withSecret.sql(`UPDATE approval_requests SET created_at = now() - interval '168 hours 1 minute' WHERE id = $1`, [res.body.id]);
+      return res.body.id as string;
+    };
+    const status = async (id: string) => (await withSecret.sql(`SELECT status FROM approval_requests WHERE id = $1`, [id]))[0].status;
+
+    const first = await rest(withSecret.baseUrl, "POST", "/api/v1/cron/approvals-expire", { headers });
+    assert.equal(first.body.runs[0].status, "succeeded", JSON.stringify(first.body));
+    // Stale after the first call, in the same hour: the next call on each door expires it.
+    const viaRest = await staleRequest();
+    const second = await rest(withSecret.baseUrl, "GET", "/api/v1/cron/approvals-expire", { headers });
+    const before = Date.now();
+    assert.deepEqual([second.body.runs[0].status, second.body.runs[0].reason], ["succeeded", null], JSON.stringify(second.body));
+    assert.ok(Math.abs(Date.parse(second.body.runs[0].slot) - before) < 10_000, "the call's own slot, its instant");
+    assert.equal(await status(viaRest), "expired");
+    for (const client of [connectClient(CronService, withSecret.baseUrl), grpcClient(CronService, withSecret.grpcAddress)]) {
+      const id = await staleRequest();
+      const answer = await client.expireApprovals({}, { headers });
+      assert.deepEqual(answer.runs.map((r) => [r.job, r.status]), [["approvals-expire", "succeeded"]]);
+      assert.equal(await status(id), "expired");
+    }
+    const [{ n }] = await withSecret.sql(`SELECT count(*)::int AS n FROM scheduled_runs WHERE job_name = 'approvals-expire' AND status = 'succeeded'`);
+    assert.ok(n >= 4, "each call's run is recorded in scheduled_runs");
+  });
+
   test("concurrent tick calls on every door start the slot once; the others answer already_running, later calls already_succeeded", async () => {
     const headers = { authorization: `Bearer ${SECRET}` };
     const connect = connectClient(CronService, withSecret.baseUrl);
