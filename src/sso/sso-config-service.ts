@@ -148,10 +148,12 @@ export class SsoConfigService {
     if (redirectIssue) violations.push({ field: "redirectUri", message: redirectIssue });
     let nonce: string;
     if (req.state) {
-      const at = req.state.indexOf(":");
-      nonce = req.state.slice(at + 1);
-      if (at < 0 || req.state.slice(0, at) !== ctx.tenantId || !NONCE.test(nonce)) {
-        violations.push({ field: "state", message: "must be <your tenant id>:<nonce>, the nonce 16-128 letters, digits, - or _" });
+      // Spec 4.19 lets the caller choose the state; the callback's is `<tenantId>:<nonce>`, so a
+      // state without this tenant's prefix is the nonce, and the prefix is added.
+      const own = `${ctx.tenantId}:`;
+      nonce = req.state.startsWith(own) ? req.state.slice(own.length) : req.state;
+      if (!NONCE.test(nonce)) {
+        violations.push({ field: "state", message: "must be a nonce of 16-128 letters, digits, - or _, optionally after <your tenant id>:" });
       }
     } else {
       nonce = newNonce();

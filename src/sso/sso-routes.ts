@@ -144,8 +144,11 @@ export function createSsoRoutes(o: SsoRoutesOptions): HttpRoute[] {
     }),
     route(SSO_CALLBACK_PATH, async (req, res, requestId) => {
       if (req.method === "POST") {
-        // Spec 2.12/4.19: SAML is reserved; its consumer activates nothing.
-        throw new AppError({ code: "UNIMPLEMENTED", reason: "SAML_NOT_ENABLED", message: "SAML single sign-on is not enabled on this service; use OIDC" });
+        // Spec 2.12/4.19: SAML is reserved; its consumer activates nothing. It is still an SSO
+        // callback, so spec 8's callback limit counts it: a client looping on it is told to wait.
+        await limited(req, SSO_CALLBACK_LIMIT, async () => {
+          throw new AppError({ code: "UNIMPLEMENTED", reason: "SAML_NOT_ENABLED", message: "SAML single sign-on is not enabled on this service; use OIDC" });
+        });
       }
       if (req.method !== "GET") throw methodNotAllowed("GET");
       const {

@@ -153,7 +153,7 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
     assert.equal(unconfigured.body.reason, "SSO_NOT_CONFIGURED");
   });
 
-  test("get_auth_url: the provider's URL with PKCE, nonce and the state <tenantId>:<nonce> (the caller's when given)", async () => {
+  test("get_auth_url: the provider's URL with PKCE, nonce and the state <tenantId>:<nonce> (the caller's nonce when given, prefixed or not)", async () => {
     const made = await authUrl(tenant.apiKey, { state: `${tenant.tenantId}:caller-chosen-nonce-123` });
     assert.equal(made.status, 200);
     const url = new URL(made.body.authUrl);
@@ -165,6 +165,14 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
     assert.equal(url.searchParams.get("redirect_uri"), APP_REDIRECT);
     const again = await authUrl(tenant.apiKey, { state: `${tenant.tenantId}:caller-chosen-nonce-123` });
     assert.equal(again.status, 409, "a nonce already pending is not reused");
+    const bare = await authUrl(tenant.apiKey, { state: "random-state-1234567890" });
+    assert.equal(bare.status, 200, "a state without the tenant prefix is the nonce");
+    assert.equal(new URL(bare.body.authUrl).searchParams.get("state"), `${tenant.tenantId}:random-state-1234567890`);
+    for (const state of ["xyz", "not a nonce of any kind", `${tenant.tenantId}:short`]) {
+      const refused = await authUrl(tenant.apiKey, { state });
+      assert.equal(refused.status, 400, state);
+      assert.equal(refused.body.errors[0].field, "state");
+    }
   });
 
   test("auto-provisioning: a new user of an allowed domain is created with defaultRole, verified, and gets the session cookie", async () => {
@@ -337,6 +345,13 @@ describe("sign-in through identity providers (spec 2.12, 4.19, 5.5)", () => {
       for (let i = 0; i < 31; i++) last = await fetch(`${strict.baseUrl}/api/v1/sso/callback?code=x&state=bad`);
       assert.equal(last!.status, 429);
       assert.ok(Number(last!.headers.get("retry-after")) > 0);
+      // The SAML consumer is a callback too: past the limit it is 429, not its 501.
+      const saml = await fetch(`${strict.baseUrl}/api/v1/sso/callback`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ SAMLResponse: "eA==", RelayState: t.tenantId }).toString(),
+      });
+      assert.equal(saml.status, 429);
 
       // The signed-out discovery and start share 60 per minute per address.
       for (let i = 0; i < 60; i++) assert.equal((await fetch(`${strict.baseUrl}/api/auth/providers?tenant=${t.tenantId}`)).status, 200);
