@@ -119,6 +119,17 @@ const customerFields = [
 ];
 
 describe("schemas (spec 2.21, 4.20)", () => {
+  test("a primary-key field may be named id: the table has no automatic id column then, and that field is its key", async () => {
+    const res = await call("POST", "/api/v1/schemas", { name: "accounts_by_id", fields: [{ name: "id", dataType: "integer", isPrimaryKey: true }, { name: "v", dataType: "varchar" }] });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const schema = `ingest_${admin.tenantId.replace(/-/g, "")}`;
+    const cols = await svc.sql("SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'ds_accounts_by_id' ORDER BY ordinal_position", [schema]);
+    assert.deepEqual(cols.map((c: { column_name: string; data_type: string }) => [c.column_name, c.data_type]), [["id", "integer"], ["v", "character varying"]]);
+    const unkeyed = await call("POST", "/api/v1/schemas", { name: "loose", fields: [{ name: "id", dataType: "integer" }] });
+    assert.equal(unkeyed.status, 400);
+    assert.equal(unkeyed.body.errors[0].field, "fields[0].name");
+  });
+
   test("create makes a real table ds_<name> in the tenant's own schema, with the declared types and flags", async () => {
     const res = await call("POST", "/api/v1/schemas", { name: "customers", displayName: "Customers", entityType: "customer", fields: customerFields });
     assert.equal(res.status, 201, JSON.stringify(res.body));

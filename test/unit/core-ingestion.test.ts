@@ -154,10 +154,21 @@ describe("IR validation", () => {
     assert.deepEqual(r.violations.map((v) => v.message), ["must differ from from"]);
     assert.match(r.violations[0].field, /ops\[0\]\.to$/);
   });
-  test("the reserved column id is refused as a field name", () => {
+  test("id names the automatic key: refused as a field name unless a field is the primary key (spec 2.21)", () => {
     const v: Array<{ field: string; message: string }> = [];
     normalizeFields([{ name: "id", dataType: "text" }], v);
     assert.equal(v[0].field, "fields[0].name");
+    for (const fields of [
+      [{ name: "id", dataType: "integer", isPrimaryKey: true }, { name: "v", dataType: "varchar" }],
+      [{ name: "code", dataType: "varchar", isPrimaryKey: true }, { name: "ID", dataType: "integer" }],
+    ]) {
+      const keyed: Array<{ field: string; message: string }> = [];
+      assert.equal(normalizeFields(fields, keyed).length, 2);
+      assert.deepEqual(keyed, []);
+    }
+    const staging: Array<{ field: string; message: string }> = [];
+    normalizeFields([{ name: "k", dataType: "integer", isPrimaryKey: true }, { name: "__line", dataType: "integer" }], staging);
+    assert.equal(staging[0].field, "fields[1].name", "the staging columns stay reserved");
   });
   test("globs", () => {
     assert.ok(globToRegExp("*.csv").test("a.csv"));

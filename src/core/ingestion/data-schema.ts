@@ -14,6 +14,11 @@ export const IDENTIFIER = /^[A-Za-z][A-Za-z0-9_]{0,39}$/;
 export const MAX_FIELDS = 200;
 /** Columns the service adds to every table or staging table; fields may not take these names. */
 export const RESERVED_COLUMNS = new Set(["id", "__line", "__op"]);
+/**
+ * The automatic key column, added only to a table without a primary-key field (spec 2.21), so a
+ * schema with one may name a field `id`.
+ */
+const AUTOMATIC_KEY = "id";
 
 export interface SchemaField {
   name: string;
@@ -64,6 +69,7 @@ export function normalizeFields(raw: readonly RawField[], violations: FieldViola
   if (raw.length > MAX_FIELDS) violations.push({ field: "fields", message: `at most ${MAX_FIELDS} fields` });
   const seen = new Set<string>();
   const out: SchemaField[] = [];
+  const keyed = raw.some((f) => f.isPrimaryKey === true);
   raw.forEach((f, i) => {
     const at = `fields[${i}]`;
     const name = f.name;
@@ -72,7 +78,9 @@ export function normalizeFields(raw: readonly RawField[], violations: FieldViola
       return;
     }
     const key = name.toLowerCase();
-    if (RESERVED_COLUMNS.has(key)) violations.push({ field: `${at}.name`, message: `"${name}" is reserved` });
+    if (RESERVED_COLUMNS.has(key) && !(key === AUTOMATIC_KEY && keyed)) {
+      violations.push({ field: `${at}.name`, message: key === AUTOMATIC_KEY ? `"${name}" is the automatic key's name; it is free when a field is the primary key` : `"${name}" is reserved` });
+    }
     if (seen.has(key)) violations.push({ field: `${at}.name`, message: `"${name}" is named twice` });
     seen.add(key);
     const dataType = String(f.dataType ?? "").toLowerCase();
