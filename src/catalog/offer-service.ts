@@ -49,6 +49,13 @@ export type AdminCheck = (tenantId: string, userId: string) => Promise<boolean>;
 
 const offerSnapshot = (row: CatalogRow) => snapshot(OfferSchema, row);
 
+/** The fields a mandatory offer must have (spec 2.4): column and JSON name. */
+const MANDATORY_FIELDS = [
+  ["mandatory_reason", "mandatoryReason"],
+  ["mandatory_expires_at", "mandatoryExpiresAt"],
+  ["mandatory_approved_by", "mandatoryApprovedBy"],
+] as const;
+
 /** Offers (spec 2.4, 3.1, 3.7, 4.3): versions, the mandatory rules, cascades, audit and flow events. */
 export class OfferService {
   constructor(
@@ -222,19 +229,20 @@ export class OfferService {
       ])),
       ...configViolations(offerShapeProblems(values)),
     );
-    // Setting mandatory checks the resulting offer; otherwise only the mandatory fields given are checked.
+    // Spec 2.4 and 4.3: the rules hold for the offer as it will be after this write, the stored row
+    // merged with the request, so clearing a required field of an offer that stays mandatory is a 400.
+    const after = (column: string) => (column in values ? values[column] : current?.[column]);
     const setting = values.mandatory === true;
-    const value = (name: string) => (name in values || !setting ? values[name] : current?.[name]);
-    if (setting) {
-      if (ctx.role !== "admin") throw forbidden("Only admins may make an offer mandatory", "MANDATORY_REQUIRES_ADMIN");
-      for (const [column, field] of [
-        ["mandatory_reason", "mandatoryReason"],
-        ["mandatory_expires_at", "mandatoryExpiresAt"],
-        ["mandatory_approved_by", "mandatoryApprovedBy"],
-      ]) {
-        if (!value(column)) violations.push({ field, message: "is required when mandatory is true" });
+    if (setting && ctx.role !== "admin") throw forbidden("Only admins may make an offer mandatory", "MANDATORY_REQUIRES_ADMIN");
+    // A write that leaves mandatory and its fields alone changes nothing these rules protect.
+    const touched = setting || MANDATORY_FIELDS.some(([column]) => column in values);
+    if (touched && after("mandatory") === true) {
+      for (const [column, field] of MANDATORY_FIELDS) {
+        if (!after(column)) violations.push({ field, message: "is required when mandatory is true" });
       }
     }
+    // Values given are checked; setting mandatory checks the stored ones it keeps too (an expiry may have passed).
+    const value = (column: string) => (setting ? after(column) : values[column]);
     const expires = value("mandatory_expires_at") as Date | null | undefined;
     if (expires && expires.getTime() <= Date.now()) violations.push({ field: "mandatoryExpiresAt", message: "must be in the future" });
     const approver = value("mandatory_approved_by") as string | null | undefined;

@@ -195,6 +195,43 @@ describe("mandatory offers (spec 2.4, 7)", () => {
     const byEditor = await rest(svc.baseUrl, "PUT", "/api/v1/offers", { key: editor.apiKey, body: { id: plain.id, mandatory: true } });
     assert.equal(byEditor.status, 403);
   });
+
+  test("PUT /offers checks the offer as it will be: one that stays mandatory keeps reason, expiry and approver", async () => {
+    const o = await createOffer({ mandatory: true, mandatoryReason: "regulatory", mandatoryExpiresAt: future(), mandatoryApprovedBy: admin.userId });
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ mandatoryReason: null }, /^mandatoryReason: is required when mandatory is true$/],
+      [{ mandatoryReason: " " }, /^mandatoryReason: is required when mandatory is true$/],
+      [{ mandatoryExpiresAt: null }, /^mandatoryExpiresAt: is required when mandatory is true$/],
+      [{ mandatoryApprovedBy: null }, /^mandatoryApprovedBy: is required when mandatory is true$/],
+      [{ mandatoryExpiresAt: new Date(Date.now() - 1000).toISOString() }, /^mandatoryExpiresAt: must be in the future$/],
+      [{ mandatoryApprovedBy: editor.userId }, /^mandatoryApprovedBy: must be an admin user of this tenant$/],
+    ];
+    for (const key of [admin.apiKey, editor.apiKey]) {
+      for (const [body, message] of cases) {
+        const res = await rest(svc.baseUrl, "PUT", "/api/v1/offers", { key, body: { id: o.id, ...body } });
+        assert.equal(res.status, 400, JSON.stringify(body));
+        assert.match(res.body.detail, message);
+      }
+    }
+    const kept = await rest(svc.baseUrl, "GET", `/api/v1/offers/${o.id}`, { key: admin.apiKey });
+    assert.equal(kept.body.mandatory, true);
+    assert.equal(kept.body.mandatoryReason, "regulatory");
+    assert.equal(kept.body.mandatoryApprovedBy, admin.userId);
+    assert.ok(kept.body.mandatoryExpiresAt);
+    assert.equal(kept.body.version, 1);
+    const reworded = await rest(svc.baseUrl, "PUT", "/api/v1/offers", { key: editor.apiKey, body: { id: o.id, mandatoryReason: "audit" } });
+    assert.equal(reworded.status, 200, JSON.stringify(reworded.body));
+    assert.equal(reworded.body.mandatoryReason, "audit");
+    const off = await rest(svc.baseUrl, "PUT", "/api/v1/offers", {
+      key: admin.apiKey,
+      body: { id: o.id, mandatory: false, mandatoryReason: null, mandatoryExpiresAt: null, mandatoryApprovedBy: null },
+    });
+    assert.equal(off.status, 200, JSON.stringify(off.body));
+    assert.equal(off.body.mandatory, false);
+    assert.equal(off.body.mandatoryReason, null);
+    assert.equal(off.body.mandatoryExpiresAt, null);
+    assert.equal(off.body.mandatoryApprovedBy, null);
+  });
 });
 
 describe("PUT /api/v1/offers (collection update)", () => {
