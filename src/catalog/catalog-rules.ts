@@ -1,3 +1,6 @@
+import { getOption } from "@bufbuild/protobuf";
+import { OfferService } from "../../gen/decisioning/v1/catalog_pb.js";
+import { policy } from "../../gen/decisioning/v1/options_pb.js";
 import type { ColumnValues, FieldRule } from "./write-fields.js";
 import type { EntryKind } from "./catalog-store.js";
 import { CONFIG_VALIDATORS } from "../core/config-validation.js";
@@ -31,13 +34,12 @@ export const OFFER_RULES: readonly FieldRule[] = [
   { name: "metadata", kind: "json" },
 ];
 
-/** Spec 4.3: the only fields PUT /offers/{id} accepts; it ignores the rest, mandatory included. */
-export const OFFER_PATCH_FIELDS = new Set([
-  "name", "description", "short_desc", "priority", "status", "category_id", "sub_category_id", "category",
-  "group_name", "product_type", "business_value", "margin", "revenue_value", "emergency_excluded",
-  "eligibility", "budget", "schedule", "tags", "metadata",
-]);
-export const OFFER_PATCH_RULES = OFFER_RULES.filter((r) => OFFER_PATCH_FIELDS.has(r.name));
+/**
+ * Spec 4.3: the only fields PUT /offers/{id} accepts; it ignores the rest, mandatory included. The
+ * list is PatchOffer's `accepted_fields` (catalog.proto), which the JSON doors apply before decoding;
+ * this applies it again for gRPC callers.
+ */
+export const OFFER_PATCH_RULES = OFFER_RULES.filter((r) => getOption(OfferService.method.patchOffer, policy).acceptedFields.includes(r.name));
 
 export const CREATIVE_RULES: readonly FieldRule[] = [
   { name: "offer_id", kind: "string", required: true },

@@ -38,6 +38,7 @@ interface MethodPolicy {
   acceptForm: boolean;
   rateLimit?: { bucket: string; limit: number; windowSeconds: number };
   errorFormat: number;
+  acceptedFields: string[];
 }
 interface FieldPolicy {
   nullable: boolean;
@@ -282,7 +283,11 @@ function operation(method: DescMethod, binding: Binding, index: number, builder:
     const field = fieldNamed(input, v);
     return { name: v, in: "path", required: true, schema: field ? builder.fieldSchema(field, "request") : { type: "string" } };
   });
-  const bound = new Set(variables.map((v) => fieldNamed(input, v)?.name ?? v));
+  // Fields outside the policy's accepted_fields are dropped unread (message-codec.ts readJson): not shown.
+  const accepted = policy.acceptedFields.length ? new Set(policy.acceptedFields) : null;
+  const ignored = input.fields.filter((f) => accepted && !accepted.has(f.name)).map((f) => f.name);
+  // Path variables are not body fields or query parameters, and neither are ignored fields.
+  const omitted = new Set([...variables.map((v) => fieldNamed(input, v)?.name ?? v), ...ignored]);
   const op: Schema = {
     operationId: `${method.parent.name}_${method.name}${index ? `_${index + 1}` : ""}`,
     summary: `${method.parent.name}.${method.name}`,
@@ -295,7 +300,7 @@ function operation(method: DescMethod, binding: Binding, index: number, builder:
   if (binding.body === "*") {
     if (input.typeName === HTTP_BODY) requestBody = { content: { "*/*": { schema: {} } } };
     else {
-      const schema = bound.size ? builder.messageSchema(input, "request", bound) : builder.ref(input, "request");
+      const schema = omitted.size ? builder.messageSchema(input, "request", omitted) : builder.ref(input, "request");
       requestBody = jsonBody(schema, policy.acceptForm);
     }
   } else if (binding.body) {
@@ -307,8 +312,8 @@ function operation(method: DescMethod, binding: Binding, index: number, builder:
       if (field.fieldKind === "list") schema = { anyOf: [schema.items as Schema, schema] };
       requestBody = jsonBody(schema, policy.acceptForm);
     }
-    parameters.push(...queryParameters(input, builder, new Set([...bound, field?.name ?? binding.body])));
-  } else parameters.push(...queryParameters(input, builder, bound));
+    parameters.push(...queryParameters(input, builder, new Set([...omitted, field?.name ?? binding.body])));
+  } else parameters.push(...queryParameters(input, builder, omitted));
   if (parameters.length) op.parameters = parameters;
   if (requestBody) op.requestBody = requestBody;
 

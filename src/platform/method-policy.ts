@@ -34,6 +34,8 @@ export interface ResolvedPolicy {
   /** Replaces the tenant default on this route when set. */
   rateLimit: RouteRateLimit | null;
   errorFormat: ErrorFormatName;
+  /** The JSON keys (JSON and proto names) the JSON doors read of a request; null: every key (options.proto). */
+  acceptedFields: ReadonlySet<string> | null;
 }
 
 /** The spec's default: 1,000 requests per 60-second sliding window per tenant (section 8). */
@@ -70,6 +72,18 @@ function costProperty(method: DescMethod, name: string): string {
   return field.localName;
 }
 
+/** Both spellings JSON may use for each accepted field; a name that is no field of the request fails at start-up. */
+function acceptedKeys(method: DescMethod, names: string[]): ReadonlySet<string> | null {
+  if (!names.length) return null;
+  return new Set(
+    names.flatMap((name) => {
+      const field = method.input.fields.find((f) => f.name === name);
+      if (!field) throw new Error(`${method.parent.typeName}.${method.name}: accepted_fields names no field ${name} of the request`);
+      return [field.name, field.jsonName];
+    }),
+  );
+}
+
 export function methodPolicy(method: DescMethod, defaultBodyLimitBytes: number): ResolvedPolicy {
   const cached = cache.get(method);
   if (cached) return cached;
@@ -104,6 +118,7 @@ export function methodPolicy(method: DescMethod, defaultBodyLimitBytes: number):
             : plane === "data"
               ? "structured"
               : "problem",
+    acceptedFields: acceptedKeys(method, p.acceptedFields),
   };
   if (!hasOption(method, policyExt)) {
     throw new Error(`${method.parent.typeName}.${method.name} has no (decisioning.v1.policy) option`);

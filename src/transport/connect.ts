@@ -25,10 +25,10 @@ const BINARY = "application/proto";
 const isBinary = (ctx: HandlerContext) => mediaType(ctx.requestHeader.get("content-type") ?? undefined) === BINARY;
 
 /** The same decoding, and so the same errors (`<field>: <message>`, `Invalid JSON`), as the other doors. */
-function decode(method: DescMethod, ctx: HandlerContext): Message {
+function decode(method: DescMethod, ctx: HandlerContext, accepted: ReadonlySet<string> | null): Message {
   const body = ctx.values.get(bodyKey);
   if (isBinary(ctx)) return readBinary(method.input, body);
-  return readJson(method.input, parseJsonBody(body));
+  return readJson(method.input, parseJsonBody(body), accepted);
 }
 
 /**
@@ -56,7 +56,7 @@ export function createConnectHandler(gateway: Gateway) {
         return inRequestSpan(`${service.typeName}/${method.name}`, "connect", call, async () => {
           try {
             let request: Message | undefined;
-            const result = await gateway.invoke(method, () => (request = decode(method, ctx)), {
+            const result = await gateway.invoke(method, () => (request = decode(method, ctx, gateway.policy(method).acceptedFields)), {
               door: "connect",
               call,
               http: { method: "POST", contentType: ctx.requestHeader.get("content-type") ?? undefined },

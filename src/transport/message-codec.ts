@@ -110,11 +110,14 @@ export function readBinary<D extends DescMessage>(schema: D, bytes: Uint8Array):
 /**
  * JSON to message with spec semantics: unknown keys ignored, known keys strictly typed, and errors
  * that name the offending field as `<field>: <message>` (protobuf-es names the message type instead).
+ * With `accepted` (the method policy's accepted_fields), keys outside it are dropped unread, so a
+ * field the method ignores is ignored whatever its type or value.
  */
-export function readJson<D extends DescMessage>(schema: D, json: JsonValue): MessageShape<D> {
+export function readJson<D extends DescMessage>(schema: D, json: JsonValue, accepted?: ReadonlySet<string> | null): MessageShape<D> {
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
     throw invalidFields([{ field: "body", message: "must be a JSON object" }]);
   }
+  if (accepted) json = Object.fromEntries(Object.entries(json).filter(([key]) => accepted.has(key)));
   checkJsonNesting(json);
   json = withRfc3339Timestamps(schema, json);
   try {

@@ -260,8 +260,9 @@ export class RestTranscoder {
           if (value === null) throw invalidField(fieldByName(route.method, name)?.jsonName ?? name, "is not valid percent-encoded UTF-8");
           json[fieldByName(route.method, name)?.jsonName ?? name] = value;
         }
-        const message = readJson(route.method.input, json);
-        fillUpdateMask(route.method, message, bodyKeys, Object.keys(vars));
+        const accepted = policy.acceptedFields;
+        const message = readJson(route.method.input, json, accepted);
+        fillUpdateMask(route.method, message, accepted ? bodyKeys.filter((k) => accepted.has(k)) : bodyKeys, Object.keys(vars));
         return (request = message);
       };
       const result = await this.gateway.invoke(route.method, decode, {

@@ -313,6 +313,38 @@ describe("/api/v1/offers/{id}", () => {
     assert.equal(cross.status, 400);
   });
 
+  test("PUT ignores fields outside the accepted list whatever their type, over REST and Connect JSON", async () => {
+    const o = await createOffer();
+    const ignored: Array<Record<string, unknown>> = [
+      { mandatory: "notbool" },
+      { mandatoryExpiresAt: "garbage" },
+      { mandatoryApprovedBy: 5 },
+      { mandatoryReason: 7 },
+      { mandatory_reason: [] },
+      { version: "abc", tenantId: 5 },
+    ];
+    let priority = 30;
+    for (const extra of ignored) {
+      const res = await rest(svc.baseUrl, "PUT", `/api/v1/offers/${o.id}`, { key: editor.apiKey, body: { priority: ++priority, ...extra } });
+      assert.equal(res.status, 200, `${JSON.stringify(extra)}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.priority, priority);
+      assert.equal(res.body.mandatory, false);
+      assert.equal(res.body.mandatoryReason, null);
+    }
+    const connect = await rest(svc.baseUrl, "POST", "/api/v1/decisioning.v1.OfferService/PatchOffer", {
+      key: editor.apiKey,
+      rawBody: JSON.stringify({ id: o.id, priority: 60, mandatory: "notbool", mandatoryExpiresAt: "garbage" }),
+      headers: { "content-type": "application/json" },
+    });
+    assert.equal(connect.status, 200, JSON.stringify(connect.body));
+    assert.equal(connect.body.priority, 60);
+    // Accepted fields are still strictly typed.
+    const wrong = await rest(svc.baseUrl, "PUT", `/api/v1/offers/${o.id}`, { key: editor.apiKey, body: { priority: "high", mandatory: "notbool" } });
+    assert.equal(wrong.status, 400);
+    assert.match(wrong.body.detail, /^priority: /);
+    assert.doesNotMatch(wrong.body.detail, /mandatory/);
+  });
+
   test("a malformed body is 400 Invalid JSON, not 415", async () => {
     const o = await createOffer();
     const token = await oauthToken(["write"]);

@@ -51,6 +51,14 @@ test("errors and credentials follow the method policy: plane, error shape, form 
   assert.deepEqual(getOffer.parameters.map((p: { name: string; in: string }) => [p.name, p.in]), [["id", "path"]]);
 });
 
+test("a body shows only the policy's accepted_fields: PUT /offers/{id} has no mandatory fields (spec 4.3)", () => {
+  const patch = document.paths["/api/v1/offers/{id}"].put.requestBody.content["application/json"].schema.properties;
+  for (const field of ["mandatory", "mandatoryReason", "mandatoryExpiresAt", "mandatoryApprovedBy", "id"]) assert.equal(patch[field], undefined, field);
+  for (const field of ["name", "priority", "categoryId", "group", "metadata"]) assert.ok(patch[field], field);
+  const update = schemas["decisioning.v1.OfferWrite"].properties;
+  assert.ok(update.mandatory && update.mandatoryReason, "PUT /offers still takes them");
+});
+
 test("every $ref names a component that exists", () => {
   const refs = JSON.stringify(document).match(/"\$ref":"[^"]+"/g) ?? [];
   for (const ref of new Set(refs)) {

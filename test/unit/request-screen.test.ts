@@ -5,7 +5,8 @@ import { isAppError } from "../../src/platform/errors.js";
 import { checkJsonNesting, screenRequest, SCREEN_LIMITS } from "../../src/transport/request-screen.js";
 import { parseJsonBody, readBinary, readJson } from "../../src/transport/message-codec.js";
 import { RecommendRequestSchema, RespondBulkRequestSchema, RespondRequestSchema } from "../../gen/decisioning/v1/decisions_pb.js";
-import { CreativeWriteSchema, OfferWriteSchema } from "../../gen/decisioning/v1/catalog_pb.js";
+import { CreativeWriteSchema, OfferService, OfferWriteSchema } from "../../gen/decisioning/v1/catalog_pb.js";
+import { methodPolicy } from "../../src/platform/method-policy.js";
 import { IngestEventsRequestSchema } from "../../gen/decisioning/v1/events_pb.js";
 
 /** The screen's verdict on a message: the violations as `<field>: <message>`, or null when it passes. */
@@ -135,5 +136,18 @@ describe("the request screen", () => {
     );
     assert.equal(named({ items: [{ timestamp: "yesterday" }] }), "items[0].timestamp: invalid RFC 3339 string");
     assert.equal(named({ items: Array.from({ length: 30 }, () => ({ customerId: 1 })) }).split("; ").length, 20);
+  });
+});
+
+describe("a method's accepted_fields (options.proto)", () => {
+  test("PatchOffer reads only spec 4.3's fields: others are dropped unread, accepted ones stay strictly typed", () => {
+    const accepted = methodPolicy(OfferService.method.patchOffer, 1_000_000).acceptedFields;
+    assert.ok(accepted?.has("shortDesc") && accepted.has("short_desc") && accepted.has("group"), "JSON and proto names");
+    const body = { id: "o", priority: 7, mandatory: "notbool", mandatoryReason: 7, mandatory_expires_at: "garbage", mandatoryApprovedBy: 5, version: "abc" };
+    const message = readJson(OfferWriteSchema, body, accepted);
+    assert.deepEqual([message.id, message.priority, message.mandatory, message.mandatoryReason, message.mandatoryExpiresAt], ["o", 7, undefined, undefined, undefined]);
+    assert.throws(() => readJson(OfferWriteSchema, body), (err: unknown) => isAppError(err) && /^mandatory: /.test(err.message));
+    assert.throws(() => readJson(OfferWriteSchema, { priority: "high", mandatory: "notbool" }, accepted), (err: unknown) => isAppError(err) && /^priority: [^;]*$/.test(err.message));
+    assert.equal(methodPolicy(OfferService.method.updateOffer, 1_000_000).acceptedFields, null, "no list: every field");
   });
 });
