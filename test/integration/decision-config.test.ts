@@ -92,7 +92,7 @@ describe("decision rules", () => {
     assert.equal(policy.status, 201, JSON.stringify(policy.body));
     const exclusion = await call("POST", "/api/v1/cross-offer-constraints", { name: "refs exclusion", config: { type: "mutual_exclusion", offerIds: [offer.body.id, (await call("POST", "/api/v1/offers", { name: "rule target 2" })).body.id] } });
     assert.equal(exclusion.status, 201, JSON.stringify(exclusion.body));
-    assert.equal((await call("DELETE", `/api/v1/offers/${offer.body.id}`)).status, 200);
+    assert.equal((await call("DELETE", `/api/v1/offers/${offer.body.id}`)).status, 204);
     const renamed = await call("PUT", "/api/v1/cross-offer-constraints", { id: exclusion.body.id, name: "refs exclusion renamed", config: exclusion.body.config });
     assert.equal(renamed.status, 200, JSON.stringify(renamed.body));
     const retargeted = await call("PUT", "/api/v1/cross-offer-constraints", { id: exclusion.body.id, config: { ...exclusion.body.config, offerIds: [...exclusion.body.config.offerIds, theirOffer.body.id] } });

@@ -103,7 +103,7 @@ describe("POST /api/v1/offers", () => {
     const dup = await rest(svc.baseUrl, "POST", "/api/v1/offers", { key: admin.apiKey, body: { name: o.name } });
     assert.equal(dup.status, 409);
     assert.match(dup.body.detail, /^name: /);
-    assert.equal((await rest(svc.baseUrl, "DELETE", `/api/v1/offers/${o.id}`, { key: admin.apiKey, body: {} })).status, 200);
+    assert.equal((await rest(svc.baseUrl, "DELETE", `/api/v1/offers/${o.id}`, { key: admin.apiKey, body: {} })).status, 204);
     const again = await rest(svc.baseUrl, "POST", "/api/v1/offers", { key: admin.apiKey, body: { name: o.name } });
     assert.equal(again.status, 201);
     // Restoring the first now collides with the live one.
@@ -360,8 +360,9 @@ describe("/api/v1/offers/{id}", () => {
     const c = await rest(svc.baseUrl, "POST", "/api/v1/creatives", { key: admin.apiKey, body: { offerId: o.id, name: "banner" } });
     assert.equal(c.status, 201);
     const del = await rest(svc.baseUrl, "DELETE", `/api/v1/offers/${o.id}`, { key: editor.apiKey, body: {} });
-    assert.equal(del.status, 200);
-    assert.equal(del.body.cascaded, 0);
+    assert.equal(del.status, 204, "spec 7: a successful delete is 204");
+    assert.equal(del.body, null, "no body");
+    assert.equal(del.headers.get("content-type"), null);
     const creative = await rest(svc.baseUrl, "GET", `/api/v1/creatives/${c.body.id}`, { key: admin.apiKey });
     assert.equal(creative.status, 200, "the creative is not deleted");
     const [rows] = await svc.running.foundation.db.query(`SELECT version, deleted_at FROM offers WHERE id = '${o.id}'`);
@@ -371,6 +372,15 @@ describe("/api/v1/offers/{id}", () => {
     for (const verb of ["POST", "PATCH"]) {
       assert.equal((await rest(svc.baseUrl, verb, `/api/v1/offers/${o.id}`, { key: admin.apiKey, body: {} })).status, 405, verb);
     }
+    // Only REST's answer is bodiless: RPC callers still get DeleteResponse.
+    const other = await createOffer();
+    const connect = await rest(svc.baseUrl, "POST", "/api/v1/decisioning.v1.OfferService/RemoveOffer", {
+      key: editor.apiKey,
+      rawBody: JSON.stringify({ id: other.id }),
+      headers: { "content-type": "application/json" },
+    });
+    assert.equal(connect.status, 200);
+    assert.deepEqual(connect.body, { success: true, id: other.id, cascaded: 0 });
   });
 });
 

@@ -311,7 +311,7 @@ describe("references in the body (spec 2.5, 7)", () => {
     const { t, offers, key } = await setup();
     const rec = (await post("/api/v1/recommend", { customerId: "jo" }, key)).body;
     assert.equal(rec.offers[0].offerId, offers[0].id);
-    assert.equal((await rest(svc.baseUrl, "DELETE", `/api/v1/offers/${offers[0].id}`, { key: t.apiKey, body: {} })).status, 200);
+    assert.equal((await rest(svc.baseUrl, "DELETE", `/api/v1/offers/${offers[0].id}`, { key: t.apiKey, body: {} })).status, 204);
     const late = await post("/api/v1/respond", { customerId: "jo", outcome: "click", idempotencyKey: randomUUID(), recommendationId: rec.recommendationId, rank: 1, offerId: offers[0].id }, key);
     assert.equal(late.status, 200, JSON.stringify(late.body));
     assert.equal(late.body.offerId, offers[0].id);

@@ -31,6 +31,10 @@ test("response schemas follow what the REST door writes: nullable as null, omit_
   });
   assert.equal(alerts.post.responses["201"].description, "Success");
   assert.equal(document.paths["/api/v1/alerts/{id}"].delete.responses["204"].content, undefined);
+  // Spec 7: DELETE /offers/{id} is 204 without a body; the collection DELETE /offers?id= keeps 200 with `cascaded` (spec 4.3).
+  const removeOffer = document.paths["/api/v1/offers/{id}"].delete.responses;
+  assert.deepEqual([removeOffer["200"], removeOffer["204"].content], [undefined, undefined]);
+  assert.deepEqual(document.paths["/api/v1/offers"].delete.responses["200"].content["application/json"].schema, { $ref: "#/components/schemas/decisioning.v1.DeleteResponse" });
 });
 
 test("errors and credentials follow the method policy: plane, error shape, form bodies", () => {
