@@ -1,5 +1,6 @@
 import { isFieldSet, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { timestampDate, type FieldMask, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { parseInstant } from "../core/time.js";
 import type { FieldViolation } from "../platform/errors.js";
 
 export type FieldKind = "string" | "int" | "number" | "bool" | "timestamp" | "json" | "strings";
@@ -124,7 +125,7 @@ function hasKind(rule: FieldRule, value: unknown): boolean {
     case "strings":
       return Array.isArray(value) && value.every((v) => typeof v === "string");
     case "timestamp":
-      return typeof value === "string" && !Number.isNaN(Date.parse(value));
+      return typeof value === "string" && parseInstant(value) !== null;
     case "json":
       return typeof value === "object";
   }

@@ -1,3 +1,4 @@
+import { isCalendarDate } from "../core/time.js";
 import { invalidField } from "../platform/errors.js";
 
 /**
@@ -51,9 +52,9 @@ export function parsePeriodBound(value: string, field: string): { kind: "date"; 
   const date = DATE_ONLY.exec(value);
   if (date) {
     const [y, m, d] = [Number(date[1]), Number(date[2]), Number(date[3])];
-    const check = new Date(Date.UTC(y, m - 1, d));
-    if (check.getUTCFullYear() === y && check.getUTCMonth() === m - 1 && check.getUTCDate() === d) return { kind: "date", y, m, d };
-  } else if (INSTANT.test(value) && !Number.isNaN(Date.parse(value))) {
+    // Date.UTC, which the period's arithmetic uses, reads years 0-99 as 1900-1999.
+    if (isCalendarDate(value) && y >= 100) return { kind: "date", y, m, d };
+  } else if (INSTANT.test(value) && isCalendarDate(value) && !Number.isNaN(Date.parse(value))) {
     return { kind: "instant", at: new Date(value) };
   }
   throw invalidField(field, "must be an ISO 8601 date (2026-03-01) or a timestamp with its offset (2026-03-01T00:00:00Z)");

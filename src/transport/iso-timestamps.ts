@@ -4,13 +4,18 @@ import { isoToRfc3339 } from "../core/time.js";
 
 type JsonObject = { [key: string]: JsonValue };
 
+/** What a timestamp that is not ISO 8601 (isoToRfc3339 gives null) is decoded as: text no RFC 3339 pattern matches. */
+const NOT_RFC_3339 = "not an RFC 3339 timestamp";
+
 const isObject = (v: JsonValue | undefined): v is JsonObject => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
  * The spec's timestamps are ISO 8601; protobuf's JSON takes only RFC 3339 (seconds and a zone
  * required). Request JSON is rewritten before decoding: a zone-less time is UTC, a date alone is
  * its first instant (its last on fields marked `(field).end_of_day`), an offset without a colon
- * gets one (core/time.ts isoToRfc3339). Anything else is left for protobuf to refuse, naming the field.
+ * gets one (core/time.ts isoToRfc3339). Anything else, a day that is not on the calendar included,
+ * becomes a string protobuf refuses (`invalid RFC 3339 string`, naming the field): left as it
+ * is, `2030-02-30T00:00:00Z` would pass protobuf's pattern and its Date.parse would read March 2.
  */
 export function withRfc3339Timestamps<T extends JsonValue>(schema: DescMessage, json: T): T {
   if (!isObject(json)) return json;
@@ -41,7 +46,7 @@ function rewrite(field: DescField, value: JsonValue): JsonValue {
 
 function rewriteMessage(field: DescField, message: DescMessage, value: JsonValue): JsonValue {
   if (message.typeName === "google.protobuf.Timestamp") {
-    return typeof value === "string" ? (isoToRfc3339(value, getOption(field, fieldExt).endOfDay) ?? value) : value;
+    return typeof value === "string" ? (isoToRfc3339(value, getOption(field, fieldExt).endOfDay) ?? NOT_RFC_3339) : value;
   }
   // Other well-known types (Struct, Value, Any, ...) hold free JSON, not fields of a schema.
   if (message.typeName.startsWith("google.protobuf.")) return value;

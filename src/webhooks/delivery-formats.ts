@@ -1,3 +1,4 @@
+import { isCalendarDate } from "../core/time.js";
 import type { DeliveryStatus } from "../customers/customer-activity.js";
 import { badRequest, invalidField, invalidFields, type FieldViolation } from "../platform/errors.js";
 
@@ -229,7 +230,7 @@ function isoTime(v: Json | undefined, field: string, problems: FieldViolation[])
   const s = text(v);
   if (!s) return null;
   const at = new Date(s);
-  if (!ISO_8601.test(s) || Number.isNaN(at.getTime())) {
+  if (!ISO_8601.test(s) || !isCalendarDate(s) || Number.isNaN(at.getTime())) {
     problems.push({ field, message: "must be an ISO 8601 timestamp with a time zone" });
     return null;
   }

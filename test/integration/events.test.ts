@@ -73,9 +73,10 @@ describe("POST /events: validation", () => {
       { eventType: "view", properties: "not an object" },
       { eventType: "view", properties: [1, 2] },
       { eventType: "fine", timestamp: "2026-01-02T03:04:05Z", properties: { a: 1 } },
+      { eventType: "view", timestamp: "2026-02-30T03:04:05Z" },
     ]);
     assert.equal(res.status, 400, JSON.stringify(res.body));
-    for (const named of ["events[0].timestamp", "events[1].eventType", "events[2].properties", "events[3].properties"]) {
+    for (const named of ["events[0].timestamp", "events[1].eventType", "events[2].properties", "events[3].properties", "events[5].timestamp"]) {
       assert.ok(res.body.detail.includes(named), `${named} in ${res.body.detail}`);
     }
     assert.ok(!res.body.detail.includes("events[4]"));

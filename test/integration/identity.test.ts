@@ -45,6 +45,25 @@ describe("API keys (spec 2.3, 4.2)", () => {
     }
   });
 
+  test("expiresAt on a day that does not exist is the 400 of any bad timestamp, not the next month's day (spec 2.3)", async () => {
+    const post = (expiresAt: string) => rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: "d", expiresAt } });
+    const unparseable = await post("2030-13-01T00:00:00Z");
+    assert.equal(unparseable.status, 400);
+    assert.match(unparseable.body.detail, /^expiresAt: /);
+    for (const day of ["2030-02-30T00:00:00Z", "2030-04-31T00:00:00Z", "2031-02-29", "2031-02-29T10:00"]) {
+      const res = await post(day);
+      assert.equal(res.status, 400, `${day}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.detail, unparseable.body.detail, day);
+    }
+    for (const [given, stored] of [["2028-02-29T00:00:00Z", "2028-02-29T00:00:00Z"], ["2030-01-31", "2030-01-31T00:00:00Z"]]) {
+      const res = await post(given);
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      assert.equal(res.body.expiresAt, stored);
+    }
+    const leapSecond = await post("2030-06-30T23:59:60Z");
+    assert.equal(leapSecond.status, 400, "a leap second is refused, as before");
+  });
+
   test("a data-plane key (no scopes) is refused on the control plane with 403 Forbidden", async () => {
     const created = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: "dp" } });
     const res = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: created.body.key });

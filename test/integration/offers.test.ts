@@ -179,6 +179,29 @@ describe("mandatory offers (spec 2.4, 7)", () => {
     }
   });
 
+  test("a mandatoryExpiresAt on a day that does not exist is the 400 of any bad timestamp, on POST and PUT; leap days stand", async () => {
+    const base = { mandatory: true, mandatoryReason: "regulatory", mandatoryApprovedBy: admin.userId };
+    const post = (mandatoryExpiresAt: string) =>
+      rest(svc.baseUrl, "POST", "/api/v1/offers", { key: admin.apiKey, body: { name: uniqueName(), ...base, mandatoryExpiresAt } });
+    const unparseable = await post("2030-13-01T00:00:00Z");
+    assert.equal(unparseable.status, 400);
+    assert.match(unparseable.body.detail, /^mandatoryExpiresAt: /);
+    const before = await offerCount(admin.tenantId);
+    for (const day of ["2030-02-30T00:00:00Z", "2030-04-31T00:00:00Z", "2031-02-29T00:00:00Z"]) {
+      const res = await post(day);
+      assert.equal(res.status, 400, `${day}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.detail, unparseable.body.detail, day);
+    }
+    assert.equal(await offerCount(admin.tenantId), before);
+    const plain = await createOffer();
+    const put = await rest(svc.baseUrl, "PUT", "/api/v1/offers", { key: admin.apiKey, body: { id: plain.id, ...base, mandatoryExpiresAt: "2030-02-30T00:00:00Z" } });
+    assert.equal(put.status, 400, JSON.stringify(put.body));
+    assert.equal(put.body.detail, unparseable.body.detail);
+    const leap = await post("2028-02-29T00:00:00Z");
+    assert.equal(leap.status, 201, JSON.stringify(leap.body));
+    assert.equal(leap.body.mandatoryExpiresAt, "2028-02-29T00:00:00Z");
+  });
+
   test("an admin sets it with everything required; a mandatory_override entry sits beside the change", async () => {
     const o = await createOffer({ mandatory: true, mandatoryReason: "regulatory", mandatoryExpiresAt: future(), mandatoryApprovedBy: admin.userId });
     assert.equal(o.mandatory, true);

@@ -1,6 +1,6 @@
 import { test, describe, after } from "node:test";
 import assert from "node:assert/strict";
-import { isoToRfc3339, parseInstant, requireInstant } from "../../src/core/time.js";
+import { isCalendarDate, isoToRfc3339, parseInstant, requireInstant } from "../../src/core/time.js";
 import { prepareSnapshot, resolveRequestScope } from "../../src/core/index.js";
 
 describe("ISO 8601 instants (spec: timestamps are ISO 8601 strings)", () => {
@@ -37,6 +37,43 @@ describe("ISO 8601 instants (spec: timestamps are ISO 8601 strings)", () => {
     assert.equal(parseInstant("2025-01-01"), Date.UTC(2025, 0, 1));
     assert.equal(parseInstant("2025-01-01T10:00:00+01:00"), Date.UTC(2025, 0, 1, 9));
     assert.equal(parseInstant("not a date"), null);
+  });
+});
+
+describe("calendar dates (spec 2.1-2.4: a timestamp names a day that exists)", () => {
+  test("a day past its month's end, or February 29 outside a leap year, is not on the calendar", () => {
+    const cases: Array<[string, boolean]> = [
+      ["2030-02-30", false],
+      ["2030-04-31T00:00:00Z", false],
+      ["2031-02-29", false],
+      ["2100-02-29", false],
+      ["2030-00-10", false],
+      ["2030-13-01", false],
+      ["2030-01-00", false],
+      ["2030-01-32", false],
+      ["2028-02-29", true],
+      ["2000-02-29", true],
+      ["2030-01-31", true],
+      ["2030-04-30T23:59:59Z", true],
+      ["2030-12-31", true],
+      ["tomorrow", false],
+    ];
+    for (const [text, expected] of cases) assert.equal(isCalendarDate(text), expected, text);
+  });
+
+  test("readers of instants refuse such a day instead of rolling it into the next month", () => {
+    for (const bad of ["2030-02-30T00:00:00Z", "2030-04-31T00:00:00Z", "2031-02-29", "2031-02-29T12:00", "2030-02-30 10:00"]) {
+      assert.equal(isoToRfc3339(bad), null, bad);
+      assert.equal(parseInstant(bad), null, bad);
+    }
+    assert.equal(isoToRfc3339("2028-02-29T00:00:00Z"), "2028-02-29T00:00:00Z");
+    assert.equal(parseInstant("2028-02-29"), Date.UTC(2028, 1, 29));
+    assert.equal(parseInstant("2030-01-31T00:00:00Z"), Date.UTC(2030, 0, 31));
+  });
+
+  test("the time of day is left to the parser: a leap second stays refused, as before", () => {
+    assert.equal(isoToRfc3339("2030-06-30T23:59:60Z"), "2030-06-30T23:59:60Z", "passed through");
+    assert.equal(parseInstant("2030-06-30T23:59:60Z"), null, "and Date.parse refuses it");
   });
 });
 

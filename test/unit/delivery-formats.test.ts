@@ -22,6 +22,8 @@ test("e-mail cloud time: the event's own timestamp beats the mail's; a wrapper's
   assert.equal(bare.occurredAt?.toISOString(), "2025-01-01T00:00:09.000Z");
   const [wrapped] = parseDeliveryCallback(json({ Type: "Notification", MessageId: "sns-1", Message: JSON.stringify(inner) }), "text/plain", undefined).statuses;
   assert.equal(wrapped.eventRef, "sns-1");
+  const offCalendar = { ...inner, bounce: { timestamp: "2025-02-30T00:00:09Z" } };
+  assert.throws(() => parseDeliveryCallback(json(offCalendar), "application/json", undefined), /timestamp: must be an ISO 8601 timestamp/, "not read as March 2");
 });
 
 test("a subscription confirmation wrapper is acknowledged with nothing to record and a note for the log", () => {

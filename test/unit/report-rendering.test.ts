@@ -28,6 +28,8 @@ test("periods: dates are local days (to inclusive), instants are exact, days are
   const exact = resolvePeriod({ from: "2026-03-01T12:00:00+05:30", to: "2026-03-01T13:00:00Z", timezone: "UTC" }, new Date(), "params");
   assert.equal(exact.from.toISOString(), "2026-03-01T06:30:00.000Z");
   assert.throws(() => resolvePeriod({ from: "2026-02-30", to: "2026-03-01", timezone: "UTC" }, new Date(), "p"), /p\.from/);
+  assert.throws(() => resolvePeriod({ from: "2026-02-28T00:00:00Z", to: "2026-02-30T00:00:00Z", timezone: "UTC" }, new Date(), "p"), /p\.to/);
+  assert.equal(resolvePeriod({ from: "2028-02-29T00:00:00Z", to: "2028-03-01T00:00:00Z", timezone: "UTC" }, new Date(), "p").from.toISOString(), "2028-02-29T00:00:00.000Z");
   assert.throws(() => resolvePeriod({ from: "2025-01-01", to: "2026-03-01", timezone: "UTC" }, new Date(), "p"), /at most 366 days/);
 });
 

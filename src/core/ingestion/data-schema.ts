@@ -4,6 +4,8 @@
  * and every name it accepts is also quoted there, so no name reaches SQL as code.
  */
 
+import { isCalendarDate } from "../time.js";
+
 export const DATA_TYPES = ["varchar", "text", "integer", "bigint", "numeric", "boolean", "date", "timestamp", "jsonb"] as const;
 export type DataType = (typeof DATA_TYPES)[number];
 export const ENTITY_TYPES = ["customer", "account", "custom"] as const;
@@ -195,13 +197,11 @@ export function columnValue(f: SchemaField, raw: unknown): { ok: true; value: st
       return TRUE.has(l) ? { ok: true, value: "true" } : FALSE.has(l) ? { ok: true, value: "false" } : refused(f, s, "a boolean");
     }
     case "date": {
-      const m = DATE.exec(s);
-      if (!m) return refused(f, s, "a date (YYYY-MM-DD)");
-      const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
-      return d.getUTCMonth() !== Number(m[2]) - 1 || d.getUTCDate() !== Number(m[3]) ? refused(f, s, "a date") : { ok: true, value: s };
+      if (!DATE.test(s)) return refused(f, s, "a date (YYYY-MM-DD)");
+      return isCalendarDate(s) ? { ok: true, value: s } : refused(f, s, "a date");
     }
     default: {
-      if (!TIMESTAMP.test(s) || Number.isNaN(Date.parse(s.replace(" ", "T")))) return refused(f, s, "a timestamp (ISO 8601)");
+      if (!TIMESTAMP.test(s) || !isCalendarDate(s) || Number.isNaN(Date.parse(s.replace(" ", "T")))) return refused(f, s, "a timestamp (ISO 8601)");
       return { ok: true, value: s };
     }
   }
