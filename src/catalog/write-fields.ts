@@ -1,5 +1,6 @@
 import { isFieldSet, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { timestampDate, type FieldMask, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { charCount } from "../core/char-count.js";
 import { parseInstant } from "../core/time.js";
 import type { FieldViolation } from "../platform/errors.js";
 
@@ -13,7 +14,7 @@ export interface FieldRule {
   nullable?: boolean;
   /** Must be given on create. */
   required?: boolean;
-  /** Numeric range, or string length for strings. */
+  /** Numeric range, or string length in characters (code points, core/char-count.ts) for strings. */
   min?: number;
   max?: number;
   oneOf?: readonly string[];
@@ -48,8 +49,8 @@ function check(rule: FieldRule, value: unknown): string | null {
     case "string": {
       const s = value as string;
       if (rule.oneOf && !rule.oneOf.includes(s)) return `must be one of ${rule.oneOf.join(", ")}`;
-      if (rule.min !== undefined && s.trim().length < rule.min) return rule.min === 1 ? "must not be empty" : `must be at least ${rule.min} characters`;
-      if (s.length > (rule.max ?? MAX_TEXT)) return `must be at most ${rule.max ?? MAX_TEXT} characters`;
+      if (rule.min !== undefined && charCount(s.trim()) < rule.min) return rule.min === 1 ? "must not be empty" : `must be at least ${rule.min} characters`;
+      if (charCount(s) > (rule.max ?? MAX_TEXT)) return `must be at most ${rule.max ?? MAX_TEXT} characters`;
       if (s.includes("\u0000")) return "must not contain NUL characters";
       return null;
     }
@@ -63,7 +64,7 @@ function check(rule: FieldRule, value: unknown): string | null {
       return null;
     }
     case "strings":
-      return (value as string[]).some((s) => s.length > 255) ? "items must be at most 255 characters" : null;
+      return (value as string[]).some((s) => charCount(s) > 255) ? "items must be at most 255 characters" : null;
     default:
       return null;
   }

@@ -43,6 +43,7 @@ export * from "./schedule.js";
 export * from "./snapshot.js";
 export * from "./suppression.js";
 export * from "./time.js";
+export * from "./char-count.js";
 export * from "./scoring/index.js";
 export * from "./explain/tree-shap.js";
 export * from "./explain/decision-shap.js";

@@ -18,6 +18,7 @@ import {
   type RevokeOAuthClientRequest,
 } from "../../gen/decisioning/v1/identity_pb.js";
 import type { RateLimitOverride } from "../config.js";
+import { charCount } from "../core/char-count.js";
 import type { TenantContext, RoleName } from "../platform/context.js";
 import { AppError, conflict, forbidden, invalidField, invalidFields, notFound, type FieldViolation } from "../platform/errors.js";
 import { hmacSha256Hex, randomHex, safeEqual } from "../platform/crypto.js";
@@ -35,6 +36,7 @@ export const OAUTH_CLIENT_LIST_MAX = 1000;
 /** Cross-process cache invalidation for credentials (authenticator.ts listens). */
 export const IDENTITY_CHANNEL = "identity.invalidate";
 
+/** API-key and OAuth-client names, in characters (code points), as offer names (spec 2.4). */
 const MAX_NAME = 255;
 const MAX_REASON = 1000;
 
@@ -79,7 +81,7 @@ export class IdentityService {
     const violations: FieldViolation[] = [];
     const name = req.name.trim();
     if (!name) violations.push({ field: "name", message: "is required" });
-    else if (name.length > MAX_NAME) violations.push({ field: "name", message: `must be at most ${MAX_NAME} characters` });
+    else if (charCount(name) > MAX_NAME) violations.push({ field: "name", message: `must be at most ${MAX_NAME} characters` });
     const unknown = req.scopes.filter((s) => !(API_KEY_SCOPES as readonly string[]).includes(s));
     if (unknown.length) {
       violations.push({ field: "scopes", message: `unknown scope "${unknown[0]}" (allowed: ${API_KEY_SCOPES.join(", ")})` });
@@ -140,7 +142,7 @@ export class IdentityService {
 
   async createOAuthClient(ctx: TenantContext, req: CreateOAuthClientRequest): Promise<CreateOAuthClientResponse> {
     const name = req.name.trim() || `oauth-client-${Date.now()}`;
-    if (name.length > MAX_NAME) throw invalidField("name", `must be at most ${MAX_NAME} characters`);
+    if (charCount(name) > MAX_NAME) throw invalidField("name", `must be at most ${MAX_NAME} characters`);
     const clientId = `kci_${randomHex(16)}`;
     const secret = `kcs_${randomHex(32)}`;
     const row = await this.store.insertOAuthClient(ctx.tenantId, {

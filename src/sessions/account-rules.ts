@@ -1,3 +1,4 @@
+import { charCount } from "../core/char-count.js";
 import type { FieldViolation } from "../platform/errors.js";
 
 /** Spec 5.5's password rule and the bounds of names and addresses; pure, so every route and test shares one copy. */
@@ -13,7 +14,7 @@ export const EMAIL_MAX_LENGTH = 254;
 export function passwordViolations(password: unknown, field = "password"): FieldViolation[] {
   if (typeof password !== "string" || password === "") return [{ field, message: "is required" }];
   const out: FieldViolation[] = [];
-  if ([...password].length < PASSWORD_MIN_LENGTH) out.push({ field, message: `must be at least ${PASSWORD_MIN_LENGTH} characters` });
+  if (charCount(password) < PASSWORD_MIN_LENGTH) out.push({ field, message: `must be at least ${PASSWORD_MIN_LENGTH} characters` });
   if (password.length > PASSWORD_MAX_LENGTH) out.push({ field, message: `must be at most ${PASSWORD_MAX_LENGTH} characters` });
   if (!/\p{Lu}/u.test(password)) out.push({ field, message: "must contain at least one upper-case letter" });
   if (!/\p{Nd}/u.test(password)) out.push({ field, message: "must contain at least one digit" });
@@ -45,7 +46,7 @@ export function displayNameViolations(value: unknown, field: string, max: number
     return required ? [{ field, message: "is required" }] : [];
   }
   if (typeof value !== "string") return [{ field, message: "must be a string" }];
-  if ([...value.trim()].length > max) return [{ field, message: `must be at most ${max} characters` }];
+  if (charCount(value.trim()) > max) return [{ field, message: `must be at most ${max} characters` }];
   // Names appear in mails and pages: no control characters (tab and newline included).
   if (/[\p{Cc}\p{Cf}]/u.test(value)) return [{ field, message: "must not contain control characters" }];
   return [];

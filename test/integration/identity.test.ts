@@ -64,6 +64,16 @@ describe("API keys (spec 2.3, 4.2)", () => {
     assert.equal(leapSecond.status, 400, "a leap second is refused, as before");
   });
 
+  test("a key's name holds 255 characters counted as code points, as offer names (spec 2.4): 255 emoji fit, 256 do not", async () => {
+    const name = "\u{1F511}".repeat(255);
+    const created = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name } });
+    assert.equal(created.status, 201, JSON.stringify(created.body).slice(0, 200));
+    assert.equal(created.body.name, name);
+    const tooLong = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: `${name}\u{1F511}` } });
+    assert.equal(tooLong.status, 400);
+    assert.match(tooLong.body.detail, /^name: must be at most 255 characters/);
+  });
+
   test("a data-plane key (no scopes) is refused on the control plane with 403 Forbidden", async () => {
     const created = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { key: tenant.apiKey, body: { name: "dp" } });
     const res = await rest(svc.baseUrl, "GET", "/api/v1/api-keys", { key: created.body.key });
@@ -354,6 +364,7 @@ describe("bad input on every identity route: a 4xx naming the field, and nothing
       [{ scopes: "admin" }, /^scopes: /],
       [{ scopes: [1] }, /^scopes: /],
       [{ name: "x".repeat(256) }, /^name: must be at most 255 characters/],
+      [{ name: "\u{1F511}".repeat(256) }, /^name: must be at most 255 characters/],
       [[], /^body: must be a JSON object/],
     ];
     for (const [body, message] of cases) {
@@ -365,6 +376,11 @@ describe("bad input on every identity route: a 4xx naming the field, and nothing
     assert.equal((await raw("POST", "/api/v1/oauth/clients", oversize)).status, 413);
     assert.equal((await raw("POST", "/api/v1/oauth/clients", "name=x", "text/plain")).status, 415);
     assert.equal(await count("/api/v1/oauth/clients"), before);
+    // Characters are code points (spec 2.4's "string 1-255", as for offer and key names): 255 emoji fit.
+    const emojiName = "\u{1F511}".repeat(255);
+    const fits = await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { key: tenant.apiKey, body: { name: emojiName } });
+    assert.equal(fits.status, 201, JSON.stringify(fits.body).slice(0, 200));
+    assert.equal(fits.body.name, emojiName);
   });
 
   test("DELETE /api-keys and DELETE /oauth/clients", async () => {

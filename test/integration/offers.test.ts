@@ -142,6 +142,21 @@ describe("POST /api/v1/offers", () => {
     assert.equal(await offerCount(admin.tenantId), before);
   });
 
+  test("name holds 255 characters counted as code points (spec 2.4: string 1-255): 255 emoji fit, 256 do not", async () => {
+    const emoji = (n: number, tag: string) => `${tag}${"\u{1F600}".repeat(n - tag.length)}`;
+    for (const n of [128, 255]) {
+      const name = emoji(n, `e${n}${Math.random().toString(36).slice(2, 6)}`);
+      const created = await rest(svc.baseUrl, "POST", "/api/v1/offers", { key: admin.apiKey, body: { name } });
+      assert.equal(created.status, 201, `${n}: ${JSON.stringify(created.body).slice(0, 200)}`);
+      assert.equal(created.body.name, name, "stored whole");
+      const renamed = await rest(svc.baseUrl, "PUT", "/api/v1/offers", { key: admin.apiKey, body: { id: created.body.id, name: `${name.slice(0, -2)}\u{1F601}` } });
+      assert.equal(renamed.status, 200, JSON.stringify(renamed.body).slice(0, 200));
+    }
+    const tooLong = await rest(svc.baseUrl, "POST", "/api/v1/offers", { key: admin.apiKey, body: { name: "\u{1F600}".repeat(256) } });
+    assert.equal(tooLong.status, 400);
+    assert.match(tooLong.body.detail, /^name: must be at most 255 characters/);
+  });
+
   test("viewers cannot create; unknown body fields are ignored", async () => {
     assert.equal((await rest(svc.baseUrl, "POST", "/api/v1/offers", { key: viewer.apiKey, body: { name: uniqueName() } })).status, 403);
     const o = await createOffer({ somethingElse: 1 });

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { defaultTenantName, displayNameViolations, emailViolations, normalizeEmail, passwordViolations } from "../../src/sessions/account-rules.js";
 import { loadConfig, sessionCookieSecure, ConfigError } from "../../src/config.js";
 import { csrfRefusal } from "../../src/transport/csrf-guard.js";
+import { charCount } from "../../src/core/char-count.js";
 import type { CallInfo } from "../../src/platform/context.js";
 
 test("spec 5.5's password rule names each failure", () => {
@@ -25,6 +26,15 @@ test("addresses: plausible ones pass, the rest name the field; they compare lowe
     assert.equal(emailViolations(bad)[0]?.field, "email", bad);
   }
   assert.equal(normalizeEmail("  Ada@Example.COM "), "ada@example.com");
+});
+
+test("length limits count characters (code points), not UTF-16 units: one emoji is one character (spec 2.4)", () => {
+  const cases: Array<[string, number]> = [["", 0], ["abc", 3], ["\u{1F600}", 1], ["\u{1F600}".repeat(128), 128], ["a\u{1F600}b", 3], ["é", 1], ["\uD83D", 1], ["\uDE00x", 2]];
+  for (const [text, expected] of cases) assert.equal(charCount(text), expected, JSON.stringify(text));
+  for (const text of ["x\u{1F600}y\u{10FFFF}", "\uD83D\uD83D\uDE00", "plain"]) assert.equal(charCount(text), [...text].length, JSON.stringify(text));
+  assert.deepEqual(displayNameViolations("\u{1F600}".repeat(100), "name", 100, true), []);
+  assert.equal(displayNameViolations("\u{1F600}".repeat(101), "name", 100, true)[0]?.message, "must be at most 100 characters");
+  assert.deepEqual(passwordViolations("A1\u{1F600}\u{1F600}\u{1F600}\u{1F600}\u{1F600}").map((v) => v.message), ["must be at least 8 characters"], "7 characters, 12 units");
 });
 
 test("names: required or not, bounded, no control characters; the default workspace name", () => {
