@@ -69,7 +69,8 @@ export function toDataSchema(row: SchemaRow): DataSchema {
   });
 }
 
-export function toPipeline(row: PipelineRow): Pipeline {
+/** The public pipeline; `ir` is its current version's IR (spec 2.21), null before the first version. */
+export function toPipeline(row: PipelineRow, ir: Record<string, unknown> | null): Pipeline {
   return create(PipelineSchema, {
     id: row.id,
     name: row.name,
@@ -82,6 +83,7 @@ export function toPipeline(row: PipelineRow): Pipeline {
     schedule: some(row.schedule),
     createdAt: timestampFromDate(row.created_at),
     updatedAt: timestampFromDate(row.updated_at),
+    ir: ir === null ? undefined : (ir as JsonObject),
   });
 }
 

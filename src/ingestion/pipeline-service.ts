@@ -56,11 +56,14 @@ export class PipelineService {
   async listPipelines(ctx: TenantContext, req: ListIngestionRequest): Promise<ListPipelinesResponse> {
     const page = cursorPageRequest(req);
     const result = cursorPage(await this.deps.store.page(ctx.tenantId, page), page.limit);
-    return create(ListPipelinesResponseSchema, { data: result.rows.map(toPipeline), pagination: result.pagination });
+    // Each row's IR comes from the page's own query (PipelineStore.page), so the list shows the same resource as GET.
+    return create(ListPipelinesResponseSchema, { data: result.rows.map((r) => toPipeline(r, r.current_ir)), pagination: result.pagination });
   }
 
   async getPipeline(ctx: TenantContext, req: IngestionIdRequest): Promise<Pipeline> {
-    return toPipeline(await this.mustFind(ctx.tenantId, req.id));
+    const row = isUuid(req.id) ? await this.deps.store.findWithIr(ctx.tenantId, req.id) : null;
+    if (!row) throw notFound("pipeline", req.id);
+    return toPipeline(row, row.current_ir);
   }
 
   async createPipeline(ctx: TenantContext, req: PipelineWrite): Promise<Pipeline> {
@@ -76,7 +79,7 @@ export class PipelineService {
     const schedule = req.schedule.trim() || null;
     if (v.length) throw invalidFields(v);
     if (schedule) validateSchedule({ cron: schedule, timezone: "UTC" }, "schedule");
-    const row = await this.transaction(ctx.tenantId, async (t) => {
+    const { row, ir } = await this.transaction(ctx.tenantId, async (t) => {
       // A reference to another tenant's connector or schema is a 400 naming the field.
       const refs: FieldViolation[] = [];
       if (req.connectorId && !(await this.deps.connectors.find(ctx.tenantId, req.connectorId, t))) refs.push({ field: "connectorId", message: `unknown connector ${req.connectorId}` });
@@ -88,12 +91,17 @@ export class PipelineService {
           if (isUniqueViolation(err)) throw conflict("PIPELINE_NAME_TAKEN", `name: a pipeline named "${name}" exists`);
           throw err;
         });
-      if (req.ir) row = (await this.addVersion(t, ctx, row, req.ir as Record<string, unknown>, "initial version", "ir")).pipeline;
+      let ir: Record<string, unknown> | null = null;
+      if (req.ir) {
+        const added = await this.addVersion(t, ctx, row, req.ir as Record<string, unknown>, "initial version", "ir");
+        row = added.pipeline;
+        ir = added.version.ir;
+      }
       await this.record(t, ctx, "create", null, row);
-      return row;
+      return { row, ir };
     });
     // Spec 4.20: a new pipeline answers status draft; its first successful run makes it active.
-    return toPipeline(row);
+    return toPipeline(row, ir);
   }
 
   async deletePipeline(ctx: TenantContext, req: IngestionIdRequest): Promise<Empty> {
@@ -188,8 +196,10 @@ export class PipelineService {
       entityType: "pipeline",
       entityId: subject.id,
       entityName: subject.name,
-      before: before ? pipelineSnapshot(toPipeline(before)) : null,
-      after: after ? pipelineSnapshot(toPipeline(after)) : null,
+      // Snapshots leave the IR out, as they always have: its versions are kept in ingestion_pipeline_ir, and the
+      // entry names the version (entityVersion), so the hash-chained log does not repeat whole IRs.
+      before: before ? pipelineSnapshot(toPipeline(before, null)) : null,
+      after: after ? pipelineSnapshot(toPipeline(after, null)) : null,
       entityVersion: after?.current_version ?? null,
       changes,
     });

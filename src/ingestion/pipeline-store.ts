@@ -19,6 +19,11 @@ export interface PipelineRow {
   updated_at: Date;
 }
 
+/** A pipeline with the IR of its current version, as the public resource shows it; null before the first. */
+export interface PipelineWithIr extends PipelineRow {
+  current_ir: Record<string, unknown> | null;
+}
+
 export interface IrVersionRow {
   version: number;
   ir: Record<string, unknown>;
@@ -44,6 +49,13 @@ export interface RunRow {
 }
 
 const COLUMNS = "tenant_id, id, name, description, connector_id, schema_id, ir_version, status, current_version, schedule, watermarks, created_at, updated_at";
+/**
+ * The pipeline's columns and its current version's IR, in one query: the version row is looked up by
+ * its primary key (tenant, pipeline, version), so a page costs one index probe per row, never a query.
+ */
+const WITH_IR = `${COLUMNS.split(", ").map((c) => `p.${c}`).join(", ")}, ir.ir AS current_ir
+  FROM ingestion_pipelines p
+  LEFT JOIN ingestion_pipeline_ir ir ON ir.tenant_id = p.tenant_id AND ir.pipeline_id = p.id AND ir.version = p.current_version`;
 const RUN_COLUMNS = "tenant_id, id, pipeline_id, ir_version, trigger, ok, node_results, failed_node_id, error, attempts, dead_lettered, started_at, finished_at";
 
 /** Pipelines, their IR versions, runs and dead letters. Tenant first, always. */
@@ -55,10 +67,16 @@ export class PipelineStore {
     return row ?? null;
   }
 
-  page(tenantId: string, page: CursorPageRequest): Promise<PipelineRow[]> {
-    return selectRows<PipelineRow>(
+  /** One pipeline with its current IR, for answers (no lock: writers use `find` with their transaction). */
+  async findWithIr(tenantId: string, id: string): Promise<PipelineWithIr | null> {
+    const [row] = await selectRows<PipelineWithIr>(this.db, `SELECT ${WITH_IR} WHERE p.tenant_id = $1 AND p.id = $2`, [tenantId, id]);
+    return row ?? null;
+  }
+
+  page(tenantId: string, page: CursorPageRequest): Promise<PipelineWithIr[]> {
+    return selectRows<PipelineWithIr>(
       this.db,
-      `SELECT ${COLUMNS} FROM ingestion_pipelines WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
+      `SELECT ${WITH_IR} WHERE p.tenant_id = $1 AND ($2::uuid IS NULL OR p.id < $2) ORDER BY p.id DESC LIMIT $3`,
       [tenantId, page.cursor, page.limit + 1],
     );
   }

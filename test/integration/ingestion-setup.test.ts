@@ -243,6 +243,31 @@ describe("pipelines and IR versions (spec 2.21, 4.20, 9)", () => {
     assert.equal((await call("DELETE", `/api/v1/connectors/${named.id}`)).status, 204);
   });
 
+  test("the pipeline resource carries its current IR (spec 2.21): on create, GET and the list; null before the first", async () => {
+    const created = await call("POST", "/api/v1/pipelines", { name: "with-ir", connectorId, ir: ir() });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const env = (await call("GET", `/api/v1/pipelines/${created.body.id}/ir`)).body;
+    assert.deepEqual(created.body.ir, env.ir, "create answers the IR GET .../ir returns");
+    assert.deepEqual(created.body.ir, ir(), "as it was posted");
+    assert.deepEqual((await call("GET", `/api/v1/pipelines/${created.body.id}`)).body.ir, env.ir);
+
+    const bare = await call("POST", "/api/v1/pipelines", { name: "without-ir", connectorId });
+    assert.equal(bare.status, 201, JSON.stringify(bare.body));
+    assert.ok("ir" in bare.body && bare.body.ir === null, `ir is null before the first version: ${JSON.stringify(bare.body)}`);
+    assert.equal((await call("GET", `/api/v1/pipelines/${bare.body.id}`)).body.ir, null);
+
+    // A new version becomes the resource's IR.
+    const next = ir({ loadMode: "truncate" });
+    assert.equal((await call("POST", `/api/v1/pipelines/${created.body.id}/ir`, { ir: next, comment: "truncate" })).status, 201);
+    assert.deepEqual((await call("GET", `/api/v1/pipelines/${created.body.id}`)).body.ir, next);
+
+    // The list carries each row's current IR too, from its one query.
+    const list = (await call("GET", "/api/v1/pipelines?limit=100")).body.data as Array<{ id: string; ir: unknown }>;
+    assert.deepEqual(list.find((p) => p.id === created.body.id)?.ir, next);
+    assert.equal(list.find((p) => p.id === bare.body.id)?.ir, null);
+    for (const id of [created.body.id, bare.body.id]) assert.equal((await call("DELETE", `/api/v1/pipelines/${id}`)).status, 204);
+  });
+
   test("two concurrent IR posts make two versions, none lost", async () => {
     const p = (await call("POST", "/api/v1/pipelines", { name: "concurrent", connectorId })).body;
     assert.equal(p.currentVersion, 0);
