@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { create, getOption, type DescField, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { create, equals, getOption, type DescField, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { ScalarType } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { http as httpExt } from "../../gen/google/api/annotations_pb.js";
@@ -172,6 +172,22 @@ function oneOrList(method: DescMethod, name: string, body: JsonValue): JsonValue
   return field?.fieldKind === "list" && !Array.isArray(body) ? [body] : body;
 }
 
+/**
+ * With `body: "*"` the query still binds (`POST /restore?entityType=offer&id=…`, `DELETE
+ * /export/full?customerId=…`). A field given in both must say the same in both: picking one would act
+ * on something the caller did not say, as with a query parameter given twice. Equal values (compared
+ * as protobuf values: `"10"` in the query is `10` in the body) are one value.
+ */
+function refuseConflicts(method: DescMethod, query: Record<string, JsonValue>, body: Record<string, JsonValue>): void {
+  for (const [key, value] of Object.entries(body)) {
+    const field = fieldByName(method, key);
+    if (!field || !(field.jsonName in query)) continue;
+    const fromQuery = readJson(method.input, { [field.jsonName]: query[field.jsonName] });
+    const fromBody = readJson(method.input, { [field.jsonName]: value });
+    if (!equals(method.input, fromQuery, fromBody)) throw invalidField(field.jsonName, "is given in the query and in the body with different values; give it once");
+  }
+}
+
 /** Query values are strings; booleans need converting, everything else protobuf JSON accepts as text. */
 function queryValue(field: DescField, values: string[]): JsonValue {
   const convert = (v: string): JsonValue =>
@@ -251,6 +267,7 @@ export class RestTranscoder {
           const body = await this.readRequestBody(req, policy);
           if (route.body === "*") {
             if (typeof body !== "object" || body === null || Array.isArray(body)) throw invalidField("body", "must be a JSON object");
+            refuseConflicts(route.method, json, body);
             Object.assign(json, body);
             bodyKeys = Object.keys(body);
           } else json[fieldByName(route.method, route.body)?.jsonName ?? route.body] = oneOrList(route.method, route.body, body);

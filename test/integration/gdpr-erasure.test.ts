@@ -229,6 +229,43 @@ describe("GDPR erasure", () => {
     assert.match(JSON.stringify(missing.body), /customerId: is required/);
     assert.equal((await call(editor.apiKey, "DELETE", "/api/v1/export/full?customerId=a")).status, 403);
   });
+
+  test("the customer id may come in a JSON body (spec conventions: bodies are JSON); query and body must agree", async () => {
+    const { t, flow, dataKey } = await tenantWithFlow();
+    for (const id of ["gina", "hank", "ivy"]) await recommend(dataKey, id, flow.key);
+    const byBody = await call(t.apiKey, "DELETE", "/api/v1/export/full", { customerId: "gina" });
+    assert.equal(byBody.status, 200, JSON.stringify(byBody.body));
+    assert.equal(byBody.body.removed.recommendations, 1);
+    assert.equal((await rowsOf(t.tenantId, "gina")).recommendations, 0);
+    assert.equal((await rowsOf(t.tenantId, "hank")).recommendations, 1, "only the named customer");
+    // The proto name is read too, as in every JSON body.
+    const snake = await call(t.apiKey, "DELETE", "/api/v1/export/full", { customer_id: "hank" });
+    assert.equal(snake.status, 200, JSON.stringify(snake.body));
+    assert.equal((await rowsOf(t.tenantId, "hank")).recommendations, 0);
+    // Both, saying different things: 400 naming the field, nothing erased.
+    const conflict = await call(t.apiKey, "DELETE", "/api/v1/export/full?customerId=ivy", { customerId: "someone-else" });
+    assert.equal(conflict.status, 400);
+    assert.match(conflict.body.detail, /^customerId: /);
+    assert.equal((await rowsOf(t.tenantId, "ivy")).recommendations, 1);
+    // Both, saying the same: erased.
+    const same = await call(t.apiKey, "DELETE", "/api/v1/export/full?customerId=ivy", { customerId: "ivy" });
+    assert.equal(same.status, 200, JSON.stringify(same.body));
+    assert.equal((await rowsOf(t.tenantId, "ivy")).recommendations, 0);
+    assert.equal((await call(t.apiKey, "DELETE", "/api/v1/export/full", {})).status, 400, "an empty body names no one");
+  });
+
+  test("the CSRF guard still holds body-less erasures by API key to a JSON type or X-Requested-With", async () => {
+    const { t } = await tenantWithFlow();
+    const bare = await rest(svc.baseUrl, "DELETE", "/api/v1/export/full?customerId=nobody", { key: t.apiKey });
+    assert.equal(bare.status, 403);
+    assert.equal(bare.headers.get("x-error-reason"), "CSRF_GUARD");
+    const form = await rest(svc.baseUrl, "DELETE", "/api/v1/export/full", { key: t.apiKey, rawBody: "customerId=nobody", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    assert.equal(form.status, 403, "a body a cross-site form could send is refused before it is read");
+    const marked = await rest(svc.baseUrl, "DELETE", "/api/v1/export/full?customerId=nobody", { key: t.apiKey, headers: { "x-requested-with": "test" } });
+    assert.equal(marked.status, 200, JSON.stringify(marked.body));
+    const json = await rest(svc.baseUrl, "DELETE", "/api/v1/export/full", { key: t.apiKey, body: { customerId: "nobody" } });
+    assert.equal(json.status, 200, JSON.stringify(json.body));
+  });
 });
 
 describe("tenant deletion (migration 0029)", () => {
