@@ -63,7 +63,9 @@ describe("categories, sub-categories, channels, placements", () => {
     assert.equal((await rest(svc.baseUrl, "GET", `/api/v1/categories/${c.body.id}`, { key: other.apiKey })).status, 404);
     assert.equal((await rest(svc.baseUrl, "GET", `/api/v1/channels/${c.body.id}`, { key: t.apiKey })).status, 404, "a category is not a channel");
     const del = await rest(svc.baseUrl, "DELETE", `/api/v1/categories?id=${c.body.id}`, { key: t.apiKey, body: {} });
-    assert.equal(del.status, 200);
+    assert.equal(del.status, 204, "spec 7: a successful delete is 204");
+    assert.equal(del.body, null, "no body");
+    assert.equal(del.headers.get("content-type"), null);
     assert.equal((await rest(svc.baseUrl, "GET", `/api/v1/categories/${c.body.id}`, { key: t.apiKey })).status, 404);
     assert.equal((await post("categories", { name: "Cards" })).status, 201, "a deleted entry's name can be reused");
     const [rows] = await svc.running.foundation.db.query(`SELECT action, entity_version FROM audit_log WHERE entity_id = '${c.body.id}' ORDER BY seq`);
@@ -113,6 +115,23 @@ describe("categories, sub-categories, channels, placements", () => {
     const unknown = await rest(svc.baseUrl, "GET", "/api/v1/no-such-things", { key: t.apiKey });
     assert.equal(unknown.status, 404);
   });
+
+  test("every collection's REST DELETE answers 204 without a body; Connect and gRPC keep DeleteResponse", async () => {
+    // One RPC serves every collection through additional_bindings; its policy's 204 holds for each.
+    const bodies: Record<string, object> = { channels: {}, segments: { config: { condition: { attribute: "country", op: "eq", value: "NL" } } } };
+    for (const [collection, body] of Object.entries(bodies)) {
+      const entry = await post(collection, { name: `gone-${collection}`, ...body });
+      assert.equal(entry.status, 201, JSON.stringify(entry.body));
+      const del = await rest(svc.baseUrl, "DELETE", `/api/v1/${collection}?id=${entry.body.id}`, { key: t.apiKey, headers: { "x-requested-with": "test" } });
+      assert.deepEqual([del.status, del.body], [204, null], collection);
+      assert.equal((await rest(svc.baseUrl, "GET", `/api/v1/${collection}/${entry.body.id}`, { key: t.apiKey })).status, 404);
+    }
+    const headers = { headers: { "x-api-key": t.apiKey } };
+    const [a, b] = [(await post("channels", { name: "rpc-a" })).body.id, (await post("channels", { name: "rpc-b" })).body.id];
+    const viaConnect = await connectClient(CatalogEntryService, svc.baseUrl).deleteCatalogEntry({ collection: "channels", id: a }, headers);
+    const viaGrpc = await grpcClient(CatalogEntryService, svc.grpcAddress).deleteCatalogEntry({ collection: "channels", id: b }, headers);
+    assert.deepEqual([viaConnect.success, viaConnect.id, viaGrpc.success, viaGrpc.id], [true, a, true, b]);
+  });
 });
 
 describe("creatives", () => {
@@ -145,5 +164,8 @@ describe("creatives", () => {
     const withCreative = await rest(svc.baseUrl, "GET", "/api/v1/offers", { key: t.apiKey });
     const row = withCreative.body.data.find((o: any) => o.id === offer.body.id);
     assert.equal(row.creatives[0].name, "hero-2");
+    const del = await rest(svc.baseUrl, "DELETE", `/api/v1/creatives?id=${ok.body.id}`, { key: t.apiKey, headers: { "x-requested-with": "test" } });
+    assert.deepEqual([del.status, del.body], [204, null], "spec 7: 204 without a body");
+    assert.equal((await rest(svc.baseUrl, "GET", `/api/v1/creatives/${ok.body.id}`, { key: t.apiKey })).status, 404);
   });
 });

@@ -131,7 +131,8 @@ describe("budgets (spec 2.19, 4.16)", () => {
     assert.ok(list.body.data.some((b: any) => b.id === created.body.id));
     assert.equal((await call("DELETE", `/api/v1/budgets?id=${created.body.id}`, undefined, editor.apiKey)).status, 403);
     assert.equal((await call("DELETE", `/api/v1/budgets?id=${created.body.id}`, undefined, other.apiKey)).status, 404);
-    assert.equal((await call("DELETE", `/api/v1/budgets?id=${created.body.id}`)).status, 200);
+    const removed = await call("DELETE", `/api/v1/budgets?id=${created.body.id}`);
+    assert.deepEqual([removed.status, removed.body], [204, null], "spec 7: 204 without a body");
   });
 
   test("a body of the spec's fields only (2.19) is created with a generated unique name; a sent name is still checked", async () => {

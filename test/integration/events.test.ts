@@ -433,8 +433,12 @@ describe("trigger rules", () => {
     assert.equal(updated.body.version, 2);
     assert.equal((await send(t, { eventType: "e2", customerId: "c" })).body.results[0].triggersMatched, 0, "inactive rules are not evaluated");
     assert.equal((await call("POST", "/api/v1/triggers", t.apiKey, { name: rule.name, eventType: "e", action: { type: "journey", journeyId: j.id } })).status, 409);
-    assert.equal((await call("DELETE", `/api/v1/triggers/${rule.id}`, t.apiKey)).status, 200);
+    const removed = await call("DELETE", `/api/v1/triggers/${rule.id}`, t.apiKey);
+    assert.deepEqual([removed.status, removed.body], [204, null], "spec 7: 204 without a body");
     assert.equal((await call("GET", `/api/v1/triggers/${rule.id}`, t.apiKey)).status, 404);
+    const journeyRemoved = await call("DELETE", `/api/v1/journeys/${j.id}`, t.apiKey);
+    assert.deepEqual([journeyRemoved.status, journeyRemoved.body], [204, null]);
+    assert.equal((await call("GET", `/api/v1/journeys/${j.id}`, t.apiKey)).status, 404);
     const audit = await svc.sql("SELECT action FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 ORDER BY seq", [t.tenantId, rule.id]);
     assert.deepEqual(audit.map((a) => a.action), ["create", "update", "soft_delete"]);
   });

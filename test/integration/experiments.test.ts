@@ -177,15 +177,15 @@ describe("experiment routes", () => {
     assert.equal(updates[0].n, 5);
   });
 
-  test("delete: 200, then 404 everywhere; the other doors agree", async () => {
+  test("delete: 204 without a body, then 404 everywhere; the other doors agree", async () => {
     const { t, champion, challenger } = await setup();
     const e = await create("experiments", experimentBody(champion, challenger), t);
     const client = connectClient(ExperimentService, svc.baseUrl);
     const viaConnect = await client.getExperiment({ id: e.id }, { headers: { "x-api-key": t.apiKey } });
     assert.equal(viaConnect.key, e.key);
     const del = await call("DELETE", `/api/v1/experiments/${e.id}`, t.apiKey);
-    assert.equal(del.status, 200);
-    assert.deepEqual(del.body, { success: true, id: e.id, cascaded: 0 });
+    assert.equal(del.status, 204, "spec 7");
+    assert.equal(del.body, null);
     for (const [method, path] of [["GET", ""], ["PUT", ""], ["DELETE", ""], ["GET", "/results"]]) {
       const res = await call(method, `/api/v1/experiments/${e.id}${path}`, t.apiKey, method === "PUT" ? { name: "x" } : undefined);
       assert.equal(res.status, 404, `${method} ${path}`);
@@ -194,6 +194,10 @@ describe("experiment routes", () => {
     assert.equal(err.reason, "NOT_FOUND");
     const audit = await svc.sql("SELECT action FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 ORDER BY seq", [t.tenantId, e.id]);
     assert.deepEqual(audit.map((a) => a.action), ["create", "soft_delete"]);
+    // Only REST's answer is bodiless: Connect callers still get DeleteResponse.
+    const other = await create("experiments", experimentBody(champion, challenger), t);
+    const viaConnectDelete = await client.deleteExperiment({ id: other.id }, { headers: { "x-api-key": t.apiKey } });
+    assert.deepEqual([viaConnectDelete.success, viaConnectDelete.id, viaConnectDelete.cascaded], [true, other.id, 0]);
   });
 
   test("bad input is a 400 naming the field, and writes nothing", async () => {
@@ -370,7 +374,7 @@ describe("Recommend under an experiment", () => {
     const { t, champion, challenger, key } = await setup();
     await create("experiments", experimentBody(champion, challenger, { status: "active" }), t);
     assert.ok((await call("POST", "/api/v1/recommend", key, { customerId: "c" })).body.experiment);
-    assert.equal((await call("DELETE", `/api/v1/algorithm-models/${challenger.id}`, t.apiKey)).status, 200);
+    assert.equal((await call("DELETE", `/api/v1/algorithm-models/${challenger.id}`, t.apiKey)).status, 204);
     const res = await call("POST", "/api/v1/recommend", key, { customerId: "c" });
     assert.equal(res.body.experiment, null);
     assert.equal(res.body.degraded, false);

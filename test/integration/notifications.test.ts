@@ -93,7 +93,8 @@ describe("notification providers and the outbound dispatcher", () => {
       assert.deepEqual(JSON.parse(got.body).to, ["+15550199"]);
       assert.equal(JSON.parse(got.body).channel, "sms");
 
-      assert.equal((await rest(svc.baseUrl, "DELETE", path, { key: tenant.apiKey, headers: { "x-requested-with": "test" } })).status, 200);
+      const removed = await rest(svc.baseUrl, "DELETE", path, { key: tenant.apiKey, headers: { "x-requested-with": "test" } });
+      assert.deepEqual([removed.status, removed.body], [204, null], "spec 7: 204 without a body");
       assert.equal((await rest(svc.baseUrl, "GET", path, { key: tenant.apiKey })).status, 404);
       const actions = await sql("SELECT action FROM audit_log WHERE tenant_id = $1 AND entity_id = $2 ORDER BY seq", [tenant.tenantId, created.id]);
       assert.deepEqual(actions.map((a) => a.action), ["create", "update", "delete"]);
@@ -120,7 +121,7 @@ describe("notification providers and the outbound dispatcher", () => {
       assert.match(refused.body.detail, /is in use by alert rule "CTR watch", report template "Weekly to hook"; change or delete them first$/);
       assert.equal((await call("PUT", `/api/v1/alerts/${rule.body.id}`, { channels: [{ type: "email", target: "ops@example.com" }] })).status, 200);
       assert.equal((await call("DELETE", `/api/v1/reports/templates/${template.body.id}`)).status, 204);
-      assert.equal((await call("DELETE", path)).status, 200);
+      assert.equal((await call("DELETE", path)).status, 204);
     });
 
     test("bad input names the field: unknown type, missing url, unknown setting, short secret; duplicate name 409", async () => {

@@ -146,6 +146,43 @@ describe("REST answers conform to the document", () => {
     conforms("GET", "/api/v1/offers/{id}", gone);
   });
 
+  test("deletes (spec 7): 204 without a body, the offers collection's 200 with cascaded", async () => {
+    const key = admin.apiKey;
+    const create = async (path: string, body: unknown) => {
+      const res = await rest(svc.baseUrl, "POST", path, { key, body });
+      assert.equal(res.status, 201, `${path}: ${JSON.stringify(res.body)}`);
+      return res.body;
+    };
+    const offer = await create("/api/v1/offers", { name: unique("offer") });
+    const channel = await create("/api/v1/channels", { name: unique("channel") });
+    const creative = await create("/api/v1/creatives", { offerId: offer.id, name: unique("creative") });
+    const budget = await create("/api/v1/budgets", { scope: "global", maxImpressions: 1000 });
+    const flow = await create("/api/v1/decision-flows", { name: unique("flow"), key: unique("flow") });
+    const model = await create("/api/v1/algorithm-models", { name: unique("model"), key: unique("model"), type: "adaptive", family: "f" });
+    const journey = await create("/api/v1/journeys", { name: unique("journey"), steps: [{ type: "decision" }] });
+    const trigger = await create("/api/v1/triggers", { name: unique("trigger"), eventType: "e", action: { type: "journey", journeyId: journey.id } });
+    const identity = await create("/api/v1/customers/dee/identities", { type: "email", value: `${unique("dee")}@example.com` });
+    for (const [path, template] of [
+      [`/api/v1/channels?id=${channel.id}`, "/api/v1/channels"],
+      [`/api/v1/creatives?id=${creative.id}`, "/api/v1/creatives"],
+      [`/api/v1/budgets?id=${budget.id}`, "/api/v1/budgets"],
+      [`/api/v1/decision-flows/${flow.id}`, "/api/v1/decision-flows/{id}"],
+      [`/api/v1/algorithm-models/${model.id}`, "/api/v1/algorithm-models/{id}"],
+      [`/api/v1/triggers/${trigger.id}`, "/api/v1/triggers/{id}"],
+      [`/api/v1/journeys/${journey.id}`, "/api/v1/journeys/{id}"],
+      [`/api/v1/customers/dee/identities/${identity.id}`, "/api/v1/customers/{customer_id}/identities/{id}"],
+    ]) {
+      const res = await rest(svc.baseUrl, "DELETE", path, { key, headers: { "x-requested-with": "test" } });
+      assert.equal(res.status, 204, `${path}: ${res.status} ${JSON.stringify(res.body)}`);
+      assert.equal(res.headers.get("content-type"), null, path);
+      conforms("DELETE", template, res);
+    }
+    const cascading = await rest(svc.baseUrl, "DELETE", `/api/v1/offers?id=${offer.id}`, { key, headers: { "x-requested-with": "test" } });
+    assert.equal(cascading.status, 200, JSON.stringify(cascading.body));
+    assert.deepEqual(cascading.body, { success: true, id: offer.id, cascaded: 0 });
+    conforms("DELETE", "/api/v1/offers", cascading);
+  });
+
   test("recommend (with explain) and respond, and the data plane's structured 400", async () => {
     await rest(svc.baseUrl, "POST", "/api/v1/offers", { key: admin.apiKey, body: { name: unique("offer"), status: "active" } });
     const rec = await rest(svc.baseUrl, "POST", "/api/v1/recommend", { key: dataKey, body: { customerId: "ana", explain: true } });

@@ -37,6 +37,29 @@ test("response schemas follow what the REST door writes: nullable as null, omit_
   assert.deepEqual(document.paths["/api/v1/offers"].delete.responses["200"].content["application/json"].schema, { $ref: "#/components/schemas/decisioning.v1.DeleteResponse" });
 });
 
+test("spec 7: every REST DELETE answers 204 without a body, but the offers collection (4.3) and the GDPR erasure (4.13)", () => {
+  const keepTheirBody: Record<string, string> = {
+    "/api/v1/offers": "#/components/schemas/decisioning.v1.DeleteResponse",
+    "/api/v1/export/full": "#/components/schemas/decisioning.v1.ErasureReport",
+  };
+  const deletes = Object.entries(document.paths as Record<string, any>).filter(([, item]) => item.delete);
+  assert.ok(deletes.length >= 30, `${deletes.length} DELETE routes`);
+  for (const [path, item] of deletes) {
+    const success = Object.keys(item.delete.responses).filter((status) => status.startsWith("2"));
+    if (keepTheirBody[path]) {
+      assert.deepEqual(success, ["200"], path);
+      assert.deepEqual(item.delete.responses["200"].content["application/json"].schema, { $ref: keepTheirBody[path] }, path);
+    } else {
+      assert.deepEqual(success, ["204"], path);
+      assert.equal(item.delete.responses["204"].content, undefined, path);
+    }
+  }
+  // One RPC, DeleteCatalogEntry, serves every catalog collection through additional_bindings: all of them say 204.
+  for (const collection of ["categories", "sub-categories", "channels", "placements", "outcome-types", "qualification-rules", "decisioning-gates", "contact-policies", "guardrail-rules", "ranking-profiles", "cross-offer-constraints", "segments"]) {
+    assert.ok(document.paths[`/api/v1/${collection}`].delete.responses["204"], collection);
+  }
+});
+
 test("errors and credentials follow the method policy: plane, error shape, form bodies", () => {
   const token = document.paths["/api/v1/oauth/token"].post;
   assert.deepEqual(token.security, []);

@@ -99,7 +99,8 @@ export type MethodPolicy = Message<"decisioning.v1.MethodPolicy"> & {
   maxBodyBytes: number;
 
   /**
-   * REST success status when not 200 (201, 202, 204).
+   * REST success status when not 200 (201, 202, 204). 204 writes no body: every REST DELETE uses
+   * it except the offers collection route and the GDPR erasure (spec 7, docs/errors.md).
    *
    * @generated from field: uint32 http_status = 4;
    */
