@@ -53,8 +53,10 @@ export function isoToRfc3339(value: string, endOfDay = false): string | null {
 export function parseInstant(value: unknown): number | null {
   if (typeof value === "number") return Number.isFinite(value) ? value : null;
   if (typeof value !== "string" || value.trim() === "") return null;
-  if (LEADING_DATE.test(value) && !isCalendarDate(value)) return null;
-  const ms = Date.parse(isoToRfc3339(value) ?? value);
+  const iso = isoToRfc3339(value);
+  // isoToRfc3339 has checked the calendar of what it converts; other text reaches Date.parse as it is.
+  if (iso === null && LEADING_DATE.test(value) && !isCalendarDate(value)) return null;
+  const ms = Date.parse(iso ?? value);
   return Number.isNaN(ms) ? null : ms;
 }
 

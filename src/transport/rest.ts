@@ -179,12 +179,16 @@ function oneOrList(method: DescMethod, name: string, body: JsonValue): JsonValue
  * as protobuf values: `"10"` in the query is `10` in the body) are one value.
  */
 function refuseConflicts(method: DescMethod, query: Record<string, JsonValue>, body: Record<string, JsonValue>): void {
-  for (const [key, value] of Object.entries(body)) {
+  // Led by the query, which most requests (Recommend over REST among them) do not have.
+  for (const key in query) {
     const field = fieldByName(method, key);
-    if (!field || !(field.jsonName in query)) continue;
-    const fromQuery = readJson(method.input, { [field.jsonName]: query[field.jsonName] });
-    const fromBody = readJson(method.input, { [field.jsonName]: value });
-    if (!equals(method.input, fromQuery, fromBody)) throw invalidField(field.jsonName, "is given in the query and in the body with different values; give it once");
+    if (!field) continue;
+    for (const name of field.name === field.jsonName ? [field.jsonName] : [field.jsonName, field.name]) {
+      if (!(name in body)) continue;
+      const fromQuery = readJson(method.input, { [field.jsonName]: query[key] });
+      const fromBody = readJson(method.input, { [field.jsonName]: body[name] });
+      if (!equals(method.input, fromQuery, fromBody)) throw invalidField(field.jsonName, "is given in the query and in the body with different values; give it once");
+    }
   }
 }
 
