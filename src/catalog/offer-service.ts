@@ -137,7 +137,7 @@ export class OfferService {
 
   async deleteWithin(ctx: TenantContext, req: CatalogIdRequest, outer?: Transaction): Promise<DeleteResponse> {
     if (!req.id) throw invalidField("id", "is required");
-    const cascaded = await this.store.transaction(ctx.tenantId, async (t) => {
+    const { id, cascaded } = await this.store.transaction(ctx.tenantId, async (t) => {
       const before = await this.mustFind(ctx.tenantId, req.id, t);
       const after = await this.store.update(t, "offers", ctx.tenantId, before.id, { deleted_at: new Date() }, true);
       await this.recordChange(t, ctx, "soft_delete", before, after);
@@ -155,9 +155,10 @@ export class OfferService {
         });
       }
       await this.emit(t, ctx, { kind: "deleted", offerId: before.id, status: String(before.status) });
-      return creatives.length;
+      return { id: before.id, cascaded: creatives.length };
     }, outer);
-    return create(DeleteResponseSchema, { success: true, id: req.id, cascaded });
+    // The caller may name the offer; the answer says which offer that was.
+    return create(DeleteResponseSchema, { success: true, id, cascaded });
   }
 
   /** DELETE /offers/{id}: soft delete without cascade or version increment. */

@@ -48,6 +48,8 @@ export class AttributionLadder {
       code: "INVALID_ARGUMENT",
       reason: "NO_RECOMMENDATION",
       message: `No recommendation found for customer=${customerId} rank=${rank}`,
+      // Spec 7's structured body names the recommendation the caller asked about.
+      details: req.recommendationId ? { recommendationId: req.recommendationId } : undefined,
     });
   }
 

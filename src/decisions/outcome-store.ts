@@ -189,7 +189,8 @@ export class OutcomeStore {
       this.db,
       "impression-latest-with-rank",
       `SELECT rank, offer_id AS "offerId", creative_id AS "creativeId", channel_id AS "channelId", placement_id AS "placementId",
-         context_bucket AS bucket, recommendation_id AS "recommendationId", interaction_id AS "interactionId", created_at AS at
+         context_bucket AS bucket, recommendation_id AS "recommendationId", interaction_id AS "interactionId",
+         COALESCE(occurred_at, created_at) AS at
        FROM interactions WHERE tenant_id = $1 AND customer_id = $2 AND rank = $3 AND outcome = ANY($4::text[])
        ORDER BY created_at DESC LIMIT 1`,
       [tenantId, customerId, rank, impressionOutcomes],
@@ -209,12 +210,13 @@ export class OutcomeStore {
       this.db,
       "recent-exposure",
       `SELECT bucket, recommendation_id AS "recommendationId", rank, impression_id AS "impressionId" FROM (
-         SELECT context_bucket AS bucket, recommendation_id, rank, CASE WHEN recommendation_id IS NULL THEN id END AS impression_id, created_at FROM interactions
-         WHERE tenant_id = $1 AND customer_id = $2 AND offer_id = $3::uuid AND outcome = ANY($6::text[]) AND created_at >= $4
+         SELECT context_bucket AS bucket, recommendation_id, rank, CASE WHEN recommendation_id IS NULL THEN id END AS impression_id,
+           COALESCE(occurred_at, created_at) AS at FROM interactions
+         WHERE tenant_id = $1 AND customer_id = $2 AND offer_id = $3::uuid AND outcome = ANY($6::text[]) AND COALESCE(occurred_at, created_at) >= $4
          UNION ALL
          SELECT o->>'bucket', r.id, (o->>'rank')::int, NULL::uuid, r.created_at FROM recommendations r, jsonb_array_elements(r.offers) o
          WHERE r.tenant_id = $1 AND r.customer_id = $2 AND r.created_at >= $4 AND o->>'offerId' = $5
-       ) exposures ORDER BY created_at DESC LIMIT 1`,
+       ) exposures ORDER BY at DESC LIMIT 1`,
       [tenantId, customerId, offerId, since, offerId, impressionOutcomes],
     );
     return row ?? null;

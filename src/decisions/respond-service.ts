@@ -102,7 +102,11 @@ export class RespondService {
       if (earlier) return earlier;
       throw err;
     }
-    const since = new Date(at.getTime() - ADAPTATION_LOOKBACK_DAYS * 86_400_000);
+    // The lookback runs back from when the outcome happened (a timestamp ahead of this server's
+    // clock counts as now), and exposures count by when they happened: an impression backfilled
+    // with last year's timestamp is not a recent one.
+    const occurredAt = req.timestamp ? timestampDate(req.timestamp) : at;
+    const since = new Date(Math.min(occurredAt.getTime(), at.getTime()) - ADAPTATION_LOOKBACK_DAYS * 86_400_000);
     // The attributed row is itself the exposure when it is recent: no second query.
     const { exposure } = attributed;
     const recent = exposure && exposure.at >= since ? exposure : await store.recentExposure(ctx.tenantId, customerId, attributed.offerId, since, compiled.impressionOutcomes);
@@ -129,7 +133,7 @@ export class RespondService {
       outcome_details: req.outcomeDetails ?? {},
       conversion_value: req.conversionValue ?? null,
       response_time: req.responseTime ?? null,
-      occurred_at: req.timestamp ? timestampDate(req.timestamp) : at,
+      occurred_at: occurredAt,
     });
     if (!row) return replay.replayWinner(ctx.tenantId, idempotencyKey, payload, compiled);
     replay.remember(ctx.tenantId, idempotencyKey, row, compiled, payload);

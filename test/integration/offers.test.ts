@@ -449,6 +449,13 @@ describe("DELETE /api/v1/offers and restore", () => {
     assert.equal((await rest(svc.baseUrl, "DELETE", "/api/v1/offers", { key: editor.apiKey, body: {} })).status, 400);
   });
 
+  test("deleting by name answers with the id of the offer it deleted", async () => {
+    const o = await createOffer();
+    const del = await rest(svc.baseUrl, "DELETE", `/api/v1/offers?id=${encodeURIComponent(o.name)}`, { key: editor.apiKey, body: {} });
+    assert.equal(del.status, 200);
+    assert.equal(del.body.id, o.id);
+  });
+
   test("restore (admin) brings the offer back without its creatives", async () => {
     const o = await createOffer();
     const c = await rest(svc.baseUrl, "POST", "/api/v1/creatives", { key: admin.apiKey, body: { offerId: o.id, name: "c" } });

@@ -233,6 +233,7 @@ describe("the attribution ladder (spec 4.4)", () => {
     assert.equal(none.body.error.message, "No recommendation found for customer=di rank=3");
     const stranger = await post("/api/v1/respond", { customerId: "nobody", outcome: "click", idempotencyKey: randomUUID(), recommendationId: latest.recommendationId, rank: 1 }, key);
     assert.equal(stranger.body.error.message, "No recommendation found for customer=nobody rank=1");
+    assert.equal(stranger.body.error.recommendationId, latest.recommendationId, "spec 7: the structured body names the recommendation asked about");
   });
 
   test("another tenant's recommendation never attributes", async () => {
@@ -266,6 +267,13 @@ describe("the attribution ladder (spec 4.4)", () => {
     const fresh = await post("/api/v1/respond", { customerId: "gus", outcome: "click", idempotencyKey: "c3", creativeId: creative.id }, key);
     assert.equal(fresh.body.status, "recorded");
     assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 0, t: 0 }, "an impression no decision counted is no trial: a success cannot pass the trials");
+    // Exposures count by when they happened, back from when the outcome happened (spec 2.5's lookback).
+    const backfilled = await post("/api/v1/respond", { customerId: "hal", outcome: "impression", idempotencyKey: "c5", creativeId: creative.id, timestamp: "2026-01-01T00:00:00Z" }, key);
+    assert.equal(backfilled.body.status, "recorded");
+    const today = await post("/api/v1/respond", { customerId: "hal", outcome: "click", idempotencyKey: "c6", creativeId: creative.id }, key);
+    assert.equal(today.body.status, "recorded_without_adaptation", "an impression a year old is not within 30 days");
+    const thatWeek = await post("/api/v1/respond", { customerId: "hal", outcome: "click", idempotencyKey: "c7", creativeId: creative.id, timestamp: "2026-01-05T00:00:00Z" }, key);
+    assert.equal(thatWeek.body.status, "recorded", "a click four days after the impression");
     const unknown = await post("/api/v1/respond", { customerId: "gus", outcome: "click", idempotencyKey: "c4", creativeId: randomUUID() }, key);
     assert.equal(unknown.status, 400);
     assert.match(unknown.body.error.message, /^creativeId: unknown creative/);
