@@ -274,7 +274,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     decisionConfig: catalog.decisionConfig,
     seedTenant: catalog.seedTenant,
     // Alert rules are built after the decisions; a reset reaches them only later.
-    otherWorkspaceData: [(t, tenantId) => alerts.wipeTenant(t, tenantId), (t, tenantId) => ingestion.wipeTenant(t, tenantId), (t, tenantId) => reports.wipeTenant(t, tenantId)],
+    otherWorkspaceData: [(t, tenantId) => alerts.wipeTenant(t, tenantId), (t, tenantId) => ingestion.wipeTenant(t, tenantId), (t, tenantId) => reports.wipeTenant(t, tenantId), (t, tenantId) => observability.wipeTenant(t, tenantId)],
     pool,
     minTreeWalksForPool: f.config.scoringPoolMinTreeWalks,
     decisionQuota: f.config.decisionQuota,

@@ -131,11 +131,21 @@ export class PipelineRunner {
     if (source) source.meta = { ...source.meta, movedTo: moved };
   }
 
+  /** A deleted pipeline's alerts: no later run of it can clear them. */
+  async clearHealth(tenantId: string, pipelineId: string): Promise<void> {
+    const { noFiles, failed } = healthKeys(pipelineId);
+    try {
+      await this.deps.healthAlerts.clear(tenantId, noFiles);
+      await this.deps.healthAlerts.clear(tenantId, failed);
+    } catch (err) {
+      this.deps.logger.warn({ err, pipelineId }, "deleted pipeline's health alerts not resolved");
+    }
+  }
+
   /** Spec 4.20 and 6: a warning when the source had no files, an error for a failed run; both clear on success. */
   private async reportHealth(pipeline: PipelineRow, runId: string, result: Omit<RunResult, "runId" | "irVersion">) {
     const { healthAlerts, logger } = this.deps;
-    const noFiles = `pipeline:${pipeline.id}:no_files`;
-    const failed = `pipeline:${pipeline.id}:failed`;
+    const { noFiles, failed } = healthKeys(pipeline.id);
     const source = result.nodeResults.find((n) => n.kind === "source");
     const empty = source?.meta.files !== undefined && (source.meta.files as unknown[]).length === 0;
     try {
@@ -154,4 +164,8 @@ export class PipelineRunner {
       logger.warn({ err, pipelineId: pipeline.id }, "pipeline health alert not recorded");
     }
   }
+}
+
+function healthKeys(pipelineId: string) {
+  return { noFiles: `pipeline:${pipelineId}:no_files`, failed: `pipeline:${pipelineId}:failed` };
 }

@@ -105,11 +105,13 @@ export class PipelineService {
   }
 
   async deletePipeline(ctx: TenantContext, req: IngestionIdRequest): Promise<Empty> {
-    await this.transaction(ctx.tenantId, async (t) => {
+    const id = await this.transaction(ctx.tenantId, async (t) => {
       const row = await this.mustFind(ctx.tenantId, req.id, t);
       await this.deps.store.remove(t, ctx.tenantId, row.id);
       await this.record(t, ctx, "delete", row, null);
+      return row.id;
     });
+    await this.deps.runner.clearHealth(ctx.tenantId, id);
     return create(EmptySchema);
   }
 

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { execReturning, selectRows } from "../platform/db.js";
+import { execReturning, selectRows, type Transaction } from "../platform/db.js";
 import type { HealthAlertInput, HealthSeverity } from "./operational-signals.js";
 
 export type HealthAlertStatus = "open" | "resolved";
@@ -49,6 +49,11 @@ export class HealthAlertStore {
       [tenantId, key],
     );
     return rows.length > 0;
+  }
+
+  /** A workspace reset's share: the alerts were about data that is gone. */
+  async deleteAll(t: Transaction, tenantId: string): Promise<void> {
+    await this.db.query("DELETE FROM health_alerts WHERE tenant_id = $1", { bind: [tenantId], transaction: t });
   }
 
   /** Most recently updated first; `status` null lists both. */

@@ -1,6 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { SystemHealthService as SystemHealthServiceDesc } from "../../gen/decisioning/v1/observability_pb.js";
-import { dbPoolState } from "../platform/db.js";
+import { dbPoolState, type Transaction } from "../platform/db.js";
 import type { Logger } from "../platform/logger.js";
 import type { RedisClient } from "../platform/redis.js";
 import type { RequestObserver } from "../platform/request-observer.js";
@@ -27,6 +27,8 @@ export interface Observability {
   /** What the gateway tells about every answered call. */
   observer: RequestObserver;
   services: ServiceRegistration[];
+  /** A workspace reset's share: the tenant's health alerts. */
+  wipeTenant(t: Transaction, tenantId: string): Promise<void>;
   /** Flushes the request statistics still buffered. */
   close(): Promise<void>;
 }
@@ -37,7 +39,8 @@ export function createObservability(o: ObservabilityOptions): Observability {
   metrics.watch({ dbPool: () => dbPoolState(o.db) });
   if (o.redis) metrics.watchRedis(o.redis);
   const requestStats = o.redis ? createRedisRequestStats(o.redis, o.logger) : createMemoryRequestStats();
-  const systemHealth = new SystemHealthService(new HealthAlertStore(o.db), o.logger);
+  const healthAlertStore = new HealthAlertStore(o.db);
+  const systemHealth = new SystemHealthService(healthAlertStore, o.logger);
   return {
     metrics,
     requestStats,
@@ -50,6 +53,7 @@ export function createObservability(o: ObservabilityOptions): Observability {
       },
     },
     services: [{ service: SystemHealthServiceDesc, impl: { listHealthAlerts: (ctx, req) => systemHealth.listHealthAlerts(ctx, req) } }],
+    wipeTenant: (t, tenantId) => healthAlertStore.deleteAll(t, tenantId),
     close: () => requestStats.close(),
   };
 }

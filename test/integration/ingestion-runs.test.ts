@@ -279,6 +279,11 @@ describe("integrity, atomicity and the empty-source rule", () => {
         assert.deepEqual(open, []);
         await h.svc.sql(`DELETE FROM ${s.table}`);
         await h.svc.sql(`INSERT INTO ${s.table} (customer_id) VALUES ('keep')`);
+      } else {
+        // No later run of a deleted pipeline could clear its alerts: deleting it does.
+        assert.equal((await h.call("DELETE", `/api/v1/pipelines/${id}`)).status, 204);
+        const left = (await h.call("GET", "/api/v1/system-health")).body.alerts.filter((a: { details: { pipelineId?: string } }) => a.details.pipelineId === id);
+        assert.deepEqual(left, []);
       }
     }
     // With failOnEmptySource false, truncate empties the table on purpose.

@@ -138,6 +138,17 @@ describe("GET /api/v1/system-health", () => {
     assert.match(viaGrpc.message, /^limit: /);
   });
 
+  test("a workspace reset deletes the tenant's health alerts, and only its own", async () => {
+    const t = await svc.createTenant();
+    await healthAlerts.raise(t.tenantId, { key: "pipeline:x:failed", severity: "error", message: "failed" });
+    await healthAlerts.raise(other.tenantId, { key: "kept", severity: "info", message: "kept" });
+    const reset = await rest(svc.baseUrl, "POST", "/api/v1/workspace/reset", { key: t.apiKey, body: { confirm: t.tenantId } });
+    assert.equal(reset.status, 200, JSON.stringify(reset.body));
+    assert.deepEqual((await get("/api/v1/system-health?status=all", t.apiKey)).body.alerts, []);
+    const kept = (await get("/api/v1/system-health", other.apiKey)).body.alerts;
+    assert.ok(kept.some((a: { key: string }) => a.key === "kept"));
+  });
+
   test("limit bounds the list, most recently updated first", async () => {
     const t = await svc.createTenant();
     for (const key of ["a", "b", "c"]) await healthAlerts.raise(t.tenantId, { key, severity: "info", message: key });
