@@ -130,10 +130,10 @@ export class IdentityService {
     const creatorId = await this.store.oauthClientCreator(ctx.tenantId, ctx.principal.clientId);
     const creator = creatorId ? await this.store.findUser(ctx.tenantId, creatorId) : null;
     if (!creator || creator.disabled || creator.deleted_at) {
-      throw forbidden("This OAuth client mints API keys as the user who created it, and that user is unknown, disabled or removed: create a new client as an admin");
+      throw forbidden("This OAuth client mints API keys and OAuth clients as the user who created it, and that user is unknown, disabled or removed: create a new client as an admin");
     }
     if (creator.role !== "admin") {
-      throw forbidden(`This OAuth client mints API keys as the user who created it, who is no longer an admin (role ${creator.role})`);
+      throw forbidden(`This OAuth client mints API keys and OAuth clients as the user who created it, who is no longer an admin (role ${creator.role})`);
     }
     return creator.id;
   }
@@ -151,15 +151,17 @@ export class IdentityService {
       client_id: clientId,
       secret_hash: hmacSha256Hex(this.secrets.apiKeyPepper(), secret),
       scopes: normalizeOAuthScopes(req.scopes),
-      // A client made with another client's token stands for the same admin.
-      created_by: ctx.userId ?? (ctx.principal.kind === "oauth_client" ? await this.store.oauthClientCreator(ctx.tenantId, ctx.principal.clientId) : null),
+      // A client made with another client's token stands for the same admin, who must still be one,
+      // as for a key: otherwise a demoted admin's client could mint itself fresh admin clients.
+      created_by: ctx.userId ?? (ctx.principal.kind === "oauth_client" ? await this.actingUser(ctx) : null),
     });
     return toCreatedOAuthClient(row, secret);
   }
 
   async listOAuthClients(ctx: TenantContext, req: ListOAuthClientsRequest): Promise<ListOAuthClientsResponse> {
-    const rows = await this.store.listOAuthClients(ctx.tenantId, OAUTH_CLIENT_LIST_MAX, req.includeRevoked);
-    return create(ListOAuthClientsResponseSchema, { data: rows.map(toOAuthClientSummary), total: rows.length });
+    const { rows, total } = await this.store.listOAuthClients(ctx.tenantId, OAUTH_CLIENT_LIST_MAX, req.includeRevoked);
+    // Spec 4.1 shows at most 1000; `total` counts them all, so a caller can tell rows were left out.
+    return create(ListOAuthClientsResponseSchema, { data: rows.map(toOAuthClientSummary), total });
   }
 
   async revokeOAuthClient(ctx: TenantContext, req: RevokeOAuthClientRequest): Promise<Empty> {

@@ -191,12 +191,15 @@ export class IdentityStore {
   }
 
   /** Newest first: the working clients, or with `includeRevoked` revoked ones too. */
-  listOAuthClients(tenantId: string, limit: number, includeRevoked: boolean): Promise<OAuthClientRow[]> {
-    return selectRows<OAuthClientRow>(
+  /** The newest `limit` clients, and how many there are in all (the window counts before the limit). */
+  async listOAuthClients(tenantId: string, limit: number, includeRevoked: boolean): Promise<{ rows: OAuthClientRow[]; total: number }> {
+    const found = await selectRows<OAuthClientRow & { total_count: string }>(
       this.db,
-      "SELECT * FROM oauth_clients WHERE tenant_id = $1 AND ($3 OR revoked_at IS NULL) ORDER BY id DESC LIMIT $2",
+      "SELECT *, count(*) OVER () AS total_count FROM oauth_clients WHERE tenant_id = $1 AND ($3 OR revoked_at IS NULL) ORDER BY id DESC LIMIT $2",
       [tenantId, limit, includeRevoked],
     );
+    const rows = found.map(({ total_count: _, ...row }) => row);
+    return { rows, total: found.length ? Number(found[0].total_count) : 0 };
   }
 
   async revokeOAuthClient(tenantId: string, id: string): Promise<OAuthClientRow | null> {

@@ -36,6 +36,8 @@ export interface ResolvedPolicy {
   errorFormat: ErrorFormatName;
   /** The JSON keys (JSON and proto names) the JSON doors read of a request; null: every key (options.proto). */
   acceptedFields: ReadonlySet<string> | null;
+  /** The answer holds a secret shown once: `Cache-Control: no-store` on the JSON doors. */
+  noStore: boolean;
 }
 
 /** The spec's default: 1,000 requests per 60-second sliding window per tenant (section 8). */
@@ -119,6 +121,7 @@ export function methodPolicy(method: DescMethod, defaultBodyLimitBytes: number):
               ? "structured"
               : "problem",
     acceptedFields: acceptedKeys(method, p.acceptedFields),
+    noStore: p.noStore,
   };
   if (!hasOption(method, policyExt)) {
     throw new Error(`${method.parent.typeName}.${method.name} has no (decisioning.v1.policy) option`);

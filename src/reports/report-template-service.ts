@@ -179,7 +179,9 @@ export class ReportTemplateService {
       });
     }
     // Checked on the merged template: a PATCH of dataSources alone must not orphan a kept section.
-    sections.forEach((s, i) => {
+    // Against data sources that are themselves refused, an index says nothing worth reporting.
+    const sourcesRefused = violations.some((v) => v.field.startsWith("dataSources"));
+    if (!sourcesRefused) sections.forEach((s, i) => {
       if (s.dataSourceIndex < 0 || s.dataSourceIndex >= dataSources.length) {
         bad(`sections[${i}].dataSourceIndex`, `must be between 0 and ${dataSources.length - 1} (an index of dataSources)`);
       }

@@ -64,6 +64,7 @@ export function createConnectHandler(gateway: Gateway) {
             });
             ctx.responseHeader.set("x-request-id", result.requestId);
             if (result.setCookie) ctx.responseHeader.set("set-cookie", result.setCookie);
+            if (gateway.policy(method).noStore) ctx.responseHeader.set("cache-control", "no-store");
             for (const [name, value] of Object.entries(rateLimitHeaders(result.rateLimit))) ctx.responseHeader.set(name, value);
             if (!isBinary(ctx)) ctx.values.set(answerKey, connectJson(method.output, result.response, request!));
             return result.response as never;

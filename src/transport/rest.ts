@@ -295,6 +295,7 @@ export class RestTranscoder {
       for (const [name, value] of Object.entries(rateLimitHeaders(result.rateLimit))) res.setHeader(name, value);
       res.setHeader("x-request-id", requestId);
       if (result.setCookie) res.setHeader("set-cookie", result.setCookie);
+      if (policy.noStore) res.setHeader("cache-control", "no-store");
       if (route.method.output.typeName === HttpBodySchema.typeName) {
         sendHttpBody(res, policy.httpStatus, result.response as HttpBody);
         return;
@@ -317,7 +318,13 @@ export class RestTranscoder {
     const type = mediaType(req.headers["content-type"]);
     const acceptForm = policy.acceptForm;
     if (acceptForm && type === "application/x-www-form-urlencoded") {
-      return Object.fromEntries(new URLSearchParams(raw.toString("utf8")));
+      const form: Record<string, string> = {};
+      for (const [key, value] of new URLSearchParams(raw.toString("utf8"))) {
+        // As in the query; RFC 6749 3.1 too: a parameter sent twice is refused, not "last wins".
+        if (Object.hasOwn(form, key)) throw invalidField(key, "must be given once, as a single value");
+        form[key] = value;
+      }
+      return form;
     }
     if (!isJsonMediaType(type) && type !== "" && !policy.anyContentType) {
       throw new AppError({

@@ -250,6 +250,19 @@ describe("OAuth clients and tokens (spec 4.1, 7)", () => {
     assert.equal(all.body.data.find((c: any) => c.id === b.id).revokedAt, null);
   });
 
+  test("the list shows at most 1000 clients; total counts every active one", async () => {
+    const many = await svc.createTenant("many-clients");
+    await svc.sql(
+      `INSERT INTO oauth_clients (tenant_id, id, name, client_id, secret_hash, scopes)
+       SELECT $1::uuid, gen_random_uuid(), 'c' || n, 'kci_' || md5($1::text || n), 'x', '{read}' FROM generate_series(1, 1005) n`,
+      [many.tenantId],
+    );
+    const list = await rest(svc.baseUrl, "GET", "/api/v1/oauth/clients", { key: many.apiKey });
+    assert.equal(list.status, 200);
+    assert.equal(list.body.data.length, 1000);
+    assert.equal(list.body.total, 1005);
+  });
+
   test("token: JSON and form bodies, claims, and a token whose client is revoked stops working", async () => {
     const c = await client(["write"]);
     const json = await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", {
@@ -274,6 +287,16 @@ describe("OAuth clients and tokens (spec 4.1, 7)", () => {
       headers: { "content-type": "application/x-www-form-urlencoded" },
     });
     assert.equal(form.status, 200);
+    // RFC 6749 5.1: a token is not to be kept by caches; 3.1: a parameter sent twice is refused.
+    assert.equal(json.headers.get("cache-control"), "no-store");
+    assert.equal(form.headers.get("cache-control"), "no-store");
+    const twice = await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", {
+      rawBody: `grant_type=password&grant_type=client_credentials&client_id=${c.clientId}&client_secret=${c.clientSecret}`,
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    assert.equal(twice.status, 400);
+    assert.equal(twice.body.error, "invalid_request");
+    assert.match(twice.body.error_description, /grant_type/);
 
     // An editor token reaches editor routes but not admin ones.
     const adminOnly = await rest(svc.baseUrl, "GET", "/api/v1/oauth/clients", { bearer: json.body.access_token });
@@ -336,10 +359,16 @@ describe("API keys minted with an admin OAuth token (spec 4.2, 5.3)", () => {
     const demoted = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { bearer, body: { name: "after-demotion" } });
     assert.equal(demoted.status, 403);
     assert.match(demoted.body.detail, /no longer an admin/);
+    // Nor can it mint itself a fresh admin client, which would mint keys in turn.
+    const demotedClient = await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { bearer, body: { name: "after-demotion", scopes: ["admin"] } });
+    assert.equal(demotedClient.status, 403);
+    assert.match(demotedClient.body.detail, /no longer an admin/);
     await svc.identity.updateUser(tenant.tenantId, admin.userId, { role: "admin", disabled: true });
     const disabled = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", { bearer, body: { name: "after-disable" } });
     assert.equal(disabled.status, 403);
     assert.match(disabled.body.detail, /disabled or removed/);
+    const disabledClient = await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { bearer, body: { name: "after-disable" } });
+    assert.equal(disabledClient.status, 403);
 
     const internal = await rest(svc.baseUrl, "POST", "/api/v1/api-keys", {
       key: TEST_INTERNAL_KEY,

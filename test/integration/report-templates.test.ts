@@ -108,6 +108,12 @@ test("bad input is a 400 naming the field, and nothing is written", async () => 
     assert.equal(res.status, 400, `${JSON.stringify(over)}: ${JSON.stringify(res.body)}`);
     assert.match(JSON.stringify(res.body), field, JSON.stringify(over));
   }
+  // Refused data sources are the error; a section's index into them is not reported beside it.
+  for (const dataSources of [[], [{ sourceKey: "nope" }]]) {
+    const res = await call("POST", "/api/v1/reports/templates", mine.apiKey, templateBody({ dataSources }));
+    assert.equal(res.status, 400);
+    assert.doesNotMatch(JSON.stringify(res.body), /dataSourceIndex/, JSON.stringify(res.body));
+  }
   const missing = await call("POST", "/api/v1/reports/templates", mine.apiKey, { name: "x" });
   assert.equal(missing.status, 400);
   for (const field of ["dataSources", "sections", "formats"]) assert.match(JSON.stringify(missing.body), new RegExp(field));
