@@ -12,7 +12,7 @@ import {
 import type { AuditLog } from "../audit/audit-log.js";
 import type { TenantContext } from "../platform/context.js";
 import type { Transaction } from "../platform/db.js";
-import { invalidField, invalidFields, notFound, type FieldViolation } from "../platform/errors.js";
+import { invalidFields, notFound, type FieldViolation } from "../platform/errors.js";
 import { isUuid, newId } from "../platform/ids.js";
 import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import { nextSlot, validateSchedule } from "../scheduling/job-schedule.js";
@@ -39,7 +39,8 @@ export class ReportScheduleService {
   ) {}
 
   async listReportSchedules(ctx: TenantContext, req: ListReportSchedulesRequest): Promise<ListReportSchedulesResponse> {
-    if (req.templateId && !isUuid(req.templateId)) throw invalidField("templateId", "must be a report template id");
+    // A filter is looked up, not parsed (docs/errors.md): one that names no template matches nothing.
+    if (req.templateId && !isUuid(req.templateId)) return create(ListReportSchedulesResponseSchema, { data: [] });
     return create(ListReportSchedulesResponseSchema, { data: (await this.store.list(ctx.tenantId, req.templateId || null)).map(toReportSchedule) });
   }
 

@@ -80,6 +80,17 @@ function maxCharsOf(field: DescField): number {
   return max;
 }
 
+const maxItemsCache = new WeakMap<DescField, number>();
+
+/** A list over its field's `(field).max_items`, named once rather than item by item. */
+function tooMany(field: DescField, list: unknown[], at: string, out: FieldViolation[]): boolean {
+  let max = maxItemsCache.get(field);
+  if (max === undefined) maxItemsCache.set(field, (max = getOption(field, fieldExt).maxItems));
+  if (!max || list.length <= max) return false;
+  out.push({ field: at, message: `holds ${list.length} items; at most ${max} are allowed` });
+  return true;
+}
+
 function screenMessage(schema: DescMessage, message: Record<string, unknown>, path: string, depth: number, out: FieldViolation[]): void {
   if (depth > SCREEN_LIMITS.maxNesting) throw nestingTooDeep(path || "body");
   for (const field of schema.fields) {
@@ -98,6 +109,7 @@ function screenMessage(schema: DescMessage, message: Record<string, unknown>, pa
         screenNested(field.message, value, at, depth, maxChars, out);
         break;
       case "list":
+        if (tooMany(field, value as unknown[], at, out)) break;
         (value as unknown[]).forEach((item, i) => {
           const itemAt = `${at}[${i}]`;
           if (field.listKind === "scalar") screenScalar(field.scalar, item, itemAt, maxChars, out);

@@ -275,6 +275,9 @@ export class RestTranscoder {
             Object.assign(json, body);
             bodyKeys = Object.keys(body);
           } else json[fieldByName(route.method, route.body)?.jsonName ?? route.body] = oneOrList(route.method, route.body, body);
+        } else {
+          // A route that takes no body ignores one, but not past the size limit (spec 8: 413).
+          await readBody(req, policy.maxBodyBytes);
         }
         for (const [name, raw] of Object.entries(vars)) {
           const value = percentDecode(raw);
@@ -326,11 +329,12 @@ export class RestTranscoder {
       }
       return form;
     }
-    if (!isJsonMediaType(type) && type !== "" && !policy.anyContentType) {
+    // A body without a Content-Type is refused too (spec 7: 415 when it is not application/json).
+    if (!isJsonMediaType(type) && !policy.anyContentType) {
       throw new AppError({
         code: "INVALID_ARGUMENT",
         reason: "UNSUPPORTED_MEDIA_TYPE",
-        message: `Content-Type must be application/json${acceptForm ? " or application/x-www-form-urlencoded" : ""}, got ${type}`,
+        message: `Content-Type must be application/json${acceptForm ? " or application/x-www-form-urlencoded" : ""}, got ${type || "none"}`,
       });
     }
     return parseJsonBody(raw);

@@ -61,8 +61,12 @@ describe("POST /events: validation", () => {
     const t = await svc.createTenant();
     const res = await send(t, Array.from({ length: 101 }, () => ({ eventType: "view", customerId: "c" })));
     assert.equal(res.status, 400, JSON.stringify(res.body));
-    assert.match(res.body.detail, /at most 100/);
+    assert.match(res.body.detail, /^events: holds 101 items; at most 100/);
     assert.equal((await svc.sql("SELECT count(*)::int AS n FROM customer_events WHERE tenant_id = $1", [t.tenantId]))[0].n, 0);
+    // Refused for its size before it is counted: the window of 500 events is untouched.
+    const one = await send(t, { eventType: "view", customerId: "c" });
+    assert.equal(one.status, 202);
+    assert.equal(one.headers.get("x-ratelimit-remaining"), "499");
   });
 
   test("every bad item is named by its index, and a batch with one bad item stores none", async () => {

@@ -198,6 +198,25 @@ describe("body limits and content types (spec 7, 8)", () => {
     assert.equal(viaRest.body.title, "Unsupported Media Type");
     const viaConnect = await rest(svc.baseUrl, "POST", CREATE_VIA_CONNECT, { key: tenant.apiKey, rawBody: '{"name":"x"}', headers });
     assert.equal(viaConnect.status, 415);
+    // A body without any Content-Type (fetch sets none for bytes) is not JSON either; no body needs none.
+    const untyped = await fetch(`${svc.baseUrl}/api/v1/api-keys`, {
+      method: "POST",
+      headers: { "x-api-key": tenant.apiKey, "x-requested-with": "test" },
+      body: Buffer.from('{"name":"x"}'),
+    });
+    assert.equal(untyped.status, 415);
+    assert.match(((await untyped.json()) as { detail: string }).detail, /got none/);
+    const bodiless = await fetch(`${svc.baseUrl}/api/v1/oauth/clients`, { method: "POST", headers: { "x-api-key": tenant.apiKey, "x-requested-with": "test" } });
+    assert.equal(bodiless.status, 201);
+  });
+
+  test("413 on a route that takes no body too, and it does nothing", async () => {
+    const offer = await rest(svc.baseUrl, "POST", "/api/v1/offers", { key: tenant.apiKey, body: { name: `big-${Date.now()}` } });
+    assert.equal(offer.status, 201);
+    const big = JSON.stringify({ pad: "x".repeat(2 * 1024 * 1024 + 10) });
+    const del = await rest(svc.baseUrl, "DELETE", `/api/v1/offers/${offer.body.id}`, { key: tenant.apiKey, rawBody: big, headers: { "content-type": "application/json" } });
+    assert.equal(del.status, 413);
+    assert.equal((await rest(svc.baseUrl, "GET", `/api/v1/offers/${offer.body.id}`, { key: tenant.apiKey })).status, 200);
   });
 });
 
