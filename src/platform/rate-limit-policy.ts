@@ -6,6 +6,13 @@ import type { RateLimitDecision, RateLimiter } from "./rate-limiter.js";
 import { tenantKey } from "./redis.js";
 import { TtlCache } from "./ttl-cache.js";
 
+const countedFailures = new WeakMap<object, RateLimitDecision>();
+
+/** The window a failed call was counted in, for the X-RateLimit headers of its error answer. */
+export function rateLimitOfFailure(err: unknown): RateLimitDecision | null {
+  return (typeof err === "object" && err !== null && countedFailures.get(err)) || null;
+}
+
 export interface RateLimitSubject {
   tenantId: string | null;
   /** client_id from the body, or the remote address when absent (token endpoint). */
@@ -45,7 +52,14 @@ export class RateLimitPolicy {
     const key = this.windowKey(rule, subject);
     if (!rule.countSuccesses) {
       const rateLimit = await this.hit(rule, subject, key, cost);
-      return { result: await call(), rateLimit };
+      try {
+        return { result: await call(), rateLimit };
+      } catch (err) {
+        // A call that was let through and then failed was counted all the same: its error answer
+        // tells the caller how much of the window is left, as a success would.
+        if (rateLimit && typeof err === "object" && err !== null) countedFailures.set(err, rateLimit);
+        throw err;
+      }
     }
     await this.hit(rule, subject, `${key}:from:${subject.source}`);
     const result = await call();

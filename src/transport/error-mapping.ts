@@ -5,6 +5,7 @@ import { isTransientConflict, isUnstorableValue, transientConflictError, unstora
 import type { Logger } from "../platform/logger.js";
 import type { ErrorFormatName } from "../platform/method-policy.js";
 import type { RateLimitDecision } from "../platform/rate-limiter.js";
+import { rateLimitOfFailure } from "../platform/rate-limit-policy.js";
 
 /**
  * Every failure becomes an AppError; anything unexpected is logged with its cause and never leaked.
@@ -161,7 +162,7 @@ export function errorHeaders(err: AppError, requestId: string): Record<string, s
   if (err.reason === "RATE_LIMITED") {
     headers["x-ratelimit-limit"] = String(err.details.limit);
     headers["x-ratelimit-remaining"] = "0";
-  }
+  } else Object.assign(headers, rateLimitHeaders(rateLimitOfFailure(err)));
   return headers;
 }
 

@@ -44,6 +44,17 @@ describe("sliding-window rate limits (spec 8)", () => {
     assert.equal((await listKeys(b.apiKey)).status, 200, "another tenant has a window of its own");
   });
 
+  test("a call let through that then fails was counted, and its error answer says what is left", async () => {
+    const t = await svc.createTenant();
+    const bad = await rest(svc.baseUrl, "DELETE", "/api/v1/api-keys?id=nope", { key: t.apiKey, body: {} });
+    assert.equal(bad.status, 404);
+    assert.equal(bad.headers.get("x-ratelimit-limit"), "3");
+    assert.equal(bad.headers.get("x-ratelimit-remaining"), "2");
+    const viaConnect = await rest(svc.baseUrl, "POST", "/api/v1/decisioning.v1.ApiKeyService/RevokeApiKey", { key: t.apiKey, body: { id: "nope" } });
+    assert.equal(viaConnect.status, 404);
+    assert.equal(viaConnect.headers.get("x-ratelimit-remaining"), "1");
+  });
+
   test("a route's bucket replaces the default instead of adding to it (offers list)", async () => {
     const t = await svc.createTenant();
     for (let i = 0; i < 5; i++) {
