@@ -9,11 +9,17 @@
  *   - slot with neither: any live creative, or none at all (offers without creatives qualify).
  * Among fitting creatives the one with the smallest id is chosen, so the choice is deterministic.
  *
+ * A creative on a channel the customer refused consent for does not fit, whatever the request
+ * named: a request without a channel, or one spanning channels, has no decision channel for the
+ * contact policies' consent check, yet its answer names the creative's channel.
+ *
  * Coupling runs before scoring so no model time is spent on offers that cannot be shown. An offer
- * that fits no slot is rejected with stage `channel` when the request named only a channel, and
- * `coupling` when it named placements.
+ * that fits no slot is rejected with stage `consent` when only refused channels' creatives would
+ * have fitted, `channel` when the request named only a channel, and `coupling` when it named
+ * placements.
  */
 import type { Channel, Creative, Offer, Placement } from "./catalog.js";
+import type { ChannelRefusals } from "./consent.js";
 import type { Rejection } from "./rejections.js";
 import { Subsequence } from "./subsequence.js";
 import { parseInstant } from "./time.js";
@@ -60,11 +66,19 @@ export function decisionChannel(slots: readonly Slot[], channelsById: ReadonlyMa
   return id ? (channelsById.get(id) ?? { id }) : null;
 }
 
+/** The customer's consent refusals, and the placements whose channel a creative without one goes out on. */
+export interface CouplingConsent {
+  refusals: ChannelRefusals;
+  placementsById: ReadonlyMap<string, Placement>;
+}
+
+/** `consent`: null when the customer recorded no consent at all. */
 export function coupleCreatives(
   offers: readonly Offer[],
   creativesByOffer: ReadonlyMap<string, readonly Creative[]>,
   slots: readonly Slot[],
   nowMs: number,
+  consent: CouplingConsent | null = null,
 ): CouplingOutput {
   const output: CouplingOutput = { coupled: offers, options: [], rejections: [] };
   const coupled = new Subsequence<Offer, SlotOptions>(offers);
@@ -73,14 +87,15 @@ export function coupleCreatives(
   for (let i = 0; i < offers.length; i++) {
     const offer = offers[i];
     const creatives = creativesByOffer.get(offer.id);
-    const options = creatives
-      ? slotOptions(creatives.filter((c) => isLive(c, nowMs)), slots)
-      : (withoutCreatives ??= slotOptions(NO_CREATIVES, slots));
+    const live = creatives ? creatives.filter((c) => isLive(c, nowMs)) : null;
+    const options = live ? slotOptions(live, slots, consent) : (withoutCreatives ??= slotOptions(NO_CREATIVES, slots, null));
     if (options.some((o) => o !== null)) {
       coupled.keep(i, options);
     } else {
       coupled.drop(i);
-      output.rejections.push(couplingRejection(offer, slots));
+      // Had consent not been refused, would a creative have fitted? Then it is consent that dropped it.
+      const refusedFit = consent && live ? slotOptions(live, slots, null).find((o) => o !== null) : undefined;
+      output.rejections.push(refusedFit ? consentRejection(offer, consent!, refusedFit, slots) : couplingRejection(offer, slots));
     }
   }
   output.coupled = coupled.result();
@@ -90,17 +105,27 @@ export function coupleCreatives(
 
 const NO_CREATIVES: readonly Creative[] = Object.freeze([]);
 
-const slotOptions = (live: readonly Creative[], slots: readonly Slot[]): SlotOptions => slots.map((slot) => chooseCreative(live, slot));
+const slotOptions = (live: readonly Creative[], slots: readonly Slot[], consent: CouplingConsent | null): SlotOptions =>
+  slots.map((slot) => chooseCreative(live, slot, consent));
 
-function chooseCreative(live: readonly Creative[], slot: Slot): CreativeChoice | null {
+/** The channel a creative goes out on in a slot: its own, else the slot's, else its placement's. */
+function outgoingChannel(creative: Creative, slot: Slot, placementsById: ReadonlyMap<string, Placement>): string | null {
+  return creative.channelId ?? slot.channelId ?? (creative.placementId ? (placementsById.get(creative.placementId)?.channelId ?? null) : null);
+}
+
+function chooseCreative(live: readonly Creative[], slot: Slot, consent: CouplingConsent | null): CreativeChoice | null {
   if (slot.placementId === null && slot.channelId === null && live.length === 0) {
     return { creativeId: null, channelId: null, placementId: null };
   }
-  const fitting = live.filter((c) =>
-    slot.placementId !== null
-      ? c.placementId === slot.placementId && (!c.channelId || !slot.channelId || c.channelId === slot.channelId)
-      : slot.channelId === null || c.channelId === slot.channelId,
-  );
+  const fitting = live.filter((c) => {
+    const fits =
+      slot.placementId !== null
+        ? c.placementId === slot.placementId && (!c.channelId || !slot.channelId || c.channelId === slot.channelId)
+        : slot.channelId === null || c.channelId === slot.channelId;
+    if (!fits || consent === null) return fits;
+    const channelId = outgoingChannel(c, slot, consent.placementsById);
+    return channelId === null || consent.refusals(channelId) === null;
+  });
   if (fitting.length === 0) return null;
   const creative = fitting.reduce((a, b) => (b.id < a.id ? b : a));
   return {
@@ -115,6 +140,21 @@ function isLive(creative: Creative, nowMs: number): boolean {
   const start = parseInstant(creative.startAt);
   const end = parseInstant(creative.endAt);
   return (start === null || nowMs >= start) && (end === null || nowMs < end);
+}
+
+/** `fit`: what would have fitted but for consent, so a creative on a refused channel. */
+function consentRejection(offer: Offer, consent: CouplingConsent, fit: CreativeChoice, slots: readonly Slot[]): Rejection {
+  const slot = slots.find((s) => s.placementId === fit.placementId) ?? slots[0];
+  const creative: Creative = { id: fit.creativeId!, offerId: offer.id, channelId: fit.channelId, placementId: fit.placementId };
+  const channelId = outgoingChannel(creative, slot, consent.placementsById)!;
+  const consentKey = consent.refusals(channelId)!;
+  return {
+    offerId: offer.id,
+    offerName: offer.name,
+    stage: "consent",
+    reason: `customer refused consent for channel ${consentKey}`,
+    detail: { channelId, consentKey },
+  };
 }
 
 function couplingRejection(offer: Offer, slots: readonly Slot[]): Rejection {

@@ -18,3 +18,21 @@ export function consentRefusal(customer: Attributes, channel: Channel): string |
   }
   return null;
 }
+
+/** Whether the customer refused a channel, by channel id: the consent key that refuses it, or null. */
+export type ChannelRefusals = (channelId: string) => string | null;
+
+/**
+ * The customer's refusals as a check by channel id, answered once per channel, or null when the
+ * customer has recorded no consent at all (most customers: nothing to check, nothing allocated).
+ */
+export function channelRefusals(customer: Attributes, channelsById: ReadonlyMap<string, Channel>): ChannelRefusals | null {
+  const consent = customer.consent;
+  if (consent === null || typeof consent !== "object") return null;
+  const known = new Map<string, string | null>();
+  return (channelId) => {
+    let key = known.get(channelId);
+    if (key === undefined) known.set(channelId, (key = consentRefusal(customer, channelsById.get(channelId) ?? { id: channelId })));
+    return key;
+  };
+}

@@ -187,6 +187,17 @@ describe("channels and placements", () => {
     assert.equal(rows[0].n, 0, "multi-placement responses write no interaction rows (spec 4.4)");
     const stored = await svc.sql("SELECT multi_placement FROM recommendations WHERE tenant_id = $1 AND id = $2", [t.tenantId, slots.body.recommendationId]);
     assert.equal(stored[0].multi_placement, true);
+
+    // Without a channel in the request, a creative on a channel the customer refused is not chosen.
+    await rest(svc.baseUrl, "PUT", "/api/v1/customers/no-web", { key: t.apiKey, body: { attributes: { consent: { web: false } } } });
+    const anywhere = await post("/api/v1/recommend?explain=true", { customerId: "no-web", limit: 5 }, key);
+    assert.equal(anywhere.status, 200, JSON.stringify(anywhere.body));
+    const served = Object.fromEntries(anywhere.body.offers.map((o: any) => [o.offerId, o.channelId]));
+    assert.equal(served[mailOffer.id], email.id, "the offer goes out by e-mail, not on the web");
+    assert.equal(webOffer.id in served, false);
+    const refused = anywhere.body.rejectedOffers.find((r: any) => r.offerId === webOffer.id);
+    assert.equal(refused.stage, "consent");
+    assert.deepEqual(refused.detail, { channelId: web.id, consentKey: "web" });
   });
 });
 
