@@ -342,6 +342,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     timeoutMs: f.config.outbound.timeoutMs,
     decider: { decideBatch: decisions.decideBatch },
     customersLoaded: (tenantId) => decisions.customerTablesLoaded(tenantId),
+    flows: catalog.flowKeys,
   });
   const events = createEvents({
     db: f.db,

@@ -196,6 +196,11 @@ export class CatalogStore {
     return new Set(rows.map((r) => r.id));
   }
 
+  /** The ids and keys of the tenant's live decision flows: what a pipeline's decide node may name. */
+  liveFlowKeys(tenantId: string): Promise<Array<{ id: string; key: string }>> {
+    return selectRows<{ id: string; key: string }>(this.db, "SELECT id, key FROM decision_flows WHERE tenant_id = $1 AND deleted_at IS NULL", [tenantId]);
+  }
+
   /** The tenant's live active offers' ids, oldest first: what an auto-assembling flow starts with. */
   async activeOfferIds(tenantId: string, t?: Transaction): Promise<string[]> {
     const rows = await selectRows<{ id: string }>(

@@ -46,6 +46,8 @@ export interface Catalog {
   liveIds(tenantId: string, table: "algorithm_models" | "decision_flows", ids: readonly string[]): Promise<Set<string>>;
   /** Whether a live decision flow of the tenant has this id or key, as Recommend's `flow` names one. */
   flowExists(tenantId: string, idOrKey: string): Promise<boolean>;
+  /** The ids and keys of the tenant's live decision flows: what a pipeline IR's decide node may name. */
+  flowKeys(tenantId: string): Promise<Array<{ id: string; key: string }>>;
   /** The writes an approval applies, by approval entity type (write-targets.ts). */
   writeTargets: Record<CatalogWriteType, WriteTarget>;
   /** The active segments with their conditions: what the unified profile evaluates as membership. */
@@ -176,6 +178,7 @@ export function createCatalog(
     async flowExists(tenantId, idOrKey) {
       return (isUuid(idOrKey) && (await store.find("decision_flows", tenantId, { id: idOrKey })) !== null) || (await store.find("decision_flows", tenantId, { key: idOrKey })) !== null;
     },
+    flowKeys: (tenantId) => store.liveFlowKeys(tenantId),
     async segmentDefinitions(tenantId) {
       const rows = await store.activeEntries(tenantId, "segment");
       return rows.map((r) => ({

@@ -36,6 +36,8 @@ export interface IngestionOptions {
   decider: BatchDecider | null;
   /** A pipeline loaded a customer schema: the customer cache drops the tenant's entries. */
   customersLoaded(tenantId: string): Promise<void>;
+  /** The tenant's live decision flows by id and key: what a decide node may name (the catalog's read model). */
+  flows(tenantId: string): Promise<ReadonlyArray<{ id: string; key: string }>>;
 }
 
 /** Data ingestion (docs/ingestion.md), built once at start-up: its routes and its scheduled job. */
@@ -69,7 +71,7 @@ export function createIngestion(o: IngestionOptions): {
     customersLoaded: o.customersLoaded,
     logger: o.logger,
   });
-  const pipelines = new PipelineService({ db: o.db, store: pipelineStore, schemas: schemaStore, connectors: connectorStore, audit: o.audit, runner });
+  const pipelines = new PipelineService({ db: o.db, store: pipelineStore, schemas: schemaStore, connectors: connectorStore, audit: o.audit, runner, flows: o.flows });
   return {
     services: [
       {

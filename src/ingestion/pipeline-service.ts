@@ -43,6 +43,8 @@ export interface PipelineDeps {
   connectors: ConnectorStore;
   audit: AuditLog;
   runner: PipelineRunner;
+  /** The tenant's live decision flows by id and key (the catalog's read model): what a decide node may name. */
+  flows(tenantId: string): Promise<ReadonlyArray<{ id: string; key: string }>>;
 }
 
 /**
@@ -169,8 +171,8 @@ export class PipelineService {
   }
 
   private async validate(tenantId: string, row: PipelineRow, raw: unknown, field: string): Promise<PipelineIr> {
-    const [schemas, connectors] = await Promise.all([this.deps.schemas.all(tenantId), this.deps.connectors.names(tenantId)]);
-    const result = validatePipelineIr(raw, { schemas, connectors, defaultConnectorId: row.connector_id });
+    const [schemas, connectors, flows] = await Promise.all([this.deps.schemas.all(tenantId), this.deps.connectors.names(tenantId), this.deps.flows(tenantId)]);
+    const result = validatePipelineIr(raw, { schemas, connectors, flows, defaultConnectorId: row.connector_id });
     if (!result.ir) throw invalidFields(result.violations.map((x) => ({ field: field === "ir" ? x.field : x.field.replace(/^ir/, field), message: x.message })));
     return result.ir;
   }

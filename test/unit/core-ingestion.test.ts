@@ -126,6 +126,7 @@ describe("IR validation", () => {
   const ctx = {
     schemas: [{ id: "s1", name: "customers", fields: normalizeFields([{ name: "id", dataType: "text" }, { name: "k", dataType: "text", isPrimaryKey: true }], []) }],
     connectors: [{ id: "c1", name: "feed" }],
+    flows: [{ id: "f1", key: "batch" }],
     defaultConnectorId: null,
   };
   test("a valid IR comes back typed, nodes in dependency order", () => {
@@ -141,6 +142,18 @@ describe("IR validation", () => {
     );
     assert.deepEqual(r.violations, []);
     assert.deepEqual(r.ir!.order, ["s", "x", "t"]);
+  });
+  test("a decide node names a decision flow of the tenant, by id or key", () => {
+    const ir = (flowId: string) => ({
+      nodes: [
+        { id: "s", kind: "source", connector: "feed", config: { format: "jsonl" } },
+        { id: "d", kind: "decide", input: "s", flowId },
+        { id: "t", kind: "target", input: "d", schema: "customers", loadMode: "upsert", upsertKey: ["k"] },
+      ],
+    });
+    assert.deepEqual(validatePipelineIr(ir("batch"), ctx).violations, []);
+    assert.deepEqual(validatePipelineIr(ir("f1"), ctx).violations, []);
+    assert.deepEqual(validatePipelineIr(ir("other"), ctx).violations, [{ field: "ir.nodes[1](d).flowId", message: 'names no decision flow of this tenant: "other"' }]);
   });
   test("a rename onto the same name is refused (it would copy the field and then delete it)", () => {
     const r = validatePipelineIr(

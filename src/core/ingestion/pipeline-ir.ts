@@ -83,10 +83,12 @@ export interface PipelineIr {
   order: string[];
 }
 
-/** What validation needs to know about the tenant: its schemas and connectors by id and name. */
+/** What validation needs to know about the tenant: its schemas and connectors by id and name, its decision flows by id and key. */
 export interface IrContext {
   schemas: ReadonlyArray<{ id: string; name: string; fields: readonly SchemaField[] }>;
   connectors: ReadonlyArray<{ id: string; name: string }>;
+  /** The live decision flows a decide node may name (spec 7: a reference that names nothing of the tenant's is a 400). */
+  flows: ReadonlyArray<{ id: string; key: string }>;
   /** The pipeline's own connector, which a source without `connector` uses. */
   defaultConnectorId: string | null;
 }
@@ -292,6 +294,7 @@ function parseNode(n: Obj & { id: string; kind: NodeKind }, at: (f: string) => s
       return parseTarget(n, at, ctx, bad, input());
     case "decide": {
       if (typeof n.flowId !== "string" || !n.flowId) bad(at("flowId"), "is required");
+      else if (!ctx.flows.some((f) => f.id === n.flowId || f.key === n.flowId)) bad(at("flowId"), `names no decision flow of this tenant: "${n.flowId}"`);
       const limit = n.limit ?? 3;
       if (!Number.isInteger(limit) || (limit as number) < 1 || (limit as number) > 20) bad(at("limit"), "must be an integer 1 to 20");
       return { id: n.id, kind: "decide", input: input(), flowId: String(n.flowId ?? ""), limit: limit as number };
