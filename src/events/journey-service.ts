@@ -62,10 +62,7 @@ export class JourneyService {
   /** journeyValues, and each step's flow a live flow of the tenant (spec 7: an unknown reference in a body is 400). */
   private async checkedValues(ctx: TenantContext, req: JourneyWrite): Promise<ReturnType<typeof journeyValues>> {
     const values = journeyValues(req);
-    const violations: FieldViolation[] = [];
-    for (const [i, step] of values.steps.entries()) {
-      if (step.flow && !(await this.references.flowExists(ctx.tenantId, step.flow))) violations.push({ field: `steps[${i}].flow`, message: `unknown decision flow ${step.flow}` });
-    }
+    const violations = await journeyFlowViolations(values.steps, (flow) => this.references.flowExists(ctx.tenantId, flow));
     if (violations.length) throw invalidFields(violations);
     return values;
   }
@@ -81,6 +78,18 @@ export class JourneyService {
     const result = cursorPage(await this.enrollments.page(ctx.tenantId, req.id, page, req.customerId || null), page.limit);
     return create(ListJourneyEnrollmentsResponseSchema, { data: result.rows.map(toEnrollment), pagination: result.pagination });
   }
+}
+
+/**
+ * The steps whose flow names no live decision flow (by id or key, as Recommend's `flow`): the route's
+ * check, and an import's, which looks inside its own transaction (imported flows are not committed yet).
+ */
+export async function journeyFlowViolations(steps: readonly JourneyStepValue[], flowExists: (idOrKey: string) => Promise<boolean>): Promise<FieldViolation[]> {
+  const violations: FieldViolation[] = [];
+  for (const [i, step] of steps.entries()) {
+    if (step.flow && !(await flowExists(step.flow))) violations.push({ field: `steps[${i}].flow`, message: `unknown decision flow ${step.flow}` });
+  }
+  return violations;
 }
 
 /** Every field of a journey, each problem named (400); also what an imported journey is held to. */

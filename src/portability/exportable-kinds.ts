@@ -15,13 +15,14 @@ import { CONTENT_ITEM_RULES } from "../content/content-service.js";
 import { CONFIG_VALIDATORS } from "../core/config-validation.js";
 import { DEFAULT_MODEL } from "../core/scoring/models.js";
 import { recordViolations, type ExperimentFields } from "../experiments/experiment-rules.js";
-import { isAppError, type FieldViolation } from "../platform/errors.js";
+import { invalidFields, isAppError, type FieldViolation } from "../platform/errors.js";
 import type { DescMessage, JsonObject, MessageShape } from "@bufbuild/protobuf";
 import { JourneyWriteSchema, TriggerWriteSchema } from "../../gen/decisioning/v1/events_pb.js";
-import { journeyValues } from "../events/journey-service.js";
+import { journeyFlowViolations, journeyValues } from "../events/journey-service.js";
 import { triggerValues } from "../events/trigger-service.js";
 import { readJson } from "../transport/message-codec.js";
-import { isIdentifier, normalizeFields } from "../core/ingestion/data-schema.js";
+import { isIdentifier, normalizeFields, type SchemaField } from "../core/ingestion/data-schema.js";
+import { validatePipelineIr } from "../core/ingestion/pipeline-ir.js";
 import { importedIdentifier } from "../core/import-rewiring.js";
 
 /** A schema name's longest (core/ingestion/data-schema.ts, IDENTIFIER): `ds_` and suffixes still fit 63 bytes. */
@@ -51,25 +52,46 @@ export interface ExportableKind {
    */
   rekey?: (row: Record<string, unknown>, sourceKey: string) => FieldViolation[];
   /**
-   * Keys of other kinds that the row names outside `...Key` properties, where `rewire` does not look
-   * (a pipeline IR's target `schema`, which may name a schema by its name): `renamed` gives a key's
-   * imported value when this import renamed it.
+   * Keys and names of other kinds that the row names outside `...Key` properties, where `rewire` does
+   * not look (a pipeline IR's target `schema` and source `connector`, a decide node's or a journey
+   * step's flow): `renamed` gives their imported values when the row they name is in the file.
    */
-  rewireKeys?: (row: Record<string, unknown>, renamed: (kind: string, key: string) => string | undefined) => void;
+  rewireKeys?: (row: Record<string, unknown>, renamed: Renamed) => void;
   /** Columns never exported (secrets) and never imported. */
   omit?: readonly string[];
   /** Columns naming rows of other kinds (uuid or uuid[]), and where those must exist. */
   references?: Record<string, Reference>;
   /** The direct write routes' field rules (write-fields.ts), checked on the row's columns. */
   rules?: readonly FieldRule[];
-  /** The direct write routes' rules across fields and against the core's shapes; fields named as in the file. */
-  validate?: (row: Record<string, unknown>) => FieldViolation[] | Promise<FieldViolation[]>;
+  /**
+   * The direct write routes' rules across fields and against the core's shapes; fields named as in the
+   * file. `tenant` reads the tenant as the import sees it, rows imported before this one included, for
+   * the routes' checks of references held by name or key.
+   */
+  validate?: (row: Record<string, unknown>, tenant: ImportTenant) => FieldViolation[] | Promise<FieldViolation[]>;
   /** References held inside JSON configs or chosen by another column, each to be found like a reference column. */
   innerReferences?: (row: Record<string, unknown>) => InnerReference[];
   /** Single-entity exports: the rows that belong to the entity `id`. */
   belongsTo?: string;
   /** The edit counter travels: the entity's numbered version rows come along and continue it. */
   keepsVersion?: boolean;
+}
+
+/** The imported values of keys and names this import renamed, by the kind of the row that had them. */
+export interface Renamed {
+  key(kind: string, key: string): string | undefined;
+  name(kind: string, name: string): string | undefined;
+}
+
+/** The importing tenant's live rows of a kind, read inside the import's transaction (so imported rows are seen). */
+export interface ImportTenant {
+  rows(kind: string, entityId?: string): Promise<Array<Record<string, unknown>>>;
+}
+
+/** A flow named as Recommend's `flow` names one, by id or key, among the tenant's live flows. */
+async function flowExistsIn(tenant: ImportTenant): Promise<(idOrKey: string) => Promise<boolean>> {
+  const flows = await tenant.rows("decisionFlows");
+  return async (idOrKey) => flows.some((f) => f.id === idOrKey || f.key === idOrKey);
 }
 
 /** A table, and for catalog entries the entry kind, that a reference column must name a live row of. */
@@ -381,14 +403,27 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     onImport: { created_by: null },
     references: { pipeline_id: ingestionRef("ingestion_pipelines") },
     belongsTo: "pipeline_id",
-    // A target names its schema by id (rewired like every id) or by name (renamed on import).
+    // A target names its schema, a source its connector and a decide node its flow by id (rewired like
+    // every id) or by key or name: a schema's name, a connector's name, a flow's key, renamed on import.
     rewireKeys: (row, renamed) => {
-      const nodes = (row.ir as { nodes?: unknown } | null)?.nodes;
-      if (!Array.isArray(nodes)) return;
-      for (const node of nodes) {
-        if (typeof node !== "object" || node === null || node.kind !== "target" || typeof node.schema !== "string") continue;
-        node.schema = renamed("schemas", node.schema) ?? node.schema;
+      for (const node of nodesOf(row.ir)) {
+        if (node.kind === "target" && typeof node.schema === "string") node.schema = renamed.key("schemas", node.schema) ?? node.schema;
+        if (node.kind === "source" && typeof node.connector === "string") node.connector = renamed.name("connectors", node.connector) ?? node.connector;
+        if (node.kind === "decide" && typeof node.flowId === "string") node.flowId = renamed.key("decisionFlows", node.flowId) ?? node.flowId;
       }
+    },
+    // POST /pipelines/{id}/ir's own validation, against the tenant as the import sees it: the pipeline's
+    // default connector, the schemas, connectors and flows its nodes name (imported or already there).
+    validate: async (row, tenant) => {
+      const [pipeline] = typeof row.pipeline_id === "string" ? await tenant.rows("pipelines", row.pipeline_id) : [];
+      const [schemas, connectors, flows] = await Promise.all([tenant.rows("schemas"), tenant.rows("connectors"), tenant.rows("decisionFlows")]);
+      const result = validatePipelineIr(row.ir, {
+        schemas: schemas.map((s) => ({ id: s.id as string, name: s.name as string, fields: s.fields as SchemaField[] })),
+        connectors: connectors.map((c) => ({ id: c.id as string, name: c.name as string })),
+        flows: flows.map((f) => ({ id: f.id as string, key: f.key as string })),
+        defaultConnectorId: (pipeline?.connector_id as string | null | undefined) ?? null,
+      });
+      return result.violations;
     },
   },
   {
@@ -414,12 +449,25 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     nameColumn: "name",
     keyColumn: null,
     onImport: { status: "inactive" },
-    validate: (row) =>
-      asWrite(
+    // A step names its flow by id (rewired like every id) or by key (renamed on import).
+    rewireKeys: (row, renamed) => {
+      if (!Array.isArray(row.steps)) return;
+      for (const step of row.steps) {
+        if (typeof step === "object" && step !== null && typeof step.flow === "string") step.flow = renamed.key("decisionFlows", step.flow) ?? step.flow;
+      }
+    },
+    // The route's checks: journeyValues, then each step's flow a live flow of the tenant.
+    validate: async (row, tenant) => {
+      const flowExists = await flowExistsIn(tenant);
+      return asWrite(
         JourneyWriteSchema,
         { name: row.name, steps: row.steps, status: row.status, exitEventTypes: row.exit_event_types, durationHours: row.duration_hours } as JsonObject,
-        journeyValues,
-      ),
+        async (message) => {
+          const violations = await journeyFlowViolations(journeyValues(message).steps, flowExists);
+          if (violations.length) throw invalidFields(violations);
+        },
+      );
+    },
   },
   {
     kind: "triggerRules",

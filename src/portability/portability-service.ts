@@ -19,7 +19,7 @@ import { AppError, conflict, invalidField, invalidFields, notFound } from "../pl
 import { isUuid, newId } from "../platform/ids.js";
 import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import { columnRow, fileRow, FORMAT_VERSION, parseImport, type ExportFile, type ExportKind } from "./export-file.js";
-import { EXPORTABLE_KINDS, kindByName, type ExportableKind, type Reference } from "./exportable-kinds.js";
+import { EXPORTABLE_KINDS, kindByName, type ExportableKind, type ImportTenant, type Reference, type Renamed } from "./exportable-kinds.js";
 import { columnViolations } from "../catalog/write-fields.js";
 import type { PortabilityStore, Row } from "./portability-store.js";
 
@@ -82,9 +82,14 @@ export class PortabilityService {
     }
     // New ids and keys for every row first: a row may name one that comes later in the file.
     const ids = new Map<string, string>();
-    // Keys of the usual form, rewired under `...Key` properties; every kind's renamed keys, by kind.
+    // Keys of the usual form, rewired under `...Key` properties; every kind's renamed keys and names, by kind.
     const keys = new Map<string, string>();
-    const renamed = new Map<string, Map<string, string>>();
+    const renamedKeys = new Map<string, Map<string, string>>();
+    const renamedNames = new Map<string, Map<string, string>>();
+    const note = (byKind: Map<string, Map<string, string>>, kind: string, from: string, to: string) => {
+      if (!byKind.has(kind)) byKind.set(kind, new Map());
+      byKind.get(kind)!.set(from, to);
+    };
     for (const item of incoming) {
       const { kind, row } = item;
       if (kind.idColumn) {
@@ -98,19 +103,23 @@ export class PortabilityService {
         const key = row[kind.keyColumn] as string;
         item.key = (kind.importedKey ?? importedKey)(key, suffix);
         if (!kind.importedKey) keys.set(key, item.key);
-        if (!renamed.has(kind.kind)) renamed.set(kind.kind, new Map());
-        renamed.get(kind.kind)!.set(key, item.key);
+        note(renamedKeys, kind.kind, key, item.key);
       }
+      if (kind.nameColumn && typeof row[kind.nameColumn] === "string") note(renamedNames, kind.kind, row[kind.nameColumn] as string, importedName(row[kind.nameColumn] as string));
     }
-    const renamedKey = (kind: string, key: string) => renamed.get(kind)?.get(key);
+    const renamed: Renamed = { key: (kind, key) => renamedKeys.get(kind)?.get(key), name: (kind, name) => renamedNames.get(kind)?.get(name) };
     const map = { ids, keys };
     const entities: ImportedEntity[] = [];
     const imported: Record<string, number> = {};
     await tenantWriteTransaction(this.deps.db, ctx.tenantId, async (t) => {
+      // The tenant as this transaction sees it: the rows imported so far, and its own.
+      const tenant: ImportTenant = {
+        rows: (kindName, entityId) => this.deps.store.rows(kindByName.get(kindName)!, ctx.tenantId, entityId, t),
+      };
       for (const item of incoming) {
         const { kind } = item;
         const row = rewire(item.row, map) as Row;
-        kind.rewireKeys?.(row, renamedKey);
+        kind.rewireKeys?.(row, renamed);
         Object.assign(row, kind.onImport);
         if (kind.idColumn) row[kind.idColumn] = ids.get(item.sourceId!);
         if (kind.nameColumn) {
@@ -125,7 +134,7 @@ export class PortabilityService {
         // row) the shapes and references.
         let problems = kind.keyColumn ? (kind.rekey?.(row, item.row[kind.keyColumn] as string) ?? []) : [];
         if (!problems.length) problems = columnViolations(row, kind.rules ?? []);
-        if (!problems.length) problems = (await kind.validate?.(row)) ?? [];
+        if (!problems.length) problems = (await kind.validate?.(row, tenant)) ?? [];
         if (problems.length) throw invalidFields(problems.map((p) => ({ field: `entities.${kind.kind}[${item.index}].${p.field}`, message: p.message })));
         await this.checkReferences(t, ctx.tenantId, item, row);
         await this.deps.store.insert(t, kind, ctx.tenantId, row).catch((err) => {

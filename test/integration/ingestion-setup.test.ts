@@ -391,6 +391,141 @@ describe("export and import (spec 2.21, 4.13)", () => {
     assert.equal(ir.body.ir.nodes[3].schema, read.body.name, "not the source tenant's schema of the same name");
   });
 
+  /**
+   * A file of one pipeline whose source names its connector by name (not by the pipeline's
+   * connectorId), with that connector and the schema its target names by name: the file a tenant
+   * exports, cut down to what the pipeline needs.
+   */
+  async function pipelineFile(connectorName: string, decideFlow?: string) {
+    const connector = (await call("POST", "/api/v1/connectors", s3Connector({ name: connectorName }))).body;
+    const nodes: Array<Record<string, unknown>> = [
+      { id: "src", kind: "source", connector: connectorName, config: { path: "customers/", format: "csv" } },
+      { id: "out", kind: "target", input: "src", schema: "customers", loadMode: "upsert", upsertKey: ["customer_id"] },
+    ];
+    const created = await call("POST", "/api/v1/pipelines", { name: `by-name-${connectorName}`, ir: { kind: "pipeline", version: "1.0", nodes } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const file = (await call("GET", "/api/v1/export/full")).body;
+    const pipelines = file.entities.pipelines.filter((p: { id: string }) => p.id === created.body.id);
+    const belongs = (r: { pipelineId: string }) => r.pipelineId === created.body.id;
+    return {
+      connector,
+      pipeline: created.body,
+      file: {
+        formatVersion: 1,
+        kind: "full",
+        entities: {
+          connectors: file.entities.connectors.filter((c: { id: string }) => c.id === connector.id),
+          schemas: file.entities.schemas.filter((s: { name: string }) => s.name === "customers"),
+          pipelines,
+          pipelineIrVersions: file.entities.pipelineIrVersions.filter(belongs),
+          pipelineTargets: file.entities.pipelineTargets.filter(belongs),
+        },
+      },
+    };
+  }
+  const importedId = (report: { entities: Array<{ kind: string; sourceId: string; id: string; name: string }> }, kind: string, sourceId: string) =>
+    report.entities.find((e) => e.kind === kind && e.sourceId === sourceId)!;
+
+  test("an IR's source naming its connector by name names the imported connector (credentials cleared), not the original, in the same tenant", async () => {
+    const { connector, pipeline, file } = await pipelineFile("src-conn");
+    const res = await call("POST", "/api/v1/import", file);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const copy = importedId(res.body, "connectors", connector.id);
+    assert.equal(copy.name, "src-conn (imported)");
+    const ir = await call("GET", `/api/v1/pipelines/${importedId(res.body, "pipelines", pipeline.id).id}/ir`);
+    assert.equal(ir.status, 200);
+    assert.equal(ir.body.ir.nodes[0].connector, "src-conn (imported)", "not the original connector, whose credentials are still set");
+    // What the import stored, the write route accepts as it is.
+    const again = await call("POST", `/api/v1/pipelines/${importedId(res.body, "pipelines", pipeline.id).id}/ir`, { ir: ir.body.ir });
+    assert.equal(again.status, 201, JSON.stringify(again.body));
+    assert.equal((await call("GET", `/api/v1/pipelines/${pipeline.id}/ir`)).body.ir.nodes[0].connector, "src-conn", "the source pipeline is untouched");
+  });
+
+  test("in another tenant, the imported IR names the imported connector and passes POST .../ir", async () => {
+    const { connector, pipeline, file } = await pipelineFile("cross-conn");
+    const fresh = await svc.createTenant("by-name-target");
+    const res = await call("POST", "/api/v1/import", file, fresh.apiKey);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const id = importedId(res.body, "pipelines", pipeline.id).id;
+    const ir = (await call("GET", `/api/v1/pipelines/${id}/ir`, undefined, fresh.apiKey)).body.ir;
+    assert.equal(ir.nodes[0].connector, `${connector.name} (imported)`);
+    assert.match(ir.nodes[1].schema, /^customers_imported_[0-9a-f]{6}$/);
+    const again = await call("POST", `/api/v1/pipelines/${id}/ir`, { ir }, fresh.apiKey);
+    assert.equal(again.status, 201, JSON.stringify(again.body));
+  });
+
+  test("an IR naming a connector that is neither in the file nor in the tenant is a 400 naming the field; nothing is written", async () => {
+    const { file } = await pipelineFile("absent-conn");
+    file.entities.connectors = [];
+    const fresh = await svc.createTenant("dangling-connector");
+    const res = await call("POST", "/api/v1/import", file, fresh.apiKey);
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.match(JSON.stringify(res.body), /entities\.pipelineIrVersions\[0\]\.ir\.nodes\[0\]\(src\)\.connector: names no connector of this tenant: \\"absent-conn\\"/);
+    for (const path of ["/api/v1/pipelines", "/api/v1/schemas", "/api/v1/connectors"]) {
+      assert.deepEqual((await call("GET", path, undefined, fresh.apiKey)).body.data, [], `${path}: nothing written`);
+    }
+  });
+
+  test("a decide node and a journey step name a flow by key: rewired to the imported flow; a flow in neither file nor tenant is a 400", async () => {
+    const flow = await call("POST", "/api/v1/decision-flows", { name: "Batch flow", key: "f", config: { nodes: [{ type: "candidates" }, { type: "score", modelKey: "default-adaptive" }, { type: "rank" }] } });
+    assert.equal(flow.status, 201, JSON.stringify(flow.body));
+    const journey = await call("POST", "/api/v1/journeys", { name: "Onboarding", steps: [{ type: "decision", flow: "f", count: 1 }] });
+    assert.equal(journey.status, 201, JSON.stringify(journey.body));
+    const nodes = [
+      { id: "src", kind: "source", config: { path: "customers/", format: "csv" } },
+      { id: "dec", kind: "decide", input: "src", flowId: "f", limit: 1 },
+      { id: "out", kind: "target", input: "dec", schema: "customers", loadMode: "upsert", upsertKey: ["customer_id"] },
+    ];
+    const connectorId = (await call("POST", "/api/v1/connectors", s3Connector())).body.id;
+    const pipeline = await call("POST", "/api/v1/pipelines", { name: "decides", connectorId, ir: { kind: "pipeline", version: "1.0", nodes } });
+    assert.equal(pipeline.status, 201, JSON.stringify(pipeline.body));
+    const full = (await call("GET", "/api/v1/export/full")).body;
+    const belongs = (r: { pipelineId: string }) => r.pipelineId === pipeline.body.id;
+    const file = {
+      formatVersion: 1,
+      kind: "full",
+      entities: {
+        decisionFlows: full.entities.decisionFlows.filter((f: { id: string }) => f.id === flow.body.id),
+        connectors: full.entities.connectors.filter((c: { id: string }) => c.id === connectorId),
+        schemas: full.entities.schemas.filter((s: { name: string }) => s.name === "customers"),
+        pipelines: full.entities.pipelines.filter((p: { id: string }) => p.id === pipeline.body.id),
+        pipelineIrVersions: full.entities.pipelineIrVersions.filter(belongs),
+        pipelineTargets: full.entities.pipelineTargets.filter(belongs),
+        journeys: full.entities.journeys.filter((j: { id: string }) => j.id === journey.body.id),
+      },
+    };
+    const fresh = await svc.createTenant("flow-by-key");
+    const res = await call("POST", "/api/v1/import", file, fresh.apiKey);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const flowKey = res.body.entities.find((e: { kind: string }) => e.kind === "decisionFlows").key;
+    assert.match(flowKey, /^f-imported-[0-9a-f]{6}$/);
+    const ir = (await call("GET", `/api/v1/pipelines/${importedId(res.body, "pipelines", pipeline.body.id).id}/ir`, undefined, fresh.apiKey)).body.ir;
+    assert.equal(ir.nodes[1].flowId, flowKey);
+    const copy = (await call("GET", `/api/v1/journeys/${importedId(res.body, "journeys", journey.body.id).id}`, undefined, fresh.apiKey)).body;
+    assert.equal(copy.steps[0].flow, flowKey);
+    // The write route accepts the imported journey's steps as they are.
+    const direct = await call("POST", "/api/v1/journeys", { name: "Direct", steps: copy.steps }, fresh.apiKey);
+    assert.equal(direct.status, 201, JSON.stringify(direct.body));
+
+    // Without the flow in the file, a tenant that has no flow "f" refuses both references.
+    const empty = await svc.createTenant("flow-absent");
+    const withoutFlow = { ...file, entities: { ...file.entities, decisionFlows: [] } };
+    const refused = await call("POST", "/api/v1/import", withoutFlow, empty.apiKey);
+    assert.equal(refused.status, 400, JSON.stringify(refused.body));
+    assert.match(JSON.stringify(refused.body), /entities\.pipelineIrVersions\[0\]\.ir\.nodes\[1\]\(dec\)\.flowId: names no decision flow of this tenant/);
+    const journeyOnly = { formatVersion: 1, kind: "full", entities: { journeys: file.entities.journeys } };
+    const refusedJourney = await call("POST", "/api/v1/import", journeyOnly, empty.apiKey);
+    assert.equal(refusedJourney.status, 400, JSON.stringify(refusedJourney.body));
+    assert.match(JSON.stringify(refusedJourney.body), /entities\.journeys\[0\]\.steps\[0\]\.flow: unknown decision flow f/);
+    for (const path of ["/api/v1/pipelines", "/api/v1/journeys", "/api/v1/connectors"]) {
+      assert.deepEqual((await call("GET", path, undefined, empty.apiKey)).body.data, [], `${path}: nothing written`);
+    }
+    // The same journey into the source tenant, which has flow "f": it keeps naming it.
+    const same = await call("POST", "/api/v1/import", journeyOnly);
+    assert.equal(same.status, 201, JSON.stringify(same.body));
+    assert.equal((await call("GET", `/api/v1/journeys/${same.body.entities[0].id}`)).body.steps[0].flow, "f");
+  });
+
   test("a schema name clash names the schema (409)", async () => {
     const fresh = await svc.createTenant("clashing-import");
     // Both names shorten to the same 24 characters before the suffix.
