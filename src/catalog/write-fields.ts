@@ -133,9 +133,18 @@ function hasKind(rule: FieldRule, value: unknown): boolean {
 }
 
 /**
+ * Whether a row's null in this field means "never set" rather than "cleared": the field is optional
+ * and cannot be written as null, so a create without it stored the column's default. A channel
+ * created without `type` has type NULL, and its export says `"type": null`.
+ */
+const isUnsetNull = (rule: FieldRule, value: unknown) => value === null && !rule.required && !rule.nullable;
+
+/**
  * The same rules checked on a row of column values (an imported row, docs/portability.md) instead
  * of a write message: presence, null, type, then the rule's range, length and choices. Fields are
- * named camelCase, as the file names them.
+ * named camelCase, as the file names them. A null in an optional field that cannot be cleared is
+ * that field left unset, as a create without it leaves it (`withoutUnsetNulls`): whatever the write
+ * routes store and an export writes, an import accepts.
  */
 export function columnViolations(row: ColumnValues, rules: readonly FieldRule[]): FieldViolation[] {
   const violations: FieldViolation[] = [];
@@ -144,7 +153,6 @@ export function columnViolations(row: ColumnValues, rules: readonly FieldRule[])
     const field = camel(rule.name);
     if (value === undefined || value === null) {
       if (rule.required) violations.push({ field, message: "is required" });
-      else if (value === null && !rule.nullable && rule.kind !== "json") violations.push({ field, message: "must not be null" });
       continue;
     }
     if (!hasKind(rule, value)) {
@@ -155,4 +163,14 @@ export function columnViolations(row: ColumnValues, rules: readonly FieldRule[])
     if (problem) violations.push({ field, message: problem });
   }
   return violations;
+}
+
+/**
+ * The row without the nulls of fields left unset (`isUnsetNull`), so that an insert gives those
+ * columns their defaults, exactly as a create that did not name them: an exported NULL comes back
+ * NULL, and a null in a hand-edited file never stores what no write could.
+ */
+export function withoutUnsetNulls(row: ColumnValues, rules: readonly FieldRule[]): ColumnValues {
+  const unset = new Set(rules.filter((rule) => isUnsetNull(rule, row[rule.name])).map((rule) => rule.name));
+  return unset.size ? Object.fromEntries(Object.entries(row).filter(([column]) => !unset.has(column))) : row;
 }

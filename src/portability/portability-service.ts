@@ -20,7 +20,7 @@ import { isUuid, newId } from "../platform/ids.js";
 import { tenantWriteTransaction } from "../platform/tenant-write-lock.js";
 import { columnRow, fileRow, FORMAT_VERSION, parseImport, type ExportFile, type ExportKind } from "./export-file.js";
 import { EXPORTABLE_KINDS, kindByName, type ExportableKind, type ImportTenant, type Reference, type Renamed } from "./exportable-kinds.js";
-import { columnViolations } from "../catalog/write-fields.js";
+import { columnViolations, withoutUnsetNulls } from "../catalog/write-fields.js";
 import type { PortabilityStore, Row } from "./portability-store.js";
 
 export interface PortabilityDeps {
@@ -118,7 +118,7 @@ export class PortabilityService {
       };
       for (const item of incoming) {
         const { kind } = item;
-        const row = rewire(item.row, map) as Row;
+        const row = withoutUnsetNulls(rewire(item.row, map) as Row, kind.rules ?? []);
         kind.rewireKeys?.(row, renamed);
         Object.assign(row, kind.onImport);
         if (kind.idColumn) row[kind.idColumn] = ids.get(item.sourceId!);

@@ -262,6 +262,29 @@ describe("export and import", () => {
     assert.equal(imported.status, 201, JSON.stringify(imported.body));
   });
 
+  test("what a write route stores and the export writes, import accepts: a channel created without a type (null) exports and re-imports", async () => {
+    const t = await svc.createTenant("untyped-channel");
+    const channel = await created(t, "/api/v1/channels", { name: "web" });
+    const file = (await exportOf(t)).body as any;
+    const row = file.entities.channels.find((c: any) => c.id === channel.id);
+    assert.equal(row.type, null);
+    for (const into of [t, await svc.createTenant("untyped-channel-target")]) {
+      const res = await call(into, "POST", "/api/v1/import", file);
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      const id = res.body.entities.find((e: any) => e.kind === "channels" && e.sourceId === channel.id).id;
+      const [stored] = await svc.sql("SELECT name, type FROM catalog_entries WHERE tenant_id = $1 AND id = $2", [into.tenantId, id]);
+      assert.deepEqual(stored, { name: "web (imported)", type: null });
+    }
+    // A null in a field that is neither required nor clearable is that field left unset: the column's
+    // default, as a create without it, never a value no write could store.
+    const offer = { ...(await exportOf(a)).body.entities.offers[0], name: "Unset priority", categoryId: null, subCategoryId: null, priority: null };
+    const res = await call(t, "POST", "/api/v1/import", { formatVersion: 1, kind: "full", entities: { offers: [offer] } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const direct = await created(t, "/api/v1/offers", { name: "Default priority" });
+    const [stored] = await svc.sql("SELECT priority FROM offers WHERE tenant_id = $1 AND id = $2", [t.tenantId, res.body.entities[0].id]);
+    assert.equal(stored.priority, direct.priority);
+  });
+
   test("bad files are 400s that say what is wrong, and nothing is written", async () => {
     const before = await svc.sql("SELECT count(*)::int AS n FROM offers WHERE tenant_id = $1", [b.tenantId]);
     const file = (await exportOf(a)).body as any;
