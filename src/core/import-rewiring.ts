@@ -3,7 +3,9 @@
  * Ids are UUIDs, unique across tenants, so every string anywhere in the row that equals an
  * imported row's old id is that reference and becomes the new id. Keys are short words that may
  * also be plain values, so they are rewired only under JSON properties named `...Key` or `...Keys`
- * (a flow's score node: `modelKey`, `shadowModelKeys`).
+ * (a flow's score node: `modelKey`, `shadowModelKeys`). References by key or name under other
+ * properties (a pipeline IR's `connector`, `schema`, `flowId`, a journey step's `flow`) are rewired by
+ * their kind, which knows where they are (`rewireKeys` in portability/exportable-kinds.ts).
  */
 export interface Rewiring {
   ids: ReadonlyMap<string, string>;
