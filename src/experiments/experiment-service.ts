@@ -98,8 +98,9 @@ export class ExperimentService {
       if (before.status === "archived") {
         // A retried or repeated PUT that changes nothing answers as for any other state; a change is refused.
         const current = fieldsOf(before) as unknown as Record<string, unknown>;
-        if (!violations.length && Object.entries(written).every(([k, v]) => isDeepStrictEqual(v, current[k]))) return before;
-        throw invalidField("status", "an archived experiment cannot change");
+        const changed = Object.keys(written).find((k) => !isDeepStrictEqual(written[k as keyof typeof written], current[k]));
+        if (!violations.length && changed === undefined) return before;
+        throw invalidField(changed ?? "status", "cannot change: the experiment is archived");
       }
       if (written.key !== undefined && written.key !== before.key) violations.push({ field: "key", message: "cannot change: it seeds the variant assignment" });
       const statusValid = written.status !== undefined && !violations.some((v) => v.field === "status");

@@ -169,7 +169,8 @@ describe("experiment routes", () => {
     assert.equal(archived.body.status, "archived");
     const frozen = await put({ name: "renamed" });
     assert.equal(frozen.status, 400);
-    assert.match(frozen.body.detail, /^status: an archived experiment cannot change/);
+    assert.match(frozen.body.detail, /^name: cannot change: the experiment is archived/);
+    assert.match((await put({ status: "active" })).body.detail, /^status: cannot change: the experiment is archived/);
     const unchanged = await put({ status: "archived", name: e.name });
     assert.equal(unchanged.status, 200, "a PUT that changes nothing is idempotent in every state, archived too");
     assert.equal(unchanged.body.version, archived.body.version);
