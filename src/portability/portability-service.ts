@@ -68,7 +68,12 @@ export class PortabilityService {
   async exportModel(ctx: TenantContext, req: ExportEntityRequest): Promise<HttpBody> {
     const models = kindByName.get("algorithmModels")!;
     const [model] = await this.entity(ctx, models, req.id, "algorithm model");
-    const versions = await this.deps.store.auditedVersions(ctx.tenantId, models.entityType, model.id as string);
+    const audited = await this.deps.store.auditedVersions(ctx.tenantId, models.entityType, model.id as string);
+    // The audit snapshots name the tenant; a file never does (docs/portability.md).
+    const versions = audited.map(({ snapshot, ...version }) => {
+      const { tenantId: _, ...rest } = (snapshot ?? {}) as Row;
+      return { ...version, snapshot: rest };
+    });
     return this.file("model", { algorithmModels: [{ ...fileRow(model), versions }] }, `model-${model.key}`);
   }
 

@@ -228,6 +228,8 @@ describe("export and import", () => {
     const model = await call(a, "GET", `/api/v1/export/models/${source.champion.id}`);
     assert.equal(model.status, 200);
     assert.ok((model.body as any).entities.algorithmModels[0].versions.length >= 1);
+    assert.doesNotMatch(JSON.stringify(model.body), new RegExp(a.tenantId), "no file names its tenant");
+    assert.doesNotMatch(JSON.stringify(flow.body), new RegExp(a.tenantId));
     assert.equal((await call(b, "GET", `/api/v1/export/decision-flows/${source.flow.id}`)).status, 404);
     assert.equal((await call(b, "GET", `/api/v1/export/models/${source.champion.id}`)).status, 404);
     assert.equal((await call(b, "GET", `/api/v1/export/models/not-an-id`)).status, 404);
