@@ -72,6 +72,8 @@ export interface EntryKindSpec {
   defaults?: ColumnValues;
   /** Checks a decision rule's `config` against the shape the core reads; messages name the path. */
   validateConfig?: (config: unknown) => string[];
+  /** Keys a written `config` gets when it leaves them out: the core's defaults, stored so reads show them. */
+  configDefaults?: Record<string, unknown>;
 }
 
 const common: FieldRule[] = [
@@ -81,7 +83,13 @@ const common: FieldRule[] = [
 ];
 
 /** A decision rule: a named, switchable `config` object the core reads (docs/decisioning.md). */
-function decisionRule(kind: EntryKind, collection: string, label: string, validateConfig: (config: unknown) => string[]): EntryKindSpec {
+function decisionRule(
+  kind: EntryKind,
+  collection: string,
+  label: string,
+  validateConfig: (config: unknown) => string[],
+  configDefaults?: Record<string, unknown>,
+): EntryKindSpec {
   return {
     kind,
     collection,
@@ -90,8 +98,12 @@ function decisionRule(kind: EntryKind, collection: string, label: string, valida
     references: [],
     defaults: { status: "active" },
     validateConfig,
+    ...(configDefaults && { configDefaults }),
   };
 }
+
+/** Spec 2.20: a gate's `onMissing` defaults to `skip`; the core's qualification and guardrails read it so. */
+const ON_MISSING_DEFAULT = { onMissing: "skip" };
 
 export const RULE_STATUSES = ["active", "inactive"] as const;
 
@@ -129,10 +141,10 @@ export const ENTRY_KINDS: Record<EntryKind, EntryKindSpec> = {
     ],
     references: [],
   },
-  qualification_rule: decisionRule("qualification_rule", "qualification-rules", "qualification rule", CONFIG_VALIDATORS.qualificationRule),
-  decisioning_gate: decisionRule("decisioning_gate", "decisioning-gates", "decisioning gate", CONFIG_VALIDATORS.qualificationRule),
+  qualification_rule: decisionRule("qualification_rule", "qualification-rules", "qualification rule", CONFIG_VALIDATORS.qualificationRule, ON_MISSING_DEFAULT),
+  decisioning_gate: decisionRule("decisioning_gate", "decisioning-gates", "decisioning gate", CONFIG_VALIDATORS.qualificationRule, ON_MISSING_DEFAULT),
   contact_policy: decisionRule("contact_policy", "contact-policies", "contact policy", CONFIG_VALIDATORS.contactPolicy),
-  guardrail_rule: decisionRule("guardrail_rule", "guardrail-rules", "guardrail rule", CONFIG_VALIDATORS.guardrailRule),
+  guardrail_rule: decisionRule("guardrail_rule", "guardrail-rules", "guardrail rule", CONFIG_VALIDATORS.guardrailRule, ON_MISSING_DEFAULT),
   ranking_profile: decisionRule("ranking_profile", "ranking-profiles", "ranking profile", CONFIG_VALIDATORS.rankingProfile),
   cross_offer_constraint: decisionRule("cross_offer_constraint", "cross-offer-constraints", "cross-offer constraint", CONFIG_VALIDATORS.crossOfferConstraint),
   segment: decisionRule("segment", "segments", "segment", CONFIG_VALIDATORS.segment),

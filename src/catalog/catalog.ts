@@ -117,6 +117,14 @@ export function createCatalog(
               return violations.length ? violations : configReferenceViolations(store, ctx.tenantId, after.config, before?.config);
             }
           : undefined,
+        // A config written without a defaulted key is stored with the default, so a read shows what applies.
+        derive: k.configDefaults
+          ? async (_ctx, after, before) => {
+              const config = after.config as Record<string, unknown> | null;
+              if (config === before?.config || config === null || typeof config !== "object" || Array.isArray(config)) return {};
+              return { config: { ...k.configDefaults, ...config } };
+            }
+          : undefined,
       }),
     ]),
   );

@@ -30,9 +30,13 @@ describe("decision rules", () => {
       ["ranking-profiles", { weights: { score: 1, priority: 0.2 } }, /^config\.weights/],
       ["cross-offer-constraints", { type: "max_per_category", categoryId: category.body.id, max: 1 }, /config\.type: must be mutual_exclusion or max_per_category/],
       ["segments", { condition: { attribute: "customer.tier", op: "eq", value: "gold" } }, /^config\.condition/],
+      ["decisioning-gates", { condition: { attribute: "customer.age", op: "gte", value: 18 }, onMissing: "block" }, /^config\.onMisssing: unknown key/],
     ];
+    // Spec 2.20: onMissing defaults to skip, and a read shows the default that applies.
+    const defaulted = new Set(["qualification-rules", "guardrail-rules", "decisioning-gates"]);
     const broken: Record<string, unknown> = {
       "qualification-rules": { condition: { attribute: "customer.age", op: "gte", value: 18 }, onMisssing: "skip" },
+      "decisioning-gates": { condition: { attribute: "customer.age", op: "gte", value: 18 }, onMisssing: "skip" },
       "contact-policies": { scope: "offer", maxImpressions: 3, windowSeconds: -5 },
       "guardrail-rules": { condition: { attribute: "customer.age", op: "older_than", value: 18 }, action: "exclude" },
       "ranking-profiles": { weights: { score: "high" } },
@@ -43,7 +47,8 @@ describe("decision rules", () => {
       const created = await call("POST", `/api/v1/${collection}`, { name: `${collection} one`, config });
       assert.equal(created.status, 201, `${collection}: ${JSON.stringify(created.body)}`);
       assert.equal(created.body.status, "active");
-      assert.deepEqual(created.body.config, config);
+      const explicit = (config as { onMissing?: string }).onMissing;
+      assert.deepEqual(created.body.config, defaulted.has(collection) && !explicit ? { onMissing: "skip", ...(config as object) } : config, collection);
       const bad = await call("POST", `/api/v1/${collection}`, { name: `${collection} bad`, config: broken[collection] });
       assert.equal(bad.status, 400, collection);
       assert.match(bad.body.detail, problem, collection);
