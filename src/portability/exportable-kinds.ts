@@ -154,6 +154,17 @@ const REFERENCES_CHECKED_BY_IMPORT = { journeyExists: async () => true, provider
 const BUDGET_SCOPE_TABLES: Record<string, Reference> = { offer: { table: "offers" }, category: entry("category"), channel: entry("channel") };
 const notificationProvider: Reference = { table: "notification_providers", live: "true" };
 
+/**
+ * SQL over `table`'s row: `column` names a live row of `ref`'s table in the same tenant. Rows that
+ * belong to a deleted one (a creative of an offer deleted on the single-offer path, which does not
+ * cascade; a budget on a deleted offer) are left out of exports: they act on nothing, and an import
+ * holds every reference to a live row, so with them an export would not import back.
+ */
+function namesLive(table: string, column: string, ref: Reference): string {
+  const kind = ref.entryKind ? ` AND r.kind = '${ref.entryKind}'` : "";
+  return `EXISTS (SELECT 1 FROM ${ref.table} r WHERE r.tenant_id = ${table}.tenant_id AND r.id = ${table}.${column} AND ${ref.live ?? "r.deleted_at IS NULL"}${kind})`;
+}
+
 /** A content item a creative or another item may name: any but an archived one (docs/content.md). */
 const contentItem: Reference = { table: "content_items", live: "status <> 'archived'" };
 
@@ -240,6 +251,7 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     kind: "creatives",
     table: "creatives",
     entityType: "creative",
+    where: namesLive("creatives", "offer_id", { table: "offers" }),
     softDeleted: true,
     idColumn: "id",
     nameColumn: "name",
@@ -252,6 +264,9 @@ export const EXPORTABLE_KINDS: readonly ExportableKind[] = [
     kind: "budgets",
     table: "budgets",
     entityType: "budget",
+    where: `(scope_id IS NULL OR CASE scope ${Object.entries(BUDGET_SCOPE_TABLES)
+      .map(([scope, ref]) => `WHEN '${scope}' THEN ${namesLive("budgets", "scope_id", ref)}`)
+      .join(" ")} ELSE true END)`,
     softDeleted: true,
     idColumn: "id",
     nameColumn: "name",

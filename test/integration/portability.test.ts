@@ -287,6 +287,24 @@ describe("export and import", () => {
     assert.equal(stored.priority, direct.priority);
   });
 
+  test("rows that belong to a deleted offer are left out, so the export imports back: a creative (single-offer delete does not cascade) and a budget", async () => {
+    const t = await svc.createTenant("deleted-owner");
+    const offer = await created(t, "/api/v1/offers", { name: "Gone" });
+    const kept = await created(t, "/api/v1/offers", { name: "Kept" });
+    const orphan = await created(t, "/api/v1/creatives", { name: "orphan", offerId: offer.id });
+    const live = await created(t, "/api/v1/creatives", { name: "live", offerId: kept.id });
+    const budget = await created(t, "/api/v1/budgets", { scope: "offer", scopeId: offer.id, maxImpressions: 5 });
+    assert.equal((await call(t, "DELETE", `/api/v1/offers/${offer.id}`, {})).status, 204);
+    const file = (await exportOf(t)).body as any;
+    assert.deepEqual(file.entities.creatives.map((c: any) => c.id), [live.id]);
+    assert.equal(file.entities.budgets.some((b: any) => b.id === budget.id), false);
+    assert.ok(orphan.id);
+    for (const into of [t, await svc.createTenant("deleted-owner-target")]) {
+      const res = await call(into, "POST", "/api/v1/import", file);
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    }
+  });
+
   test("bad files are 400s that say what is wrong, and nothing is written", async () => {
     const before = await svc.sql("SELECT count(*)::int AS n FROM offers WHERE tenant_id = $1", [b.tenantId]);
     const file = (await exportOf(a)).body as any;
