@@ -141,6 +141,8 @@ export class IdentityService {
   // ---- OAuth clients and tokens -------------------------------------------------------------
 
   async createOAuthClient(ctx: TenantContext, req: CreateOAuthClientRequest): Promise<CreateOAuthClientResponse> {
+    // Spec 5.1 rule 6: a client is refused, not created unable to get a token, without the signing secret.
+    this.secrets.jwtSigningSecret();
     const name = req.name.trim() || `oauth-client-${Date.now()}`;
     if (charCount(name) > MAX_NAME) throw invalidField("name", `must be at most ${MAX_NAME} characters`);
     const clientId = `kci_${randomHex(16)}`;

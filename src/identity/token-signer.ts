@@ -34,6 +34,9 @@ export class TokenSigner {
 
   async verify(token: string): Promise<AccessTokenClaims> {
     const key = this.key();
+    // Spec 5.1 rule 6: without the pepper, token verification fails too (the tokens' clients are
+    // known by peppered secrets), with the same explicit error, not only the routes that hash.
+    this.secrets.apiKeyPepper();
     try {
       const { payload } = await jwtVerify(token, key, { algorithms: ["HS256"], issuer: TOKEN_ISSUER });
       const { sub, tid, role, scopes } = payload as Record<string, unknown>;

@@ -137,7 +137,7 @@ describe("the server process", () => {
     }
   });
 
-  test("a missing pepper: loud warning at start; authentication, client creation and tokens answer 503 and write nothing", async () => {
+  test("a missing pepper: loud warning at start; authentication, client creation, token issuance and verification answer 503 and write nothing", async () => {
     const tenant = await svc.createTenant();
     const client = (await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { key: tenant.apiKey, body: {} })).body;
     const { API_KEY_PEPPER: _, ...withoutPepper } = env;
@@ -159,6 +159,13 @@ describe("the server process", () => {
       });
       assert.equal(token.status, 503);
       assert.equal(token.body.error, "server_error");
+      // Spec 5.1 rule 6: token verification fails without the pepper too.
+      const issued = await rest(svc.baseUrl, "POST", "/api/v1/oauth/token", {
+        body: { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.clientSecret },
+      });
+      const verified = await rest(server.baseUrl, "GET", "/api/v1/alerts", { bearer: issued.body.access_token });
+      assert.equal(verified.status, 503);
+      assert.equal(verified.headers.get("x-error-reason"), "SECRET_NOT_CONFIGURED");
       const clients = await rest(svc.baseUrl, "GET", "/api/v1/oauth/clients", { key: tenant.apiKey });
       assert.deepEqual(clients.body.data.map((c: any) => c.id), [client.id]);
     } finally {
@@ -167,7 +174,7 @@ describe("the server process", () => {
     }
   });
 
-  test("a signing secret under 32 bytes: token issuance and verification answer 503; API keys still work", async () => {
+  test("a signing secret under 32 bytes: token issuance, verification and client creation answer 503; API keys still work", async () => {
     const tenant = await svc.createTenant();
     const client = (await rest(svc.baseUrl, "POST", "/api/v1/oauth/clients", { key: tenant.apiKey, body: { scopes: ["admin"] } })).body;
     const credentials = { grant_type: "client_credentials", client_id: client.clientId, client_secret: client.clientSecret };
@@ -180,6 +187,12 @@ describe("the server process", () => {
       assert.equal(verified.status, 503);
       assert.equal(verified.headers.get("x-error-reason"), "SECRET_NOT_CONFIGURED");
       assert.equal((await rest(server.baseUrl, "GET", "/api/v1/api-keys", { key: tenant.apiKey })).status, 200);
+      // Spec 5.1 rule 6: nor is a client created that could never get a token.
+      const created = await rest(server.baseUrl, "POST", "/api/v1/oauth/clients", { key: tenant.apiKey, body: { name: "never" } });
+      assert.equal(created.status, 503);
+      assert.match(created.body.detail, /JWT_SIGNING_SECRET/);
+      const clients = await rest(svc.baseUrl, "GET", "/api/v1/oauth/clients", { key: tenant.apiKey });
+      assert.equal(clients.body.data.some((c: any) => c.name === "never"), false);
     } finally {
       server.child.kill("SIGTERM");
       await server.exited;
