@@ -95,7 +95,7 @@ export function coupleCreatives(
       coupled.drop(i);
       // Had consent not been refused, would a creative have fitted? Then it is consent that dropped it.
       const refusedFit = consent && live ? slotOptions(live, slots, null).find((o) => o !== null) : undefined;
-      output.rejections.push(refusedFit ? consentRejection(offer, consent!, refusedFit, slots) : couplingRejection(offer, slots));
+      output.rejections.push(refusedFit ? consentRejection(offer, consent!, refusedFit) : couplingRejection(offer, slots));
     }
   }
   output.coupled = coupled.result();
@@ -143,10 +143,9 @@ function isLive(creative: Creative, nowMs: number): boolean {
 }
 
 /** `fit`: what would have fitted but for consent, so a creative on a refused channel. */
-function consentRejection(offer: Offer, consent: CouplingConsent, fit: CreativeChoice, slots: readonly Slot[]): Rejection {
-  const slot = slots.find((s) => s.placementId === fit.placementId) ?? slots[0];
-  const creative: Creative = { id: fit.creativeId!, offerId: offer.id, channelId: fit.channelId, placementId: fit.placementId };
-  const channelId = outgoingChannel(creative, slot, consent.placementsById)!;
+function consentRejection(offer: Offer, consent: CouplingConsent, fit: CreativeChoice): Rejection {
+  // The choice names the creative's channel, else the slot's; a placement's channel is the last resort.
+  const channelId = (fit.channelId ?? consent.placementsById.get(fit.placementId!)?.channelId)!;
   const consentKey = consent.refusals(channelId)!;
   return {
     offerId: offer.id,

@@ -117,9 +117,18 @@ export class PortabilityService {
     const entities: ImportedEntity[] = [];
     const imported: Record<string, number> = {};
     await tenantWriteTransaction(this.deps.db, ctx.tenantId, async (t) => {
-      // The tenant as this transaction sees it: the rows imported so far, and its own.
+      // The tenant as this transaction sees it: the rows imported so far, and its own. Read once per
+      // kind until a row of that kind is inserted: 500 IR versions check against the same schemas,
+      // connectors and flows.
+      const read = new Map<string, Map<string, Promise<Row[]>>>();
       const tenant: ImportTenant = {
-        rows: (kindName, entityId) => this.deps.store.rows(kindByName.get(kindName)!, ctx.tenantId, entityId, t),
+        rows: (kindName, entityId) => {
+          let byEntity = read.get(kindName);
+          if (!byEntity) read.set(kindName, (byEntity = new Map()));
+          let rows = byEntity.get(entityId ?? "");
+          if (!rows) byEntity.set(entityId ?? "", (rows = this.deps.store.rows(kindByName.get(kindName)!, ctx.tenantId, entityId, t)));
+          return rows;
+        },
       };
       for (const item of incoming) {
         const { kind } = item;
@@ -145,6 +154,7 @@ export class PortabilityService {
         await this.deps.store.insert(t, kind, ctx.tenantId, row).catch((err) => {
           throw this.insertError(item, row, err);
         });
+        read.delete(kind.kind);
         await this.deps.afterImport?.[kind.kind]?.(t, ctx.tenantId, row);
         imported[kind.kind] = (imported[kind.kind] ?? 0) + 1;
         if (!kind.idColumn) continue;

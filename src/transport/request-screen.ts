@@ -69,25 +69,26 @@ function valueOf(message: Record<string, unknown>, field: DescField): unknown {
   return chosen?.case === field.localName ? chosen.value : undefined;
 }
 
-/** Read once per field: options are decoded from the descriptor on every getOption call. */
-const maxCharsCache = new WeakMap<DescField, number>();
-function maxCharsOf(field: DescField): number {
-  let max = maxCharsCache.get(field);
-  if (max === undefined) {
-    max = getOption(field, fieldExt).maxChars || SCREEN_LIMITS.maxStringChars;
-    maxCharsCache.set(field, max);
+/** A field's limits, read once per field: options are decoded from the descriptor on every getOption call. */
+interface FieldLimits {
+  maxChars: number;
+  /** 0: no limit. */
+  maxItems: number;
+}
+const limitsCache = new WeakMap<DescField, FieldLimits>();
+function limitsOf(field: DescField): FieldLimits {
+  let limits = limitsCache.get(field);
+  if (!limits) {
+    const policy = getOption(field, fieldExt);
+    limitsCache.set(field, (limits = { maxChars: policy.maxChars || SCREEN_LIMITS.maxStringChars, maxItems: policy.maxItems }));
   }
-  return max;
+  return limits;
 }
 
-const maxItemsCache = new WeakMap<DescField, number>();
-
 /** A list over its field's `(field).max_items`, named once rather than item by item. */
-function tooMany(field: DescField, list: unknown[], at: string, out: FieldViolation[]): boolean {
-  let max = maxItemsCache.get(field);
-  if (max === undefined) maxItemsCache.set(field, (max = getOption(field, fieldExt).maxItems));
-  if (!max || list.length <= max) return false;
-  out.push({ field: at, message: `holds ${list.length} items; at most ${max} are allowed` });
+function tooMany(maxItems: number, list: unknown[], at: string, out: FieldViolation[]): boolean {
+  if (!maxItems || list.length <= maxItems) return false;
+  out.push({ field: at, message: `holds ${list.length} items; at most ${maxItems} are allowed` });
   return true;
 }
 
@@ -97,7 +98,7 @@ function screenMessage(schema: DescMessage, message: Record<string, unknown>, pa
     const value = valueOf(message, field);
     if (value === undefined) continue;
     const at = join(path, field.jsonName);
-    const maxChars = maxCharsOf(field);
+    const { maxChars, maxItems } = limitsOf(field);
     switch (field.fieldKind) {
       case "scalar":
         screenScalar(field.scalar, value, at, maxChars, out);
@@ -109,7 +110,7 @@ function screenMessage(schema: DescMessage, message: Record<string, unknown>, pa
         screenNested(field.message, value, at, depth, maxChars, out);
         break;
       case "list":
-        if (tooMany(field, value as unknown[], at, out)) break;
+        if (tooMany(maxItems, value as unknown[], at, out)) break;
         (value as unknown[]).forEach((item, i) => {
           const itemAt = `${at}[${i}]`;
           if (field.listKind === "scalar") screenScalar(field.scalar, item, itemAt, maxChars, out);
