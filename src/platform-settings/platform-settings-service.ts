@@ -4,6 +4,7 @@ import type { Sequelize } from "sequelize";
 import {
   PutPlatformSettingsResponseSchema,
   type GetPlatformSettingsRequest,
+  type PlatformSetting,
   type PutPlatformSettingsRequest,
   type PutPlatformSettingsResponse,
 } from "../../gen/decisioning/v1/platform_settings_pb.js";
@@ -21,6 +22,9 @@ import { settingContext, settingPlaintext } from "./setting-values.js";
 export const SETTING_MASK = "****";
 /** Every process drops its copy of a category when it changes; the message is the category. */
 export const PLATFORM_SETTINGS_CHANNEL = "decisioning.platform-settings.changed";
+
+/** A setting of a request that `checked` passed: its `value` is present. */
+type CheckedSetting = PlatformSetting & { value: string };
 
 const KEY = /^[a-z][a-z0-9_]{0,63}$/;
 const MAX_VALUE = 4096;
@@ -87,11 +91,11 @@ export class PlatformSettingsService {
 
   async putPlatformSettings(ctx: TenantContext, req: PutPlatformSettingsRequest): Promise<PutPlatformSettingsResponse> {
     await this.requireOwner(ctx);
-    const category = this.checked(req);
+    const { category, settings } = this.checked(req);
     await tenantWriteTransaction(this.db, ctx.tenantId, async (t) => {
       const stored = new Map((await this.store.list(category, t, true)).map((r) => [r.key, r]));
       const violations: FieldViolation[] = [];
-      const writes = req.settings.map((s, i): SettingWrite => {
+      const writes = settings.map((s, i): SettingWrite => {
         const base = { category, key: s.key, description: s.description };
         const before = stored.get(s.key);
         if (s.value === SETTING_MASK && s.encrypted) {
@@ -128,7 +132,7 @@ export class PlatformSettingsService {
   }
 
   /** Every field problem at once, before anything is read or written. */
-  private checked(req: PutPlatformSettingsRequest): SettingCategory {
+  private checked(req: PutPlatformSettingsRequest): { category: SettingCategory; settings: CheckedSetting[] } {
     const violations: FieldViolation[] = [];
     if (!isCategory(req.category)) violations.push({ field: "category", message: req.category ? categoryViolation() : `is required (${categoryViolation()})` });
     if (req.settings.length === 0) violations.push({ field: "settings", message: "must list at least one setting" });
@@ -137,10 +141,11 @@ export class PlatformSettingsService {
       if (!KEY.test(s.key)) violations.push({ field: `settings[${i}].key`, message: "must be lower-case letters, digits and _ (at most 64), starting with a letter" });
       else if (seen.has(s.key)) violations.push({ field: `settings[${i}].key`, message: `repeats ${s.key}` });
       seen.add(s.key);
-      if (s.value.length > MAX_VALUE) violations.push({ field: `settings[${i}].value`, message: `must be at most ${MAX_VALUE} characters` });
+      if (s.value === undefined) violations.push({ field: `settings[${i}].value`, message: 'is required (send "" to clear it)' });
+      else if (s.value.length > MAX_VALUE) violations.push({ field: `settings[${i}].value`, message: `must be at most ${MAX_VALUE} characters` });
       if (s.description.length > MAX_DESCRIPTION) violations.push({ field: `settings[${i}].description`, message: `must be at most ${MAX_DESCRIPTION} characters` });
     });
     if (violations.length) throw invalidFields(violations);
-    return req.category as SettingCategory;
+    return { category: req.category as SettingCategory, settings: req.settings as CheckedSetting[] };
   }
 }

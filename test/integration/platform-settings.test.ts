@@ -123,6 +123,18 @@ describe("platform settings (spec 2.13, 4.9)", () => {
     assert.deepEqual(sms.body, {}, "the valid half of the bad request was not written");
   });
 
+  test("a setting sent without value is a 400 naming it, and the stored value stays; an empty string clears it", async () => {
+    const put = (settings: unknown[]) => rest(svc.baseUrl, "PUT", "/api/v1/platform-settings", { key: owner.apiKey, body: { category: "push", settings } });
+    assert.equal((await put([{ key: "provider", value: "webhook" }])).status, 200);
+    const missing = await put([{ key: "provider", description: "only the description" }]);
+    assert.equal(missing.status, 400);
+    assert.match(missing.body.detail, /settings\[0\]\.value: is required/);
+    const read = async () => (await rest(svc.baseUrl, "GET", "/api/v1/platform-settings?category=push", { key: owner.apiKey })).body;
+    assert.deepEqual(await read(), { provider: "webhook" });
+    assert.equal((await put([{ key: "provider", value: "" }])).status, 200);
+    assert.deepEqual(await read(), { provider: "" });
+  });
+
   test("a PUT reaches every process before it answers: another process reloads its settings over the bus", async () => {
     const other = await startTestService({ settingsKeys: [K1], redisKeyPrefix: svc.config.redisKeyPrefix }, svc.config.databaseUrl!);
     try {

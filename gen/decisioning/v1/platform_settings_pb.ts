@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file decisioning/v1/platform_settings.proto.
  */
 export const file_decisioning_v1_platform_settings: GenFile = /*@__PURE__*/
-  fileDesc("CiZkZWNpc2lvbmluZy92MS9wbGF0Zm9ybV9zZXR0aW5ncy5wcm90bxIOZGVjaXNpb25pbmcudjEiQAoaR2V0UGxhdGZvcm1TZXR0aW5nc1JlcXVlc3QSFQoIY2F0ZWdvcnkYASABKAlIAIgBAUILCglfY2F0ZWdvcnkiVQoPUGxhdGZvcm1TZXR0aW5nEgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCRIRCgllbmNyeXB0ZWQYAyABKAgSEwoLZGVzY3JpcHRpb24YBCABKAkiYQoaUHV0UGxhdGZvcm1TZXR0aW5nc1JlcXVlc3QSEAoIY2F0ZWdvcnkYASABKAkSMQoIc2V0dGluZ3MYAiADKAsyHy5kZWNpc2lvbmluZy52MS5QbGF0Zm9ybVNldHRpbmciKQobUHV0UGxhdGZvcm1TZXR0aW5nc1Jlc3BvbnNlEgoKAm9rGAEgASgIMsACChdQbGF0Zm9ybVNldHRpbmdzU2VydmljZRKFAQoTR2V0UGxhdGZvcm1TZXR0aW5ncxIqLmRlY2lzaW9uaW5nLnYxLkdldFBsYXRmb3JtU2V0dGluZ3NSZXF1ZXN0GhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIpirUYBAgBEAOC0+STAhsSGS9hcGkvdjEvcGxhdGZvcm0tc2V0dGluZ3MSnAEKE1B1dFBsYXRmb3JtU2V0dGluZ3MSKi5kZWNpc2lvbmluZy52MS5QdXRQbGF0Zm9ybVNldHRpbmdzUmVxdWVzdBorLmRlY2lzaW9uaW5nLnYxLlB1dFBsYXRmb3JtU2V0dGluZ3NSZXNwb25zZSIsirUYBAgBEAOC0+STAh46ASoaGS9hcGkvdjEvcGxhdGZvcm0tc2V0dGluZ3NiBnByb3RvMw", [file_decisioning_v1_options, file_google_api_annotations, file_google_protobuf_struct]);
+  fileDesc("CiZkZWNpc2lvbmluZy92MS9wbGF0Zm9ybV9zZXR0aW5ncy5wcm90bxIOZGVjaXNpb25pbmcudjEiQAoaR2V0UGxhdGZvcm1TZXR0aW5nc1JlcXVlc3QSFQoIY2F0ZWdvcnkYASABKAlIAIgBAUILCglfY2F0ZWdvcnkiZAoPUGxhdGZvcm1TZXR0aW5nEgsKA2tleRgBIAEoCRISCgV2YWx1ZRgCIAEoCUgAiAEBEhEKCWVuY3J5cHRlZBgDIAEoCBITCgtkZXNjcmlwdGlvbhgEIAEoCUIICgZfdmFsdWUiYQoaUHV0UGxhdGZvcm1TZXR0aW5nc1JlcXVlc3QSEAoIY2F0ZWdvcnkYASABKAkSMQoIc2V0dGluZ3MYAiADKAsyHy5kZWNpc2lvbmluZy52MS5QbGF0Zm9ybVNldHRpbmciKQobUHV0UGxhdGZvcm1TZXR0aW5nc1Jlc3BvbnNlEgoKAm9rGAEgASgIMsACChdQbGF0Zm9ybVNldHRpbmdzU2VydmljZRKFAQoTR2V0UGxhdGZvcm1TZXR0aW5ncxIqLmRlY2lzaW9uaW5nLnYxLkdldFBsYXRmb3JtU2V0dGluZ3NSZXF1ZXN0GhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIpirUYBAgBEAOC0+STAhsSGS9hcGkvdjEvcGxhdGZvcm0tc2V0dGluZ3MSnAEKE1B1dFBsYXRmb3JtU2V0dGluZ3MSKi5kZWNpc2lvbmluZy52MS5QdXRQbGF0Zm9ybVNldHRpbmdzUmVxdWVzdBorLmRlY2lzaW9uaW5nLnYxLlB1dFBsYXRmb3JtU2V0dGluZ3NSZXNwb25zZSIsirUYBAgBEAOC0+STAh46ASoaGS9hcGkvdjEvcGxhdGZvcm0tc2V0dGluZ3NiBnByb3RvMw", [file_decisioning_v1_options, file_google_api_annotations, file_google_protobuf_struct]);
 
 /**
  * @generated from message decisioning.v1.GetPlatformSettingsRequest
@@ -45,11 +45,12 @@ export type PlatformSetting = Message<"decisioning.v1.PlatformSetting"> & {
   key: string;
 
   /**
-   * `****` for an encrypted key that already has a value keeps that value.
+   * Required: a setting sent without it is a 400 rather than a blanked value (send "" to clear
+   * it). `****` for an encrypted key that already has a value keeps that value.
    *
-   * @generated from field: string value = 2;
+   * @generated from field: optional string value = 2;
    */
-  value: string;
+  value?: string | undefined;
 
   /**
    * @generated from field: bool encrypted = 3;
