@@ -39,6 +39,11 @@ export function offerBudgetAllocation(offer: Offer): BudgetAllocation | null {
 /** The counters `budget` holds against `offer` (none when the budget's scope excludes it). */
 export function budgetChecks(budget: BudgetAllocation, offer: Offer, channelId: string | null, nowMs: number): CounterCheck[] {
   if (budget.status === "paused" || !inScope(budget, offer, channelId)) return [];
+  return allocationChecks(budget, nowMs);
+}
+
+/** The counters of an active budget already known to be in scope (channel coupling asks per channel). */
+export function allocationChecks(budget: BudgetAllocation, nowMs: number): CounterCheck[] {
   const period = budget.period ?? "lifetime";
   const ttl = period === "lifetime" ? {} : { ttlSeconds: periodWindow(period, nowMs).ttlSeconds };
   const checks: CounterCheck[] = [];

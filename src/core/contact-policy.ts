@@ -12,7 +12,7 @@
 import type { AttributeBag } from "./attributes.js";
 import type { Channel, Offer } from "./catalog.js";
 import { consentRefusal } from "./consent.js";
-import { admits, type CounterCheck, type Reservation } from "./counters.js";
+import { admits, counterLabel, counterStage, reservationsOf, type CounterCheck, type Reservation } from "./counters.js";
 import { budgetChecks, type BudgetAllocation } from "./budgets.js";
 import { frequencyCapCheck, type FrequencyCapPolicy } from "./frequency-caps.js";
 import { guardrailVerdict, type GuardrailRule } from "./guardrails.js";
@@ -196,8 +196,8 @@ function blockingVerdict(
     const admitted = admits(check, input.counters);
     if (admitted && !rows) continue;
     const current = input.counters[check.key] ?? 0;
-    const stage: RejectionStage = check.kind === "frequency_cap" ? "frequency_cap" : "contact_policy";
-    const what = check.kind === "frequency_cap" ? `frequency cap ${check.policyId}` : `budget ${check.policyId} ${check.kind.replace("budget_", "")}`;
+    const stage = counterStage(check);
+    const what = counterLabel(check);
     const verdict: Verdict = admitted
       ? { stage, policyId: check.policyId, blocked: false, reason: `${what} ${current}/${check.limit}` }
       : {
@@ -232,16 +232,3 @@ function noted(rows: ContactPolicyRow[] | null, offer: Offer, verdict: Verdict):
   return verdict;
 }
 
-/**
- * Checks that consume something, one per key: two caps on the same scope and window share a
- * counter, and the stricter limit wins so the key is incremented once.
- */
-function reservationsOf(checks: readonly CounterCheck[]): Reservation[] {
-  const byKey = new Map<string, Reservation>();
-  for (const check of checks) {
-    if (check.increment === 0) continue;
-    const seen = byKey.get(check.key);
-    if (!seen || check.limit < seen.limit) byKey.set(check.key, check);
-  }
-  return [...byKey.values()];
-}

@@ -103,6 +103,30 @@ export function admits(check: CounterCheck, counters: Readonly<Record<string, nu
   return check.increment === 0 ? current < check.limit : current + check.increment <= check.limit;
 }
 
+/**
+ * Checks that consume something, one per key: two caps on the same scope and window share a
+ * counter, and the stricter limit wins so the key is incremented once.
+ */
+export function reservationsOf(checks: readonly CounterCheck[]): Reservation[] {
+  const byKey = new Map<string, Reservation>();
+  for (const check of checks) {
+    if (check.increment === 0) continue;
+    const seen = byKey.get(check.key);
+    if (!seen || check.limit < seen.limit) byKey.set(check.key, check);
+  }
+  return [...byKey.values()];
+}
+
+/** The rejection stage of a check that blocks: caps have their own, budgets are contact policy. */
+export function counterStage(check: CounterCheck): "frequency_cap" | "contact_policy" {
+  return check.kind === "frequency_cap" ? "frequency_cap" : "contact_policy";
+}
+
+/** A check as reasons name it: `frequency cap <id>` or `budget <id> <metric>`. */
+export function counterLabel(check: CounterCheck): string {
+  return check.kind === "frequency_cap" ? `frequency cap ${check.policyId}` : `budget ${check.policyId} ${check.kind.replace("budget_", "")}`;
+}
+
 function windowIndex(windowSeconds: number, nowMs: number): number {
   return Math.floor(Math.floor(nowMs / 1000) / windowSeconds);
 }

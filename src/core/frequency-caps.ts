@@ -25,7 +25,15 @@ export function frequencyCapCheck(
   nowMs: number,
 ): CounterCheck | null {
   const scopeValue = policy.scope === "offer" ? offer.id : policy.scope === "category" ? offer.categoryId : channelId;
-  if (!scopeValue || (policy.scopeId !== undefined && policy.scopeId !== scopeValue)) return null;
+  return scopeValue ? scopedCapCheck(policy, scopeValue, customerId, nowMs) : null;
+}
+
+/**
+ * The counter this cap reads and reserves for one offer, category or channel id, or null when the
+ * cap names another. A channel cap needs no offer: channel coupling asks it per channel.
+ */
+export function scopedCapCheck(policy: FrequencyCapPolicy, scopeValue: string, customerId: string, nowMs: number): CounterCheck | null {
+  if (policy.scopeId !== undefined && policy.scopeId !== scopeValue) return null;
   return {
     key: frequencyCounterKey(customerId, policy.scope, scopeValue, policy.windowSeconds, nowMs),
     limit: policy.maxImpressions,
