@@ -8,18 +8,24 @@
  *   - slot with only a channel: a creative on that channel;
  *   - slot with neither: any live creative, or none at all (offers without creatives qualify).
  * Among fitting creatives the one with the smallest id is chosen, so the choice is deterministic.
+ * It goes out on its own channel, else the slot's, else its placement's.
  *
- * A creative on a channel the customer refused consent for does not fit, whatever the request
- * named: a request without a channel, or one spanning channels, has no decision channel for the
- * contact policies' consent check, yet its answer names the creative's channel.
+ * A creative does not fit when the channel it would go out on is closed (channel-gate.ts): the
+ * customer refused consent for it, whatever the request named, or, in a decision without a channel,
+ * one of the channel's caps or budgets is exhausted. A request without a channel, or one spanning
+ * channels, has no decision channel for contact policy to check, yet its answer names the
+ * creative's channel. The chosen creative carries its channel's reservations, so the service takes
+ * that channel's counters with the offer's own.
  *
  * Coupling runs before scoring so no model time is spent on offers that cannot be shown. An offer
- * that fits no slot is rejected with stage `consent` when only refused channels' creatives would
- * have fitted, `channel` when the request named only a channel, and `coupling` when it named
- * placements.
+ * that fits no slot is rejected at the stage of what closed the channels its creatives would have
+ * gone out on (`consent`, else `frequency_cap`, else `contact_policy` for a budget: contact policy's
+ * order), `channel` when the request named only a channel, and `coupling` when it named placements.
  */
 import type { Channel, Creative, Offer, Placement } from "./catalog.js";
-import type { ChannelRefusals } from "./consent.js";
+import type { ChannelBlock, ChannelGate } from "./channel-gate.js";
+import type { ContactPolicyRow } from "./contact-policy.js";
+import type { Reservation } from "./counters.js";
 import type { Rejection } from "./rejections.js";
 import { Subsequence } from "./subsequence.js";
 import { parseInstant } from "./time.js";
@@ -36,8 +42,13 @@ export interface CreativeChoice {
   placementId: string | null;
 }
 
+/** A choice as coupling makes it: with the channel counters going out there takes, when there are any. */
+export interface SlotChoice extends CreativeChoice {
+  channelReservations?: readonly Reservation[];
+}
+
 /** Per slot index, the choice for an offer, or null when it cannot fill that slot. */
-export type SlotOptions = Array<CreativeChoice | null>;
+export type SlotOptions = Array<SlotChoice | null>;
 
 /** The offers that fit a slot, in their order, and beside them (same index) where each would go. */
 export interface CouplingOutput {
@@ -56,8 +67,8 @@ export function decisionSlots(
 }
 
 /**
- * The channel contact policies apply to: the slots' channel when they all share one, else none (a
- * request spanning channels must name its channel for consent and channel caps to apply).
+ * The channel contact policies apply to: the slots' channel when they all share one, else none.
+ * Without one, coupling judges each creative's own channel instead (channel-gate.ts).
  */
 export function decisionChannel(slots: readonly Slot[], channelsById: ReadonlyMap<string, Channel>): Channel | null {
   const ids = new Set(slots.map((s) => s.channelId));
@@ -66,19 +77,24 @@ export function decisionChannel(slots: readonly Slot[], channelsById: ReadonlyMa
   return id ? (channelsById.get(id) ?? { id }) : null;
 }
 
-/** The customer's consent refusals, and the placements whose channel a creative without one goes out on. */
-export interface CouplingConsent {
-  refusals: ChannelRefusals;
+/** What coupling reads of the catalog. */
+export interface CouplingCatalog {
+  creativesByOffer: ReadonlyMap<string, readonly Creative[]>;
+  /** The channel a creative without one goes out on in a slot without one: its placement's. */
   placementsById: ReadonlyMap<string, Placement>;
 }
 
-/** `consent`: null when the customer recorded no consent at all. */
+/**
+ * `gate`: null when no channel can be closed (nothing checked). `rows`: an explained decision's
+ * contactPolicyResults, which get a blocked row for each offer rejected because its channels were closed.
+ */
 export function coupleCreatives(
   offers: readonly Offer[],
-  creativesByOffer: ReadonlyMap<string, readonly Creative[]>,
+  catalog: CouplingCatalog,
   slots: readonly Slot[],
   nowMs: number,
-  consent: CouplingConsent | null = null,
+  gate: ChannelGate | null = null,
+  rows: ContactPolicyRow[] | null = null,
 ): CouplingOutput {
   const output: CouplingOutput = { coupled: offers, options: [], rejections: [] };
   const coupled = new Subsequence<Offer, SlotOptions>(offers);
@@ -86,16 +102,21 @@ export function coupleCreatives(
   let withoutCreatives: SlotOptions | undefined;
   for (let i = 0; i < offers.length; i++) {
     const offer = offers[i];
-    const creatives = creativesByOffer.get(offer.id);
+    const creatives = catalog.creativesByOffer.get(offer.id);
     const live = creatives ? creatives.filter((c) => isLive(c, nowMs)) : null;
-    const options = live ? slotOptions(live, slots, consent) : (withoutCreatives ??= slotOptions(NO_CREATIVES, slots, null));
+    const options = live ? slotOptions(live, slots, catalog.placementsById, gate) : (withoutCreatives ??= slotOptions(NO_CREATIVES, slots, catalog.placementsById, null));
     if (options.some((o) => o !== null)) {
       coupled.keep(i, options);
     } else {
       coupled.drop(i);
-      // Had consent not been refused, would a creative have fitted? Then it is consent that dropped it.
-      const refusedFit = consent && live ? slotOptions(live, slots, null).find((o) => o !== null) : undefined;
-      output.rejections.push(refusedFit ? consentRejection(offer, consent!, refusedFit) : couplingRejection(offer, slots));
+      // Would a creative have fitted on an open channel? Then what closed its channels dropped it.
+      const block = gate && live ? firstBlock(live, slots, catalog.placementsById, gate) : null;
+      if (block) {
+        output.rejections.push({ offerId: offer.id, offerName: offer.name, stage: block.stage, reason: block.reason, detail: block.detail });
+        rows?.push({ offerId: offer.id, blocked: true, policyId: block.policyId, reason: block.reason });
+      } else {
+        output.rejections.push(couplingRejection(offer, slots));
+      }
     }
   }
   output.coupled = coupled.result();
@@ -103,36 +124,88 @@ export function coupleCreatives(
   return output;
 }
 
+/**
+ * Every channel a creative of `creatives` could go out on in `slots`, added to `into`: what the
+ * channel limits of a decision without a channel will be asked about (counter-keys.ts). A superset
+ * (liveness and fit are not checked): reading a counter too many costs nothing, one too few would
+ * leave a block to the reservation.
+ */
+export function outgoingChannels(
+  creatives: readonly Creative[],
+  slots: readonly Slot[],
+  placementsById: ReadonlyMap<string, Placement>,
+  into: Set<string>,
+): void {
+  for (const slot of slots) {
+    if (slot.channelId !== null) {
+      into.add(slot.channelId);
+      continue;
+    }
+    for (const creative of creatives) {
+      const channelId = outgoingChannel(creative, slot, placementsById);
+      if (channelId !== null) into.add(channelId);
+    }
+  }
+}
+
 const NO_CREATIVES: readonly Creative[] = Object.freeze([]);
 
-const slotOptions = (live: readonly Creative[], slots: readonly Slot[], consent: CouplingConsent | null): SlotOptions =>
-  slots.map((slot) => chooseCreative(live, slot, consent));
+const slotOptions = (live: readonly Creative[], slots: readonly Slot[], placementsById: ReadonlyMap<string, Placement>, gate: ChannelGate | null): SlotOptions =>
+  slots.map((slot) => chooseCreative(live, slot, placementsById, gate));
 
 /** The channel a creative goes out on in a slot: its own, else the slot's, else its placement's. */
 function outgoingChannel(creative: Creative, slot: Slot, placementsById: ReadonlyMap<string, Placement>): string | null {
   return creative.channelId ?? slot.channelId ?? (creative.placementId ? (placementsById.get(creative.placementId)?.channelId ?? null) : null);
 }
 
-function chooseCreative(live: readonly Creative[], slot: Slot, consent: CouplingConsent | null): CreativeChoice | null {
+function fitsSlot(creative: Creative, slot: Slot): boolean {
+  return slot.placementId !== null
+    ? creative.placementId === slot.placementId && (!creative.channelId || !slot.channelId || creative.channelId === slot.channelId)
+    : slot.channelId === null || creative.channelId === slot.channelId;
+}
+
+function chooseCreative(live: readonly Creative[], slot: Slot, placementsById: ReadonlyMap<string, Placement>, gate: ChannelGate | null): SlotChoice | null {
   if (slot.placementId === null && slot.channelId === null && live.length === 0) {
     return { creativeId: null, channelId: null, placementId: null };
   }
-  const fitting = live.filter((c) => {
-    const fits =
-      slot.placementId !== null
-        ? c.placementId === slot.placementId && (!c.channelId || !slot.channelId || c.channelId === slot.channelId)
-        : slot.channelId === null || c.channelId === slot.channelId;
-    if (!fits || consent === null) return fits;
-    const channelId = outgoingChannel(c, slot, consent.placementsById);
-    return channelId === null || consent.refusals(channelId) === null;
-  });
-  if (fitting.length === 0) return null;
-  const creative = fitting.reduce((a, b) => (b.id < a.id ? b : a));
-  return {
-    creativeId: creative.id,
-    channelId: creative.channelId ?? slot.channelId,
-    placementId: slot.placementId ?? creative.placementId ?? null,
-  };
+  let chosen: Creative | null = null;
+  let channelId: string | null = null;
+  for (const creative of live) {
+    // Only a smaller id than the one chosen can win, so a larger one's channel is never judged.
+    if (!fitsSlot(creative, slot) || (chosen !== null && creative.id >= chosen.id)) continue;
+    const channel = outgoingChannel(creative, slot, placementsById);
+    if (gate !== null && channel !== null && gate.blocked(channel) !== null) continue;
+    chosen = creative;
+    channelId = channel;
+  }
+  if (chosen === null) return null;
+  const choice: SlotChoice = { creativeId: chosen.id, channelId, placementId: slot.placementId ?? chosen.placementId ?? null };
+  const reservations = gate !== null && channelId !== null ? gate.reservations(channelId) : null;
+  if (reservations?.length) choice.channelReservations = reservations;
+  return choice;
+}
+
+/** Contact policy's order, which decides what a rejection names when several things closed channels. */
+const BLOCK_ORDER: Record<ChannelBlock["stage"], number> = { consent: 0, frequency_cap: 1, contact_policy: 2 };
+
+/**
+ * For an offer no slot could take: the block of a creative that would have fitted on an open
+ * channel, or null when none would have. Consent first, then caps, then budgets; among blocks of
+ * one kind, the first slot's, and in it the smallest creative id's.
+ */
+function firstBlock(live: readonly Creative[], slots: readonly Slot[], placementsById: ReadonlyMap<string, Placement>, gate: ChannelGate): ChannelBlock | null {
+  let first: { block: ChannelBlock; slot: Slot; creativeId: string } | null = null;
+  for (const slot of slots) {
+    for (const creative of live) {
+      if (!fitsSlot(creative, slot)) continue;
+      const channel = outgoingChannel(creative, slot, placementsById);
+      const block = channel === null ? null : gate.blocked(channel);
+      if (block === null) continue;
+      const order = first === null ? -1 : BLOCK_ORDER[block.stage] - BLOCK_ORDER[first.block.stage];
+      if (order < 0 || (order === 0 && first!.slot === slot && creative.id < first!.creativeId)) first = { block, slot, creativeId: creative.id };
+    }
+  }
+  return first?.block ?? null;
 }
 
 function isLive(creative: Creative, nowMs: number): boolean {
@@ -140,20 +213,6 @@ function isLive(creative: Creative, nowMs: number): boolean {
   const start = parseInstant(creative.startAt);
   const end = parseInstant(creative.endAt);
   return (start === null || nowMs >= start) && (end === null || nowMs < end);
-}
-
-/** `fit`: what would have fitted but for consent, so a creative on a refused channel. */
-function consentRejection(offer: Offer, consent: CouplingConsent, fit: CreativeChoice): Rejection {
-  // The choice names the creative's channel, else the slot's; a placement's channel is the last resort.
-  const channelId = (fit.channelId ?? consent.placementsById.get(fit.placementId!)?.channelId)!;
-  const consentKey = consent.refusals(channelId)!;
-  return {
-    offerId: offer.id,
-    offerName: offer.name,
-    stage: "consent",
-    reason: `customer refused consent for channel ${consentKey}`,
-    detail: { channelId, consentKey },
-  };
 }
 
 function couplingRejection(offer: Offer, slots: readonly Slot[]): Rejection {

@@ -11,8 +11,8 @@
 import type { AttributeBag, Attributes } from "./attributes.js";
 import type { Offer } from "./catalog.js";
 import { coupleCreatives } from "./channel-coupling.js";
+import { channelGate } from "./channel-gate.js";
 import { applyContactPolicies, type ContactPolicyRow } from "./contact-policy.js";
-import { channelRefusals } from "./consent.js";
 import type { CounterCheck, Reservation } from "./counters.js";
 import { flowRankNode } from "./flow.js";
 import { scoringModelKeys } from "./model-lineup.js";
@@ -144,9 +144,8 @@ export function prepareDecision(snapshot: DecisionSnapshot, input: DecisionInput
     recentOutcomes: input.recentOutcomes ?? [],
     explain,
   }));
-  const refusals = channelRefusals(input.customer, snapshot.channelsById);
-  const consent = refusals && { refusals, placementsById: snapshot.placementsById };
-  const coupling = coupleCreatives(contact.allowed, snapshot.creativesByOffer, scope.slots, scope.nowMs, consent);
+  const gate = channelGate(snapshot, input, scope.channel, scope.nowMs);
+  const coupling = coupleCreatives(contact.allowed, snapshot, scope.slots, scope.nowMs, gate, explain ? contact.results : null);
   const rankNode = flowRankNode(scope.flow);
   const { modelKey, shadowModelKeys } = scoringModelKeys(snapshot, scope.flow, input.modelKey);
   const models: Record<string, ModelConfig> = Object.fromEntries(

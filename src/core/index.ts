@@ -10,6 +10,8 @@ export * from "./budgets.js";
 export * from "./canonical-json.js";
 export * from "./catalog.js";
 export * from "./channel-coupling.js";
+export * from "./channel-gate.js";
+export * from "./channel-limits.js";
 export * from "./clv.js";
 export * from "./conditions.js";
 export * from "./config-validation.js";

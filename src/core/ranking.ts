@@ -19,7 +19,7 @@
  * refused one keeps its place (the greedy fill never looks back).
  */
 import type { Offer } from "./catalog.js";
-import type { CreativeChoice, Slot, SlotOptions } from "./channel-coupling.js";
+import type { CreativeChoice, Slot, SlotChoice, SlotOptions } from "./channel-coupling.js";
 import { constraintConflict, type CrossOfferConstraint } from "./constraints.js";
 import type { Reservation } from "./counters.js";
 import type { Rejection } from "./rejections.js";
@@ -235,7 +235,7 @@ export class RankOrder implements OrderedPool {
  * every candidate left.
  */
 export function selectOffers(pool: OrderedPool, plan: SelectionPlan, excluded: ReadonlySet<string> = new Set(), explain = true): SelectionOutput {
-  const picks: Array<{ candidate: RankedCandidate; choice: CreativeChoice }> = [];
+  const picks: Array<{ candidate: RankedCandidate; choice: SlotChoice }> = [];
   const used = new Set<string>();
   const conflicts = new Map<string, string>();
   plan.slots.forEach((_slot, slotIndex) => {
@@ -279,8 +279,13 @@ export function unselected(pool: OrderedPool, offers: readonly RankedOffer[], ex
   return out;
 }
 
-/** The candidate with its creative and rank; members written out, as a spread of both took microseconds per offer. */
-function rankedOffer(c: RankedCandidate, choice: CreativeChoice, rank: number): RankedOffer {
+/**
+ * The candidate with its creative and rank; members written out, as a spread of both took
+ * microseconds per offer. The offer's reservations gain those of the channel its creative goes out
+ * on when coupling judged that channel's limits (a decision without a channel): the keys cannot
+ * overlap, since the offer's own checks had no channel to name.
+ */
+function rankedOffer(c: RankedCandidate, choice: SlotChoice, rank: number): RankedOffer {
   return {
     position: c.position,
     offerId: c.offerId,
@@ -292,7 +297,7 @@ function rankedOffer(c: RankedCandidate, choice: CreativeChoice, rank: number): 
     propensity: c.propensity,
     propensitySource: c.propensitySource,
     options: c.options,
-    reservations: c.reservations,
+    reservations: choice.channelReservations ? c.reservations.concat(choice.channelReservations) : c.reservations,
     creativeId: choice.creativeId,
     channelId: choice.channelId,
     placementId: choice.placementId,

@@ -6,6 +6,7 @@
  */
 import type { Channel, Creative, Offer, Placement } from "./catalog.js";
 import { offerBudgetAllocation, type BudgetAllocation } from "./budgets.js";
+import { channelLimitsOf, type ChannelLimits } from "./channel-limits.js";
 import type { ContactPolicy, ContactPolicyConfig } from "./contact-policy.js";
 import type { CrossOfferConstraint } from "./constraints.js";
 import { DEFAULT_FLOW, type DecisionFlow } from "./flow.js";
@@ -45,6 +46,11 @@ export interface DecisionSnapshot extends ContactPolicyConfig {
   rankingProfiles: RankingProfile[];
   constraints: CrossOfferConstraint[];
   /**
+   * The channel-scoped caps and budgets, which a decision without a channel asks of each creative's
+   * channel; null when there are none, so such decisions check nothing more (channel-limits.ts).
+   */
+  channelLimits: ChannelLimits | null;
+  /**
    * By model key; always holds DEFAULT_MODEL for the default flow, and HOLDOUT_BASELINE_MODEL for
    * experiments' holdouts (last, so that no tenant model replaces it).
    */
@@ -63,6 +69,11 @@ export function prepareSnapshot(config: SnapshotConfig): DecisionSnapshot {
     list.push(creative);
     creativesByOffer.set(creative.offerId, list);
   }
+  const contactPolicies = config.contactPolicies ?? [];
+  const budgets = [
+    ...(config.budgets ?? []),
+    ...config.offers.map(offerBudgetAllocation).filter((b): b is BudgetAllocation => b !== null),
+  ];
   return {
     offers: config.offers,
     creativesByOffer,
@@ -71,15 +82,13 @@ export function prepareSnapshot(config: SnapshotConfig): DecisionSnapshot {
     flowsById: new Map(flows.map((f) => [f.id, f])),
     defaultFlow: flows.find((f) => f.id === config.defaultFlowId) ?? flows[0] ?? DEFAULT_FLOW,
     qualificationRules: config.qualificationRules ?? [],
-    contactPolicies: config.contactPolicies ?? [],
-    budgets: [
-      ...(config.budgets ?? []),
-      ...config.offers.map(offerBudgetAllocation).filter((b): b is BudgetAllocation => b !== null),
-    ],
+    contactPolicies,
+    budgets,
     guardrails: config.guardrails ?? [],
     maturityRamp: config.maturityRamp ?? null,
     rankingProfiles: config.rankingProfiles ?? [],
     constraints: config.constraints ?? [],
+    channelLimits: channelLimitsOf({ contactPolicies, budgets }),
     models: new Map([
       [DEFAULT_MODEL.key, DEFAULT_MODEL],
       ...(config.models ?? []).map((m): [string, ModelConfig] => [m.key, m]),
