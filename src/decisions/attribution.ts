@@ -78,7 +78,9 @@ export class AttributionLadder {
     return {
       offerId,
       creativeId: creative.id,
-      channelId: req.channelId || creative.channelId || null,
+      // The channel it went out on, as the recommendation recorded it; else the one it goes out on
+      // without a decision channel (its own, else its placement's): the budget a conversion counts against.
+      channelId: req.channelId || inRec?.channelId || creative.channelId || placementChannel(compiled, creative.placementId),
       placementId: req.placementId || creative.placementId || null,
       recommendationId: inRec ? rec!.id : null,
       interactionId: inRec ? rec!.interaction_id : null,
@@ -86,6 +88,10 @@ export class AttributionLadder {
       exposure: inRec?.offerId === offerId ? { at: rec!.created_at, bucket: inRec.bucket ?? null } : null,
     };
   }
+}
+
+function placementChannel(compiled: CompiledTenant, placementId: string | null | undefined): string | null {
+  return (placementId && compiled.snapshot.placementsById.get(placementId)?.channelId) || null;
 }
 
 /** The offer at `rank` of a recommendation of this customer, or null. */

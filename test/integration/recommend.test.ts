@@ -237,6 +237,104 @@ describe("caps and budgets under concurrency", () => {
   });
 });
 
+describe("channel caps and budgets without a channel in the request", () => {
+  /** A tenant with an e-mail and a web channel, and `offers` offers whose only creative goes out by e-mail. */
+  async function emailOnly(offers = 1) {
+    const t = await svc.createTenant();
+    const email = await create("channels", { name: "email", type: "email" }, t);
+    const web = await create("channels", { name: "web", type: "web" }, t);
+    const mailed = [];
+    for (let i = 0; i < offers; i++) {
+      const offer = await create("offers", { name: unique("mailed"), status: "active", priority: 90 - i }, t);
+      await create("creatives", { name: unique("mail"), offerId: offer.id, channelId: email.id }, t);
+      mailed.push(offer);
+    }
+    return { t, email, web, mailed, key: await dataKey(t) };
+  }
+
+  test("a channel cap of one per customer: the first channel-less Recommend serves the offer, the second rejects it at frequency_cap", async () => {
+    const { t, email, mailed: [offer], key } = await emailOnly();
+    const cap = await create("contact-policies", { name: "one mail a day", config: { scope: "channel", scopeId: email.id, maxImpressions: 1, windowSeconds: 86400 } }, t);
+    const first = await post("/api/v1/recommend", { customerId: "same" }, key);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.deepEqual(first.body.offers.map((o: any) => [o.offerId, o.channelId]), [[offer.id, email.id]]);
+    const second = await post("/api/v1/recommend?explain=true", { customerId: "same" }, key);
+    assert.deepEqual(second.body.offers, []);
+    const rejected = second.body.rejectedOffers.find((r: any) => r.offerId === offer.id);
+    assert.equal(rejected.stage, "frequency_cap");
+    assert.equal(rejected.detail.policyId, cap.id);
+    assert.equal(rejected.detail.channelId, email.id);
+    // The channel-less impression counted on the channel's own counter: a request naming it is capped too.
+    const named = await post("/api/v1/recommend?explain=true", { customerId: "same", channel: "email" }, key);
+    assert.equal(named.body.rejectedOffers.find((r: any) => r.offerId === offer.id).stage, "frequency_cap");
+    const other = await post("/api/v1/recommend", { customerId: "someone-else" }, key);
+    assert.equal(other.body.offers[0]?.offerId, offer.id, "the cap is per customer");
+  });
+
+  test("two offers of one decision on a capped channel count against one counter, as with the channel named", async () => {
+    const { t, email, mailed, key } = await emailOnly(2);
+    await create("contact-policies", { name: "one mail a day", config: { scope: "channel", scopeId: email.id, maxImpressions: 1, windowSeconds: 86400 } }, t);
+    const plain = await post("/api/v1/recommend?explain=true", { customerId: "a" }, key);
+    const named = await post("/api/v1/recommend?explain=true", { customerId: "b", channel: "email" }, key);
+    for (const res of [plain, named]) {
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.offers.length, 1, "the first reserved takes the channel's one unit");
+      const other = mailed.find((o) => o.id !== res.body.offers[0].offerId)!;
+      assert.equal(res.body.rejectedOffers.find((r: any) => r.offerId === other.id).stage, "frequency_cap");
+    }
+  });
+
+  test("a channel budget of one impression: served once, then rejected at contact_policy; a conversion counts against it", async () => {
+    const { t, email, mailed: [offer], key } = await emailOnly();
+    const budget = await create("budgets", { name: "mail launch", scope: "channel", scopeId: email.id, maxImpressions: 1, maxConversions: 10 }, t);
+    const first = await post("/api/v1/recommend", { customerId: "a" }, key);
+    assert.deepEqual(first.body.offers.map((o: any) => o.offerId), [offer.id]);
+    const second = await post("/api/v1/recommend?explain=true", { customerId: "b" }, key);
+    assert.deepEqual(second.body.offers, []);
+    const rejected = second.body.rejectedOffers.find((r: any) => r.offerId === offer.id);
+    assert.equal(rejected.stage, "contact_policy");
+    assert.deepEqual([rejected.detail.policyId, rejected.detail.channelId], [budget.id, email.id]);
+    const redis = svc.running.foundation.redis!;
+    assert.equal(await redis.get(`t:{${t.tenantId}}:bg:${budget.id}:impressions`), "1");
+    const sale = await post("/api/v1/respond", { customerId: "a", outcome: "conversion", idempotencyKey: "sale", recommendationId: first.body.recommendationId, rank: 1 }, key);
+    assert.equal(sale.status, 200, JSON.stringify(sale.body));
+    assert.equal(await redis.get(`t:{${t.tenantId}}:bg:${budget.id}:conversions`), "1");
+  });
+
+  test("a creative with only a placement goes out on the placement's channel: its impression and its conversions count there", async () => {
+    const t = await svc.createTenant();
+    const email = await create("channels", { name: "email", type: "email" }, t);
+    const footer = await create("placements", { name: "footer", channelId: email.id }, t);
+    const offer = await create("offers", { name: unique("footer"), status: "active" }, t);
+    const creative = await create("creatives", { name: "footer", offerId: offer.id, placementId: footer.id }, t);
+    const budget = await create("budgets", { name: "mail", scope: "channel", scopeId: email.id, maxImpressions: 5, maxConversions: 10 }, t);
+    const key = await dataKey(t);
+    const rec = await post("/api/v1/recommend", { customerId: "a" }, key);
+    assert.deepEqual(rec.body.offers.map((o: any) => [o.creativeId, o.channelId]), [[creative.id, email.id]]);
+    const redis = svc.running.foundation.redis!;
+    assert.equal(await redis.get(`t:{${t.tenantId}}:bg:${budget.id}:impressions`), "1");
+    await post("/api/v1/respond", { customerId: "a", outcome: "conversion", idempotencyKey: "by-rank", recommendationId: rec.body.recommendationId, rank: 1 }, key);
+    await post("/api/v1/respond", { customerId: "a", outcome: "conversion", idempotencyKey: "by-creative", creativeId: creative.id }, key);
+    assert.equal(await redis.get(`t:{${t.tenantId}}:bg:${budget.id}:conversions`), "2");
+  });
+
+  test("a channel budget of three impressions serves at most three of ten parallel channel-less Recommends on two processes", async () => {
+    const { t, email, mailed: [offer], key } = await emailOnly();
+    const budget = await create("budgets", { name: "mail launch", scope: "channel", scopeId: email.id, maxImpressions: 3 }, t);
+    const child = await startChildService(svc);
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => post("/api/v1/recommend", { customerId: `c${i}` }, key, i % 2 ? child.baseUrl : svc.baseUrl)),
+      );
+      assert.ok(answers.every((x) => x.status === 200), JSON.stringify(answers.map((x) => x.body)));
+      assert.equal(answers.filter((x) => x.body.offers.some((o: any) => o.offerId === offer.id)).length, 3);
+    } finally {
+      await child.stop();
+    }
+    assert.equal(await svc.running.foundation.redis!.get(`t:{${t.tenantId}}:bg:${budget.id}:impressions`), "3");
+  });
+});
+
 describe("a decision that fails gives back what it took", () => {
   /** Every cap and budget counter of the tenant in Redis, without the zeros a give-back leaves. */
   async function capsAndBudgets(tenantId: string): Promise<Record<string, string>> {
