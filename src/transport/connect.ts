@@ -10,6 +10,7 @@ import { CONNECT_CODES, errorHeaders, rateLimitHeaders, toAppError } from "./err
 import { requestIdOf, type Gateway } from "./gateway.js";
 import { inRequestSpan } from "../platform/tracing.js";
 import { httpCallInfo, mediaType, readBody, sendError } from "./http-io.js";
+import { refuseQuotedNumbers } from "./json-numbers.js";
 import { connectJson, parseJsonBody, readBinary, readJson } from "./message-codec.js";
 
 export const CONNECT_PREFIX = "/api/v1";
@@ -28,7 +29,9 @@ const isBinary = (ctx: HandlerContext) => mediaType(ctx.requestHeader.get("conte
 function decode(method: DescMethod, ctx: HandlerContext, accepted: ReadonlySet<string> | null): Message {
   const body = ctx.values.get(bodyKey);
   if (isBinary(ctx)) return readBinary(method.input, body);
-  return readJson(method.input, parseJsonBody(body), accepted);
+  const json = parseJsonBody(body);
+  refuseQuotedNumbers(method.input, json, accepted);
+  return readJson(method.input, json, accepted);
 }
 
 /**

@@ -7,6 +7,7 @@ import { HttpBodySchema, type HttpBody } from "../../gen/google/api/httpbody_pb.
 import { AppError, invalidField } from "../platform/errors.js";
 import type { CallInfo } from "../platform/context.js";
 import type { ResolvedPolicy } from "../platform/method-policy.js";
+import { refuseQuotedNumbers } from "./json-numbers.js";
 import { parseJsonBody, readJson, writeJson } from "./message-codec.js";
 import { rateLimitHeaders, toAppError } from "./error-mapping.js";
 import { httpCallInfo, isJsonMediaType, mediaType, readBody, sendError, sendHttpBody } from "./http-io.js";
@@ -271,10 +272,15 @@ export class RestTranscoder {
           const body = await this.readRequestBody(req, policy);
           if (route.body === "*") {
             if (typeof body !== "object" || body === null || Array.isArray(body)) throw invalidField("body", "must be a JSON object");
+            refuseQuotedNumbers(route.method.input, body, policy.acceptedFields);
             refuseConflicts(route.method, json, body);
             Object.assign(json, body);
             bodyKeys = Object.keys(body);
-          } else json[fieldByName(route.method, route.body)?.jsonName ?? route.body] = oneOrList(route.method, route.body, body);
+          } else {
+            const name = fieldByName(route.method, route.body)?.jsonName ?? route.body;
+            json[name] = oneOrList(route.method, route.body, body);
+            refuseQuotedNumbers(route.method.input, { [name]: json[name] }, policy.acceptedFields);
+          }
         } else {
           // A route that takes no body ignores one, but not past the size limit (spec 8: 413).
           await readBody(req, policy.maxBodyBytes);

@@ -54,6 +54,8 @@ describe("REST: the issue's examples and their kin are 400 naming the field", ()
     ["JSON nested 65 levels deep", () => raw("POST", "/api/v1/offers", `{"name":"deep","metadata":${'{"a":'.repeat(64)}1${"}".repeat(64)}}`), "NESTING_TOO_DEEP", /^metadata: nests deeper than 64 levels$/],
     ["a body that is not UTF-8", () => rest(svc.baseUrl, "POST", "/api/v1/offers", { key, headers: json, rawBody: Buffer.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xc0, 0xaf, 0x22, 0x7d]) as never }), "MALFORMED_UTF8", /^The request body is not valid UTF-8$/],
     ["a wrong JSON type", () => raw("POST", "/api/v1/offers", '{"name":["x"]}'), "VALIDATION_FAILED", /^name: /],
+    ["a number sent as a string in an integer field", () => raw("POST", "/api/v1/offers", '{"name":"quoted","priority":"70"}'), "VALIDATION_FAILED", /^priority: expected number \(int32\), got "70"$/],
+    ["a number sent as a string in a list item", () => raw("POST", "/api/v1/respond/bulk", '{"items":[{"customerId":"c","outcome":"click","rank":1},{"customerId":"c","outcome":"click","conversionValue":"9.5"}]}'), "VALIDATION_FAILED", /^items\[1\]\.conversionValue: expected number \(double\), got "9.5"$/],
     ["a body that is not an object", () => raw("POST", "/api/v1/recommend", "[1]"), "VALIDATION_FAILED", /^body: must be a JSON object$/],
     ["an empty body where fields are required", () => raw("POST", "/api/v1/recommend", ""), "VALIDATION_FAILED", /^customerId: /],
     ["a scalar query parameter given twice", () => raw("GET", "/api/v1/offers?limit=1&limit=2"), "VALIDATION_FAILED", /^limit: must be given once, as a single value$/],
@@ -99,6 +101,7 @@ describe("Connect JSON and gRPC refuse the same inputs, naming the field", () =>
       ["decisioning.v1.OutcomeService/Respond", '{"customerId":"c","idempotencyKey":"\\u0000"}', "VALIDATION_FAILED", /^idempotencyKey: must not contain control characters/],
       ["decisioning.v1.OfferService/CreateOffer", `{"name":"d","metadata":${"[".repeat(70)}${"]".repeat(70)}}`, "NESTING_TOO_DEEP", /^metadata: nests deeper/],
       ["decisioning.v1.OfferService/CreateOffer", '{"name":"n","businessValue":"Infinity"}', "VALIDATION_FAILED", /^businessValue: must be a finite number$/],
+      ["decisioning.v1.DecisionService/Recommend", '{"customerId":"c","limit":"3"}', "VALIDATION_FAILED", /^limit: expected number \(int32\), got "3"$/],
     ];
     for (const [method, body, reason, message] of cases) {
       const res = await connectPost(method, body);
