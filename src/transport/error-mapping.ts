@@ -157,6 +157,8 @@ export function rateLimitHeaders(decision: RateLimitDecision | null): Record<str
 export function errorHeaders(err: AppError, requestId: string): Record<string, string> {
   const headers: Record<string, string> = { "x-error-reason": err.reason };
   if (requestId) headers["x-request-id"] = requestId;
+  // The rules a refusal names (the rollback guard's), for clients of doors whose body has no room for them.
+  if (Array.isArray(err.details.rules)) headers["x-error-rules"] = err.details.rules.join(",");
   const retryAfter = err.details.retryAfterSeconds;
   if (typeof retryAfter === "number") headers["retry-after"] = String(retryAfter);
   if (err.reason === "RATE_LIMITED") {
@@ -198,5 +200,6 @@ export function httpErrorResponse(err: AppError, format: ErrorFormatName, reques
   }
   const body: Record<string, unknown> = { title: TITLES[status] ?? "Error", detail: err.message, status, reason: err.reason, requestId };
   if (Array.isArray(err.details.fields)) body.errors = err.details.fields;
+  if (Array.isArray(err.details.rules)) body.rules = err.details.rules;
   return { status, headers, body };
 }

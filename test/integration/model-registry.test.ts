@@ -242,6 +242,8 @@ describe("rollback guard (docs/models.md)", () => {
 
     const down = await promote(champion.id, { toStatus: "challenger" });
     assert.equal(down.status, 409);
+    assert.deepEqual(down.body.rules, ["FAMILY_LEFT_WITHOUT_CHAMPION"]);
+    assert.equal(down.headers.get("x-error-rules"), "FAMILY_LEFT_WITHOUT_CHAMPION");
     assert.match(down.body.detail, new RegExp(`only champion of family "guarded", which active flows score with \\(${f.name}\\)`));
     const archived = await promote(shadow.id, { toStatus: "archived" });
     assert.equal(archived.status, 409);
