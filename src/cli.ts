@@ -6,6 +6,7 @@ import { isRole, type RoleName } from "./platform/context.js";
 import { createServices, openFoundation } from "./main.js";
 
 const USAGE = `usage:
+  cli --help
   cli migrate
   cli tenant create --name <name> [--platform-owner]
   cli tenant set-limits --tenant <tenantId> --limits '{"<bucket>":{"limit":<n>,"windowSeconds":<s>}}'
@@ -28,24 +29,38 @@ function role(value: string): RoleName {
   return value;
 }
 
+const HELP = Symbol("help");
+
+/** The arguments; an option the CLI does not know, or one without its value, is a usage error (64). */
+function parsed(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        name: { type: "string" },
+        tenant: { type: "string" },
+        email: { type: "string" },
+        role: { type: "string" },
+        user: { type: "string" },
+        limits: { type: "string" },
+        "platform-owner": { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (err) {
+    if (String((err as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS")) throw new UsageError((err as Error).message);
+    throw err;
+  }
+}
+
 /**
  * Bootstrap for self-hosting (registration is outside the spec). Same environment as the server,
  * migrations applied first; prints exactly one JSON line on stdout.
  */
 async function run(argv: string[]): Promise<unknown> {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      name: { type: "string" },
-      tenant: { type: "string" },
-      email: { type: "string" },
-      role: { type: "string" },
-      user: { type: "string" },
-      limits: { type: "string" },
-      "platform-owner": { type: "boolean" },
-    },
-  });
+  const { positionals, values } = parsed(argv);
+  if (values.help) return HELP;
   const command = positionals.join(" ");
   const known = ["migrate", "tenant create", "tenant set-limits", "user create", "user disable", "user enable", "user set-role", "settings rotate-key"];
   if (!known.includes(command)) throw new UsageError(command ? `unknown command "${command}"` : "no command given");
@@ -86,7 +101,7 @@ async function run(argv: string[]): Promise<unknown> {
 
 run(process.argv.slice(2)).then(
   (result) => {
-    process.stdout.write(JSON.stringify(result) + "\n");
+    process.stdout.write(result === HELP ? USAGE + "\n" : JSON.stringify(result) + "\n");
     process.exit(0);
   },
   (err) => {

@@ -74,6 +74,11 @@ describe("the bootstrap CLI", () => {
     assert.equal(badRole.code, 64);
     assert.match(badRole.stderr, /--role must be admin, editor or viewer/);
     assert.equal(noName.code, 64);
+    const [unknownOption, help] = await Promise.all([runCli(["user", "create", "--bogus", "1"], env), runCli(["--help"], env)]);
+    assert.equal(unknownOption.code, 64);
+    assert.match(unknownOption.stderr, /^Unknown option '--bogus'/);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /^usage:\n  cli --help\n/);
     assert.equal(badLimits.code, 1);
     assert.match(badLimits.stderr, /--limits\.default needs positive integers/);
     const [users] = await svc.running.foundation.db.query(`SELECT email FROM users WHERE tenant_id = '${tenant.tenantId}' ORDER BY email`);
