@@ -2,7 +2,7 @@ import cluster from "node:cluster";
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
-import type { Sequelize } from "sequelize";
+import { ConnectionError, type Sequelize } from "sequelize";
 import { loadConfig, ConfigError, redisTarget, type Config } from "./config.js";
 import { createLogger, type Logger } from "./platform/logger.js";
 import { startTracing } from "./platform/tracing.js";
@@ -13,7 +13,8 @@ import { createLocalBus, createRedisBus, type Bus } from "./platform/bus.js";
 import { createMemoryRateLimiter, createRedisRateLimiter } from "./platform/rate-limiter.js";
 import { RateLimitPolicy } from "./platform/rate-limit-policy.js";
 import { createSecrets, loadOrCreateLocalSecrets, type Secrets } from "./platform/secrets.js";
-import { startEmbeddedPostgres, EmbeddedPostgresError } from "./platform/embedded-postgres.js";
+import { startEmbeddedPostgres } from "./platform/embedded-postgres.js";
+import { StartupError } from "./platform/startup-error.js";
 import { createSettingsCipher, derivedKeyId, type SettingsCipher } from "./platform/settings-cipher.js";
 import { createNotifications, type Notifications } from "./notifications/notifications.js";
 import type { Dispatcher } from "./notifications/outbound.js";
@@ -128,7 +129,7 @@ export async function openFoundation(config: Config, logger: Logger, options: { 
   }
   const db = createSequelize(databaseUrl);
   closers.unshift(() => db.close());
-  const applied = await migrate(db, migrations);
+  const applied = await migrate(db, migrations).catch((err) => closeAll().then(() => Promise.reject(unreachableDatabase(err, config))));
   if (applied.length) logger.info({ applied }, "migrations applied");
 
   let redis: RedisClient | null = null;
@@ -600,6 +601,13 @@ async function serveMetrics(config: Config, observability: Observability, logger
   });
 }
 
+/** A database that cannot be reached at all is the operator's to fix; anything else keeps its stack. */
+function unreachableDatabase(err: unknown, config: Config): unknown {
+  if (!(err instanceof ConnectionError)) return err;
+  const what = config.databaseUrl ? "PostgreSQL at DATABASE_URL" : "the embedded PostgreSQL";
+  return new StartupError(`${what} is unreachable: ${err.message}`, { cause: err });
+}
+
 async function main(): Promise<void> {
   let config: Config;
   try {
@@ -649,7 +657,7 @@ async function main(): Promise<void> {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   main().catch((err) => {
-    console.error(err instanceof EmbeddedPostgresError ? `error: ${err.message}` : err);
+    console.error(err instanceof StartupError ? `error: ${err.message}` : err);
     process.exit(1);
   });
 }

@@ -3,9 +3,10 @@ import { randomUUID } from "node:crypto";
 import { chownSync, cpSync, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, rmdirSync, symlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Logger } from "./logger.js";
+import { StartupError } from "./startup-error.js";
 
 /** Raised for a start-up the operator must fix; its message is one line that says how. */
-export class EmbeddedPostgresError extends Error {}
+export class EmbeddedPostgresError extends StartupError {}
 
 /** The account PostgreSQL runs as, when it is not the invoking one. */
 export interface Account {

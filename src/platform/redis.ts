@@ -1,4 +1,5 @@
 import { Cluster, Redis } from "ioredis";
+import { StartupError } from "./startup-error.js";
 
 export type { Redis, Cluster };
 
@@ -115,7 +116,7 @@ export async function connectRedis(redis: RedisClient): Promise<void> {
   } catch (err) {
     redis.disconnect();
     const what = isCluster(redis) ? "Redis Cluster at REDIS_CLUSTER_NODES" : "Redis at REDIS_URL";
-    throw new Error(`${what} is unreachable: ${(err as Error).message}`, { cause: err });
+    throw new StartupError(`${what} is unreachable: ${(err as Error).message}`, { cause: err });
   }
 }
 

@@ -5,7 +5,8 @@ import { request } from "node:http";
 import { startTestService, TEST_INTERNAL_KEY, TEST_JWT_SECRET, TEST_PEPPER, type TestService } from "../support/service.js";
 import { createTestDatabase, requireEnv } from "../support/database.js";
 import { rest } from "../support/clients.js";
-import { runCli, spawnServer } from "../support/server-process.js";
+import { runCli, runFailingStart, spawnServer } from "../support/server-process.js";
+import { freePort } from "../../src/platform/embedded-postgres.js";
 
 /** The environment of an operator's deployment: this file's database and Redis prefix, real secrets. */
 let env: Record<string, string>;
@@ -203,4 +204,16 @@ describe("the server process", () => {
       await server.exited;
     }
   });
+});
+
+test("a PostgreSQL or Redis it cannot reach stops the start-up with one error line and exit status 1", async () => {
+  const closed = await freePort();
+  const [noDatabase, noRedis] = await Promise.all([
+    runFailingStart({ ...env, DATABASE_URL: `postgres://postgres@127.0.0.1:${closed}/none` }),
+    runFailingStart({ ...env, REDIS_URL: `redis://127.0.0.1:${closed}` }),
+  ]);
+  assert.equal(noDatabase.code, 1);
+  assert.match(noDatabase.stderr, /^error: PostgreSQL at DATABASE_URL is unreachable: connect ECONNREFUSED 127\.0\.0\.1:\d+\n$/);
+  assert.equal(noRedis.code, 1);
+  assert.match(noRedis.stderr, /^error: Redis at REDIS_URL is unreachable: [^\n]+\n$/);
 });

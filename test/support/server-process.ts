@@ -52,9 +52,24 @@ export async function spawnServer(env: Record<string, string>, entry = "src/main
   return { child, baseUrl: `http://127.0.0.1:${httpPort}`, grpcAddress: `127.0.0.1:${grpcPort}`, logs, exited };
 }
 
+export interface Outcome {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
 /** `npm run --silent cli -- <args>` with the given environment: its exit code, stdout and stderr. */
-export async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn("npm", ["run", "--silent", "cli", "--", ...args], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
+export function runCli(args: string[], env: Record<string, string>): Promise<Outcome> {
+  return runToEnd("npm", ["run", "--silent", "cli", "--", ...args], env);
+}
+
+/** The service run to its end: a start-up that must fail, with the given environment. */
+export function runFailingStart(env: Record<string, string>): Promise<Outcome> {
+  return runToEnd(process.execPath, ["--import", "tsx", "src/main.ts"], { HOST: "127.0.0.1", PORT: "0", GRPC_PORT: "0", ...env });
+}
+
+async function runToEnd(command: string, args: string[], env: Record<string, string>): Promise<Outcome> {
+  const child = spawn(command, args, { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (c) => (stdout += c));
