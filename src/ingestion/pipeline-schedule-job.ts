@@ -26,6 +26,8 @@ export function pipelineScheduleJob(o: PipelineScheduleOptions): ScheduledJob {
   return {
     name: "ingestion-pipelines",
     schedule: { cron: "* * * * *", timezone: "UTC" },
+    // An external cron (SCHEDULER=off) runs scheduled pipelines through the tick route.
+    route: "tick",
     async run(slot) {
       const due = (await o.scheduled()).filter((p) => {
         const next = new Cron(p.schedule, { timezone: "UTC", mode: "5-or-6-parts", paused: true }).nextRun(new Date(slot.getTime() - 1));

@@ -80,7 +80,8 @@ export class PipelineService {
     }
     const schedule = req.schedule.trim() || null;
     if (v.length) throw invalidFields(v);
-    if (schedule) validateSchedule({ cron: schedule, timezone: "UTC" }, "schedule");
+    // The pipeline's field is the expression itself, so errors name `schedule`, not `schedule.cron`.
+    if (schedule) validateSchedule({ cron: schedule, timezone: "UTC" }, "schedule", { cron: "schedule", timezone: "schedule" });
     const { row, ir } = await this.transaction(ctx.tenantId, async (t) => {
       // A reference to another tenant's connector or schema is a 400 naming the field.
       const refs: FieldViolation[] = [];

@@ -14,6 +14,7 @@ export function runRetentionJob(store: ScheduledRunStore, logger: Logger): Sched
   return {
     name: "scheduled-runs-retention",
     schedule: { cron: "17 3 * * *", timezone: "UTC" },
+    route: "tick",
     async run(slot) {
       const deleted = await store.deleteFinishedBeforeAcrossTenants(new Date(slot.getTime() - RUN_RETENTION_DAYS * 86_400_000));
       logger.info({ deleted, retentionDays: RUN_RETENTION_DAYS }, "old scheduled runs deleted");

@@ -3,10 +3,13 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { gzipSync } from "node:zlib";
 import { startIngestionHarness, type IngestionHarness } from "../support/ingestion-harness.js";
+import { rest } from "../support/clients.js";
 
 let h: IngestionHarness;
 let connectorId: string;
 let n = 0;
+
+const CRON_SECRET = "ingestion-cron-secret";
 
 const fields = [
   { name: "customer_id", dataType: "varchar", length: 32, isPrimaryKey: true },
@@ -43,7 +46,7 @@ const rows = (table: string, order = "customer_id") => h.svc.sql(`SELECT custome
 const csv = (lines: string[]) => `customer_id,email,age,balance,updated_at\n${lines.join("\n")}\n`;
 
 before(async () => {
-  h = await startIngestionHarness();
+  h = await startIngestionHarness({ cronSecret: CRON_SECRET });
   connectorId = (await h.call("POST", "/api/v1/connectors", h.connectorBody())).body.id;
 });
 after(() => h.close());
@@ -441,6 +444,19 @@ describe("customer schemas and Recommend (docs/ingestion.md, Customer schemas)",
 });
 
 describe("scheduled pipelines (docs/ingestion.md, Schedules)", () => {
+  test("with SCHEDULER=off an external cron runs them: the tick route runs the minute job", async () => {
+    const s = await schema();
+    await h.put("cron/1.csv", csv(["c1,a,1,1,2025-01-01T00:00:00Z"]));
+    const res = await h.call("POST", "/api/v1/pipelines", { name: `cron${++n}`, connectorId, schedule: "* * * * *", ir: { nodes: [source("cron/"), target(s.name)] } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const tick = await rest(h.svc.baseUrl, "POST", "/api/cron/tick", { bearer: CRON_SECRET });
+    assert.equal(tick.status, 200, JSON.stringify(tick.body));
+    const jobs = tick.body.runs.map((r: { job: string }) => r.job);
+    assert.ok(jobs.includes("ingestion-pipelines") && jobs.includes("scheduled-runs-retention"), jobs.join(", "));
+    const runs = (await h.call("GET", `/api/v1/pipelines/${res.body.id}/runs`)).body.data;
+    assert.deepEqual(runs.map((r: { trigger: string; ok: boolean }) => [r.trigger, r.ok]), [["schedule", true]]);
+  });
+
   test("the minute job runs each due pipeline once per slot, through its own scheduled_runs claim", async () => {
     const s = await schema();
     await h.put("sched/1.csv", csv(["x1,a,1,1,2025-01-01T00:00:00Z"]));
