@@ -62,6 +62,8 @@ export function createAuthRoutes(d: AuthRoutesDeps): HttpRoute[] {
     async handle(req, res) {
       const call = httpCallInfo(req);
       const requestId = requestIdOf(call);
+      // Every answer, refusals included: they tell whether an address is registered or a link still works.
+      res.setHeader("cache-control", "no-store");
       try {
         const handler = handlers[(req.method ?? "GET").toUpperCase() as "GET" | "POST"];
         if (!handler) {

@@ -223,6 +223,7 @@ describe("sign-in and the session cookie", () => {
     assert.equal(unknown.status, 401);
     assert.deepEqual({ ...wrong.body, requestId: null }, { ...unknown.body, requestId: null });
     assert.equal(wrong.headers.get("x-error-reason"), unknown.headers.get("x-error-reason"));
+    assert.deepEqual([wrong.headers.get("cache-control"), unknown.headers.get("cache-control")], ["no-store", "no-store"], "refusals are not cached either");
     const time = async (body: object) => {
       const started = performance.now();
       await auth(svc.baseUrl, "POST", "/api/auth/sign-in", body);
