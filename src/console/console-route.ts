@@ -71,6 +71,11 @@ export function createConsoleRoutes(dist = CONSOLE_DIST): HttpRoute[] {
       res.end();
       return;
     }
+    const notFound = () =>
+      sendError(res, new AppError({ code: "NOT_FOUND", reason: "NOT_FOUND", message: `No console file ${pathname}` }), "problem", "");
+    // The URL parser resolves dot segments (`/console/../x`, `%2e%2e` too): a path they take out of
+    // the console is no console file, though the route matched the path as sent.
+    if (!pathname.startsWith("/console/")) return notFound();
     let relative: string;
     try {
       relative = decodeURIComponent(pathname.slice("/console/".length));
@@ -78,8 +83,6 @@ export function createConsoleRoutes(dist = CONSOLE_DIST): HttpRoute[] {
       relative = "\0";
     }
     const file = normalize(join(dist, relative));
-    const notFound = () =>
-      sendError(res, new AppError({ code: "NOT_FOUND", reason: "NOT_FOUND", message: `No console file ${pathname}` }), "problem", "");
     if (!file.startsWith(dist) || relative.includes("\0")) return notFound();
     const isPage = !extname(relative);
     try {
