@@ -2,6 +2,7 @@ import type { RedisClient } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 import { failClosed } from "./fail-closed.js";
 import { deleteTenantKeys, type TenantCounterWipe } from "./tenant-counter-wipe.js";
+import { entriesByTenant, savedList, unchanged, type SnapshotSource, type TenantChanged } from "./counter-snapshot.js";
 
 /**
  * How many context buckets one bucket space (a `bucketBy` list, core's bucketSpace) of a tenant
@@ -61,10 +62,19 @@ export function createRedisBucketRegistry(redis: RedisClient, cap = MAX_BUCKETS_
   });
 }
 
-/** The single-node default: the same semantics in one process's memory. */
-export function createMemoryBucketRegistry(cap = MAX_BUCKETS_PER_SPACE): BucketRegistry & TenantCounterWipe {
+/** A tenant's admitted buckets as saved: each space's key (after the tenant prefix) and its buckets. They do not expire. */
+export interface BucketSnapshot {
+  spaces: Array<[key: string, buckets: string[]]>;
+}
+
+/**
+ * The single-node default: the same semantics in one process's memory. `changed` hears of every
+ * tenant that admits a new bucket, for the next save (counter-persistence.ts).
+ */
+export function createMemoryBucketRegistry(cap = MAX_BUCKETS_PER_SPACE, changed: TenantChanged = unchanged): BucketRegistry & TenantCounterWipe & SnapshotSource {
   const spaces = new Map<string, Set<string>>();
   return {
+    name: "buckets",
     async admit(tenantId, buckets) {
       return buckets.map(({ space, bucket }) => {
         const key = tenantKey(tenantId, spaceKey(space));
@@ -73,11 +83,24 @@ export function createMemoryBucketRegistry(cap = MAX_BUCKETS_PER_SPACE): BucketR
         if (known.has(bucket)) return true;
         if (known.size >= cap) return false;
         known.add(bucket);
+        changed(tenantId);
         return true;
       });
     },
     async resetTenant(tenantId) {
       deleteTenantKeys(spaces, tenantId);
+      changed(tenantId);
+    },
+    dump(tenantIds) {
+      const out = new Map<string, BucketSnapshot>();
+      for (const [tenantId, entries] of entriesByTenant(spaces, tenantIds)) {
+        const kept = entries.filter(([, known]) => known.size > 0).map(([key, known]): [string, string[]] => [key, [...known]]);
+        if (kept.length) out.set(tenantId, { spaces: kept });
+      }
+      return out;
+    },
+    load(tenantId, state) {
+      for (const [key, buckets] of savedList<BucketSnapshot["spaces"][number]>(state, "spaces")) spaces.set(tenantKey(tenantId, key), new Set(buckets));
     },
   };
 }

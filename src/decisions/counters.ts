@@ -12,6 +12,7 @@ import {
   type CustomerCounterWipe,
   type TenantCounterWipe,
 } from "./tenant-counter-wipe.js";
+import { unchanged, type SnapshotSource, type TenantChanged } from "./counter-snapshot.js";
 import { createMemoryVariantAssignments, createRedisVariantAssignments, type VariantAssignments } from "../experiments/variant-assignments.js";
 
 /**
@@ -44,14 +45,23 @@ export function createRedisCounters(redis: RedisClient): Counters {
   };
 }
 
-/** The single-node default: every counter in this process's memory. */
-export function createMemoryCounters(now: () => number = Date.now): Counters {
-  const reservations = createMemoryReservationStore(now);
-  const evidence = createMemoryEvidenceStore(now);
-  const negatives = createMemoryNegativeOutcomeStore();
-  const buckets = createMemoryBucketRegistry();
-  const decisionCounter = createMemoryDecisionCounter(evidence);
-  const assignments = createMemoryVariantAssignments(now);
+/** The in-memory counters, with what each store would save to survive a restart. */
+export interface MemoryCounters extends Counters {
+  /** Every store that holds state, each saved under its own name (counter-persistence.ts). */
+  snapshots: SnapshotSource[];
+}
+
+/**
+ * The single-node default: every counter in this process's memory. `changed` hears of every tenant
+ * whose counters change, for the next save (counter-persistence.ts).
+ */
+export function createMemoryCounters(now: () => number = Date.now, changed: TenantChanged = unchanged): MemoryCounters {
+  const reservations = createMemoryReservationStore(now, changed);
+  const evidence = createMemoryEvidenceStore(now, changed);
+  const negatives = createMemoryNegativeOutcomeStore(now, changed);
+  const buckets = createMemoryBucketRegistry(undefined, changed);
+  const decisionCounter = createMemoryDecisionCounter(evidence, changed);
+  const assignments = createMemoryVariantAssignments(now, changed);
   return {
     reservations,
     evidence,
@@ -61,5 +71,6 @@ export function createMemoryCounters(now: () => number = Date.now): Counters {
     assignments,
     wipe: createMemoryTenantCounterWipe([reservations, evidence, buckets, negatives, decisionCounter, assignments]),
     customerWipe: createMemoryCustomerCounterWipe([reservations, negatives]),
+    snapshots: [reservations, evidence, buckets, negatives, decisionCounter, assignments],
   };
 }

@@ -4,6 +4,7 @@ import { tenantKey } from "../platform/redis.js";
 import { evidenceSlot, type MemoryEvidenceStore } from "./evidence-store.js";
 import { failClosed } from "./fail-closed.js";
 import type { TenantCounterWipe } from "./tenant-counter-wipe.js";
+import { unchanged, type SnapshotSource, type TenantChanged } from "./counter-snapshot.js";
 
 /**
  * The workspace's lifetime decision count, which the quota limits. Each decision's impressions are
@@ -104,27 +105,52 @@ export function createRedisDecisionCounter(redis: RedisClient): DecisionCounter 
   });
 }
 
-/** The single-node default: one process's memory, its trials in the in-memory evidence store. */
-export function createMemoryDecisionCounter(evidence: MemoryEvidenceStore): DecisionCounter & TenantCounterWipe {
+/** A tenant's decision count as saved (the evidence store saves the trials). It does not expire. */
+export interface DecisionCountSnapshot {
+  decisions: number;
+}
+
+/**
+ * The single-node default: one process's memory, its trials in the in-memory evidence store.
+ * `changed` hears of every tenant whose count changes, for the next save (counter-persistence.ts).
+ */
+export function createMemoryDecisionCounter(evidence: MemoryEvidenceStore, changed: TenantChanged = unchanged): DecisionCounter & TenantCounterWipe & SnapshotSource {
   const counts = new Map<string, number>();
   return {
+    name: "decisions",
     async countDecision(tenantId, quota, trialKeys, sent) {
       sent?.();
       const current = counts.get(tenantId) ?? 0;
       if (quota !== null && current >= quota) return null;
       evidence.addTrials(tenantId, trialKeys, 1);
       counts.set(tenantId, current + 1);
+      changed(tenantId);
       return current + 1;
     },
     async uncountDecision(tenantId, trialKeys) {
       evidence.addTrials(tenantId, trialKeys, -1);
       counts.set(tenantId, (counts.get(tenantId) ?? 0) - 1);
+      changed(tenantId);
     },
     async decisions(tenantId) {
       return counts.get(tenantId) ?? 0;
     },
     async resetTenant(tenantId) {
       counts.delete(tenantId);
+      changed(tenantId);
+    },
+    dump(tenantIds) {
+      const out = new Map<string, DecisionCountSnapshot>();
+      for (const tenantId of tenantIds) {
+        const decisions = counts.get(tenantId);
+        if (decisions) out.set(tenantId, { decisions });
+      }
+      return out;
+    },
+    load(tenantId, state) {
+      const { decisions } = state as DecisionCountSnapshot;
+      if (!Number.isSafeInteger(decisions)) throw new Error("the saved state has no decision count");
+      counts.set(tenantId, decisions);
     },
   };
 }

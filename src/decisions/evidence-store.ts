@@ -2,6 +2,7 @@ import type { RedisClient } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 import { failClosed } from "./fail-closed.js";
 import { deleteTenantKeys, type TenantCounterWipe } from "./tenant-counter-wipe.js";
+import { entriesByTenant, savedList, unchanged, type SnapshotSource, type TenantChanged } from "./counter-snapshot.js";
 
 /** Beta-Bernoulli evidence of one offer in one context bucket. */
 export interface AdaptiveEvidence {
@@ -156,18 +157,36 @@ export function createRedisEvidenceStore(redis: RedisClient): EvidenceStore {
 }
 
 /** The in-memory evidence, with the trial count the in-memory decision counter keeps in step. */
-export interface MemoryEvidenceStore extends EvidenceStore, TenantCounterWipe {
+export interface MemoryEvidenceStore extends EvidenceStore, TenantCounterWipe, SnapshotSource {
   addTrials(tenantId: string, keys: readonly string[], by: number): void;
 }
 
-/** The single-node default: the same semantics in one process's memory. */
-export function createMemoryEvidenceStore(now: () => number = Date.now): MemoryEvidenceStore {
+/**
+ * A tenant's evidence as saved: each key's successes and trials, and each exposure marker (its key
+ * after the tenant prefix) with its expiry in epoch ms.
+ */
+export interface EvidenceSnapshot {
+  evidence: Array<[key: string, successes: number, trials: number]>;
+  markers: Array<[key: string, expiresAt: number]>;
+}
+
+/**
+ * The single-node default: the same semantics in one process's memory. `changed` hears of every
+ * tenant whose evidence changes, for the next save (counter-persistence.ts).
+ */
+export function createMemoryEvidenceStore(now: () => number = Date.now, changed: TenantChanged = unchanged): MemoryEvidenceStore {
   const evidence = new Map<string, AdaptiveEvidence>();
-  /** Exposures that had their success, to when they are forgotten; in insertion order, which is expiry order for one TTL. */
+  /**
+   * Exposures that had their success, to when they are forgotten; in insertion order, which is
+   * expiry order for one TTL (not after a load, so a marker counts only while it is unexpired).
+   */
   const markers = new Map<string, number>();
-  const add = (full: string, field: keyof AdaptiveEvidence, by: number) => {
+  const marked = (marker: string) => (markers.get(marker) ?? 0) > now();
+  const add = (tenantId: string, key: string, field: keyof AdaptiveEvidence, by: number) => {
+    const full = tenantKey(tenantId, key);
     const e = evidence.get(full) ?? { successes: 0, trials: 0 };
     evidence.set(full, { ...e, [field]: e[field] + by });
+    changed(tenantId);
   };
   const forgetExpired = () => {
     for (const [marker, expiresAt] of markers) {
@@ -176,6 +195,7 @@ export function createMemoryEvidenceStore(now: () => number = Date.now): MemoryE
     }
   };
   return {
+    name: "evidence",
     async readEvidence(tenantId, keys) {
       return keys.map((k) => {
         const e = evidence.get(tenantKey(tenantId, k));
@@ -186,14 +206,15 @@ export function createMemoryEvidenceStore(now: () => number = Date.now): MemoryE
       forgetExpired();
       const marker = tenantKey(tenantId, exposureMarker(exposure));
       const e = evidence.get(tenantKey(tenantId, key)) ?? { successes: 0, trials: 0 };
-      if (markers.has(marker) || e.successes >= e.trials) return false;
+      if (marked(marker) || e.successes >= e.trials) return false;
+      markers.delete(marker);
       markers.set(marker, now() + exposure.rememberSeconds * 1000);
-      add(tenantKey(tenantId, key), "successes", 1);
+      add(tenantId, key, "successes", 1);
       return true;
     },
     async countedExposures(tenantId, exposureIds) {
       forgetExpired();
-      return new Set(exposureIds.filter((id) => markers.has(tenantKey(tenantId, exposureMarker({ id })))));
+      return new Set(exposureIds.filter((id) => marked(tenantKey(tenantId, exposureMarker({ id })))));
     },
     async takeBack(tenantId, counts, exposureIds) {
       const taken = counts.map((count) => {
@@ -205,14 +226,38 @@ export function createMemoryEvidenceStore(now: () => number = Date.now): MemoryE
         return { key: count.key, ...back };
       });
       for (const id of exposureIds) markers.delete(tenantKey(tenantId, exposureMarker({ id })));
+      changed(tenantId);
       return taken;
     },
     addTrials(tenantId, keys, by) {
-      for (const key of keys) add(tenantKey(tenantId, key), "trials", by);
+      for (const key of keys) add(tenantId, key, "trials", by);
     },
     async resetTenant(tenantId) {
       deleteTenantKeys(evidence, tenantId);
       deleteTenantKeys(markers, tenantId);
+      changed(tenantId);
+    },
+    dump(tenantIds) {
+      const out = new Map<string, EvidenceSnapshot>();
+      const snapshot = (tenantId: string) => {
+        let s = out.get(tenantId);
+        if (!s) out.set(tenantId, (s = { evidence: [], markers: [] }));
+        return s;
+      };
+      for (const [tenantId, entries] of entriesByTenant(evidence, tenantIds)) {
+        snapshot(tenantId).evidence = entries.map(([key, e]) => [key, e.successes, e.trials]);
+      }
+      for (const [tenantId, entries] of entriesByTenant(markers, tenantIds)) {
+        const live = entries.filter(([, expiresAt]) => expiresAt > now());
+        if (live.length) snapshot(tenantId).markers = live;
+      }
+      return out;
+    },
+    load(tenantId, state) {
+      const saved = savedList<EvidenceSnapshot["evidence"][number]>(state, "evidence");
+      const savedMarkers = savedList<EvidenceSnapshot["markers"][number]>(state, "markers");
+      for (const [key, successes, trials] of saved) evidence.set(tenantKey(tenantId, key), { successes, trials });
+      for (const [key, expiresAt] of savedMarkers) if (expiresAt > now()) markers.set(tenantKey(tenantId, key), expiresAt);
     },
   };
 }

@@ -3,6 +3,7 @@ import { tenantKey } from "../platform/redis.js";
 import { failClosed } from "./fail-closed.js";
 import { customerCounterPrefix } from "../core/counters.js";
 import { deleteTenantKeys, type CustomerCounterWipe, type TenantCounterWipe } from "./tenant-counter-wipe.js";
+import { entriesByTenant, savedList, unchanged, type SnapshotSource, type TenantChanged } from "./counter-snapshot.js";
 
 /** One limited counter a returned offer consumes (the core's CounterCheck, minus its bookkeeping). */
 export interface CounterReservation {
@@ -108,26 +109,42 @@ export function createRedisReservationStore(redis: RedisClient): ReservationStor
   });
 }
 
-/** The single-node default: the same semantics in one process's memory, without expiry sweeps. */
-export function createMemoryReservationStore(now: () => number = Date.now): ReservationStore & TenantCounterWipe & CustomerCounterWipe {
+/** A tenant's counters as saved: each key (after the tenant prefix), its value and its expiry (epoch ms, or null). */
+export interface ReservationSnapshot {
+  counters: Array<[key: string, value: number, expiresAt: number | null]>;
+}
+
+/**
+ * The single-node default: the same semantics in one process's memory, without expiry sweeps.
+ * `changed` hears of every tenant whose counters change, for the next save (counter-persistence.ts).
+ */
+export function createMemoryReservationStore(
+  now: () => number = Date.now,
+  changed: TenantChanged = unchanged,
+): ReservationStore & TenantCounterWipe & CustomerCounterWipe & SnapshotSource {
   const values = new Map<string, { value: number; expiresAt: number | null }>();
+  const live = (v: { expiresAt: number | null } | undefined): v is { value: number; expiresAt: number | null } =>
+    v !== undefined && (v.expiresAt === null || v.expiresAt > now());
   const get = (k: string) => {
     const v = values.get(k);
-    if (v && v.expiresAt !== null && v.expiresAt <= now()) {
+    if (v && !live(v)) {
       values.delete(k);
       return 0;
     }
     return v?.value ?? 0;
   };
-  const add = (k: string, by: number, ttlSeconds?: number) => {
+  const add = (tenantId: string, key: string, by: number, ttlSeconds?: number) => {
+    const k = tenantKey(tenantId, key);
     const current = values.get(k);
-    const live = current !== undefined && (current.expiresAt === null || current.expiresAt > now());
+    const kept = live(current);
     values.set(k, {
-      value: (live ? current.value : 0) + by,
-      expiresAt: live ? current.expiresAt : ttlSeconds ? now() + ttlSeconds * 1000 : null,
+      value: (kept ? current.value : 0) + by,
+      expiresAt: kept ? current.expiresAt : ttlSeconds ? now() + ttlSeconds * 1000 : null,
     });
+    changed(tenantId);
   };
   return {
+    name: "reservations",
     async read(tenantId, keys) {
       return Object.fromEntries(keys.map((k) => [k, get(tenantKey(tenantId, k))]));
     },
@@ -137,22 +154,37 @@ export function createMemoryReservationStore(now: () => number = Date.now): Rese
           const current = get(tenantKey(tenantId, c.key));
           return c.increment === 0 ? current >= c.limit : current + c.increment > c.limit;
         });
-        if (!refused) for (const c of group) if (c.increment > 0) add(tenantKey(tenantId, c.key), c.increment, c.ttlSeconds);
+        if (!refused) for (const c of group) if (c.increment > 0) add(tenantId, c.key, c.increment, c.ttlSeconds);
         return !refused;
       });
     },
     async release(tenantId, reservations) {
-      for (const c of reservations) if (c.increment > 0) add(tenantKey(tenantId, c.key), -c.increment);
+      for (const c of reservations) if (c.increment > 0) add(tenantId, c.key, -c.increment);
     },
     async increment(tenantId, increments) {
-      for (const i of increments) add(tenantKey(tenantId, i.key), i.by, i.ttlSeconds);
+      for (const i of increments) add(tenantId, i.key, i.by, i.ttlSeconds);
     },
     async forgetCustomer(tenantId, customerId) {
       const prefix = tenantKey(tenantId, customerCounterPrefix(customerId));
+      changed(tenantId);
       return [...values.keys()].filter((k) => k.startsWith(prefix) && values.delete(k)).length;
     },
     async resetTenant(tenantId) {
       deleteTenantKeys(values, tenantId);
+      changed(tenantId);
+    },
+    dump(tenantIds) {
+      const out = new Map<string, ReservationSnapshot>();
+      for (const [tenantId, entries] of entriesByTenant(values, tenantIds)) {
+        const counters = entries.filter(([, v]) => live(v)).map(([key, v]): [string, number, number | null] => [key, v.value, v.expiresAt]);
+        if (counters.length) out.set(tenantId, { counters });
+      }
+      return out;
+    },
+    load(tenantId, state) {
+      for (const [key, value, expiresAt] of savedList<ReservationSnapshot["counters"][number]>(state, "counters")) {
+        if (expiresAt === null || expiresAt > now()) values.set(tenantKey(tenantId, key), { value, expiresAt });
+      }
     },
   };
 }

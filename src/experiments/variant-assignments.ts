@@ -2,6 +2,7 @@ import type { RedisClient } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 import { failClosed } from "../decisions/fail-closed.js";
 import { deleteTenantKeys, type TenantCounterWipe } from "../decisions/tenant-counter-wipe.js";
+import { entriesByTenant, savedList, unchanged, type SnapshotSource, type TenantChanged } from "../decisions/counter-snapshot.js";
 
 /** Spec 8: a customer keeps a variant for 30 days, even when the split changes meanwhile. */
 export const ASSIGNMENT_TTL_SECONDS = 30 * 86_400;
@@ -56,15 +57,25 @@ export function createRedisVariantAssignments(redis: RedisClient): VariantAssign
   });
 }
 
-/** The single-node default: the same semantics in this process's memory. */
-export function createMemoryVariantAssignments(now: () => number = Date.now): VariantAssignments & TenantCounterWipe {
+/** A tenant's kept variants as saved: each assignment's key (after the tenant prefix), its variant and its expiry in epoch ms. */
+export interface AssignmentSnapshot {
+  assignments: Array<[key: string, variant: string, expiresAt: number]>;
+}
+
+/**
+ * The single-node default: the same semantics in this process's memory. `changed` hears of every
+ * tenant whose assignments change, for the next save (decisions/counter-persistence.ts).
+ */
+export function createMemoryVariantAssignments(now: () => number = Date.now, changed: TenantChanged = unchanged): VariantAssignments & TenantCounterWipe & SnapshotSource {
   const kept = new Map<string, { variant: string; expiresAt: number }>();
   return {
+    name: "assignments",
     async keep(tenantId, experimentId, customerId, assigned, variants) {
       const key = tenantKey(tenantId, assignmentKey(experimentId, customerId));
       const found = kept.get(key);
       if (found && found.expiresAt > now() && variants.includes(found.variant)) return found.variant;
       kept.set(key, { variant: assigned, expiresAt: now() + ASSIGNMENT_TTL_SECONDS * 1000 });
+      changed(tenantId);
       return assigned;
     },
     async peek(tenantId, experimentId, customerId) {
@@ -72,6 +83,7 @@ export function createMemoryVariantAssignments(now: () => number = Date.now): Va
       return found && found.expiresAt > now() ? found.variant : null;
     },
     async forget(tenantId, customerId, experimentIds) {
+      changed(tenantId);
       return experimentIds.filter((id) => kept.delete(tenantKey(tenantId, assignmentKey(id, customerId)))).length;
     },
     async count(tenantId, customerId, experimentIds) {
@@ -79,6 +91,20 @@ export function createMemoryVariantAssignments(now: () => number = Date.now): Va
     },
     async resetTenant(tenantId) {
       deleteTenantKeys(kept, tenantId);
+      changed(tenantId);
+    },
+    dump(tenantIds) {
+      const out = new Map<string, AssignmentSnapshot>();
+      for (const [tenantId, entries] of entriesByTenant(kept, tenantIds)) {
+        const assignments = entries.filter(([, a]) => a.expiresAt > now()).map(([key, a]): [string, string, number] => [key, a.variant, a.expiresAt]);
+        if (assignments.length) out.set(tenantId, { assignments });
+      }
+      return out;
+    },
+    load(tenantId, state) {
+      for (const [key, variant, expiresAt] of savedList<AssignmentSnapshot["assignments"][number]>(state, "assignments")) {
+        if (expiresAt > now()) kept.set(tenantKey(tenantId, key), { variant, expiresAt });
+      }
     },
   };
 }
