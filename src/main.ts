@@ -44,7 +44,9 @@ import { createIngestion } from "./ingestion/ingestion.js";
 import { loadedCustomerAttributes } from "./ingestion/customer-attributes.js";
 import { RecommendRequestSchema } from "../gen/decisioning/v1/decisions_pb.js";
 import { create } from "@bufbuild/protobuf";
-import { createMemoryCounters, createRedisCounters } from "./decisions/counters.js";
+import { createRedisCounters } from "./decisions/counters.js";
+import { createPersistentMemoryCounters } from "./decisions/counter-persistence.js";
+import { CounterSnapshotStore } from "./decisions/counter-snapshot-store.js";
 import { withEvidenceCache } from "./decisions/evidence-cache.js";
 import { DecisionStats } from "./decisions/decision-stats.js";
 import { createAlerts } from "./alerts/alerts.js";
@@ -197,9 +199,9 @@ export interface Services {
   jobs: ScheduledJob[];
   /** Started by startService once the servers listen; the cron routes use it whether started or not. */
   scheduler: Scheduler;
-  /** Subscribes caches to cross-process invalidation; call before serving. */
+  /** Loads the in-memory counters (without Redis) and subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
-  /** Flushes queued traces and request statistics, and stops the scoring workers. */
+  /** Flushes queued traces and request statistics, saves the in-memory counters (without Redis), and stops the scoring workers. */
   close(): Promise<void>;
 }
 
@@ -265,7 +267,9 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     threads: f.config.scoringPoolThreads ?? undefined,
     timeoutMs: f.config.scoringPoolTimeoutMs,
   });
-  const counters = f.redis ? withEvidenceCache(createRedisCounters(f.redis), { maxAgeMs: f.config.evidenceMaxAgeMs }) : createMemoryCounters();
+  // Without Redis, the counters live in this process and are saved to PostgreSQL to survive a restart.
+  const memoryCounters = f.redis ? null : createPersistentMemoryCounters({ store: new CounterSnapshotStore(f.db), logger: f.logger });
+  const counters = f.redis ? withEvidenceCache(createRedisCounters(f.redis), { maxAgeMs: f.config.evidenceMaxAgeMs }) : memoryCounters!.counters;
   const decisions = createDecisions({
     db: f.db,
     bus: f.bus,
@@ -478,6 +482,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     jobs,
     scheduler,
     listen: async () => {
+      await memoryCounters?.persistence.start();
       await authenticator.listen(f.bus);
       await decisions.listen();
       await notifications.listen();
@@ -486,6 +491,8 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
       await events.settled();
       await sessions.settled();
       await decisions.close();
+      // After the decisions' writers settled (a failed write gives its reservation back).
+      await memoryCounters?.persistence.stop();
       await pool.close();
       await observability.close();
     },
