@@ -2,26 +2,17 @@ import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
 import { startTestService, type TestService } from "../support/service.js";
-import { rest } from "../support/clients.js";
 import { AuditLog } from "../../src/audit/audit-log.js";
 import { AuditStore } from "../../src/audit/audit-store.js";
 import { createExperiments, type Experiments } from "../../src/experiments/experiments.js";
 import type { ModelPromoter } from "../../src/models/model-promotion.js";
 import { CHAMPION_VARIANT, HOLDOUT_VARIANT } from "../../src/core/index.js";
+import { tenantCalls, unique, type Tenant } from "../support/tenant-calls.js";
 
 let svc: TestService;
-type Tenant = { tenantId: string; userId: string; apiKey: string };
-let n = 0;
-const unique = (base: string) => `${base}-${++n}-${Math.random().toString(36).slice(2, 6)}`;
+const { call, create } = tenantCalls(() => svc.baseUrl);
 
-const call = (method: string, path: string, key: string, body?: unknown) =>
-  rest(svc.baseUrl, method, path, { key, body, headers: { "x-requested-with": "test" } });
 
-async function create(path: string, body: Record<string, unknown>, t: Tenant) {
-  const res = await call("POST", `/api/v1/${path}`, t.apiKey, body);
-  assert.equal(res.status, 201, `${path}: ${JSON.stringify(res.body)}`);
-  return res.body;
-}
 
 
 function close(actual: number, expected: number, what: string) {

@@ -7,28 +7,14 @@ import { ExperimentService } from "../../gen/decisioning/v1/experiments_pb.js";
 import { assignVariant, CHAMPION_VARIANT, HOLDOUT_BASELINE_MODEL, HOLDOUT_VARIANT, type ExperimentSplit } from "../../src/core/index.js";
 import { tenantKey } from "../../src/platform/redis.js";
 import { ASSIGNMENT_TTL_SECONDS } from "../../src/experiments/variant-assignments.js";
+import { tenantCalls, unique, type Tenant } from "../support/tenant-calls.js";
 
 let svc: TestService;
-type Tenant = { tenantId: string; userId: string; apiKey: string };
-let n = 0;
-const unique = (base: string) => `${base}-${++n}-${Math.random().toString(36).slice(2, 6)}`;
-
-/** X-Requested-With satisfies the CSRF guard (spec 5.1 rule 3) on body-less writes such as DELETE. */
-const call = (method: string, path: string, key: string, body?: unknown) =>
-  rest(svc.baseUrl, method, path, { key, body, headers: { "x-requested-with": "test" } });
-
-async function create(path: string, body: Record<string, unknown>, t: Tenant) {
-  const res = await call("POST", `/api/v1/${path}`, t.apiKey, body);
-  assert.equal(res.status, 201, `${path}: ${JSON.stringify(res.body)}`);
-  return res.body;
-}
+const { call, create, dataKey } = tenantCalls(() => svc.baseUrl);
 
 
-async function dataKey(t: Tenant): Promise<string> {
-  const res = await call("POST", "/api/v1/api-keys", t.apiKey, { name: unique("sdk") });
-  assert.equal(res.status, 201);
-  return res.body.key;
-}
+
+
 
 /** A formula model that ranks by one term alone (weights 0 elsewhere), so each model orders offers its own way. */
 async function model(t: Tenant, term: "businessValue" | "relevance" | "impact") {

@@ -4,34 +4,21 @@ import { createTestDatabase } from "../support/database.js";
 import { startTestService, type TestService } from "../support/service.js";
 import { rest } from "../support/clients.js";
 import { CHAMPION_VARIANT } from "../../src/core/index.js";
+import { tenantCalls, unique, type Tenant } from "../support/tenant-calls.js";
 
 /**
  * The single-node default without Redis keeps its decisioning counters in memory and saves them to
  * PostgreSQL (counter_snapshots): a service stopped gracefully and started again on the same
  * database goes on from where it stopped.
  */
-type Tenant = { tenantId: string; userId: string; apiKey: string };
-let n = 0;
-const unique = (base: string) => `${base}-${++n}-${Math.random().toString(36).slice(2, 6)}`;
 
 let databaseUrl: string;
 let svc: TestService;
+const { call, create, dataKey } = tenantCalls(() => svc.baseUrl);
 /** A service without Redis on this file's database: the state the previous one saved is loaded. */
 const startWithoutRedis = () => startTestService({ redisUrl: null }, databaseUrl);
-const call = (method: string, path: string, key: string, body?: unknown) =>
-  rest(svc.baseUrl, method, path, { key, body, headers: { "x-requested-with": "test" } });
 
-async function create(path: string, body: Record<string, unknown>, t: Tenant) {
-  const res = await call("POST", `/api/v1/${path}`, t.apiKey, body);
-  assert.equal(res.status, 201, `${path}: ${JSON.stringify(res.body)}`);
-  return res.body;
-}
 
-async function dataKey(t: Tenant): Promise<string> {
-  const res = await call("POST", "/api/v1/api-keys", t.apiKey, { name: unique("sdk") });
-  assert.equal(res.status, 201);
-  return res.body.key;
-}
 
 async function recommend(key: string, body: Record<string, unknown>) {
   const res = await call("POST", "/api/v1/recommend", key, body);
