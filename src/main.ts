@@ -221,7 +221,7 @@ export interface ServiceOptions {
 export function createServices(f: Foundation, options: ServiceOptions = {}): Services {
   const identityStore = new IdentityStore(f.db);
   const now = options.now ?? Date.now;
-  const sessionChecks = createSessionChecks({ secrets: f.secrets, redis: f.redis, secureCookie: f.config.sessionCookieSecure, now });
+  const sessionChecks = createSessionChecks({ secrets: f.secrets, db: f.db, redis: f.redis, secureCookie: f.config.sessionCookieSecure, now });
   const authenticator = new Authenticator(identityStore, f.secrets, f.config.internalApiKey, f.logger, now, sessionChecks);
   const rateLimits = new RateLimitPolicy(
     f.redis ? createRedisRateLimiter(f.redis) : createMemoryRateLimiter(),

@@ -1,3 +1,4 @@
+import type { Sequelize } from "sequelize";
 import type { RedisClient } from "../platform/redis.js";
 import { tenantKey } from "../platform/redis.js";
 
@@ -25,16 +26,28 @@ export function createRedisSessionRevocations(redis: RedisClient): SessionRevoca
   };
 }
 
-/** The single-node default (no REDIS_URL): one process, one map. */
-export function createMemorySessionRevocations(now: () => number = Date.now): SessionRevocations {
-  const until = new Map<string, number>();
+/**
+ * The single-node default (no REDIS_URL): the ended sessions in PostgreSQL, so that a restart does
+ * not forget a sign-out (a map in memory did, and accepted a signed-out cookie again). One primary
+ * key lookup per cookie request, as Redis's EXISTS; rows whose cookies have all expired are deleted
+ * as later sign-outs come. `now` is the sessions' clock.
+ */
+export function createDatabaseSessionRevocations(db: Sequelize, now: () => number = Date.now): SessionRevocations {
   return {
     async revoke(tenantId, sid, ttlMs) {
-      for (const [k, t] of until) if (t <= now()) until.delete(k);
-      until.set(`${tenantId}:${sid}`, now() + ttlMs);
+      const at = new Date(now());
+      await db.query(
+        `WITH gone AS (DELETE FROM session_revocations WHERE tenant_id = $1 AND revoked_until <= $4)
+         INSERT INTO session_revocations (tenant_id, sid, revoked_until) VALUES ($1, $2, $3)
+         ON CONFLICT (tenant_id, sid) DO UPDATE SET revoked_until = GREATEST(session_revocations.revoked_until, EXCLUDED.revoked_until)`,
+        { bind: [tenantId, sid, new Date(at.getTime() + Math.max(1, Math.ceil(ttlMs))), at] },
+      );
     },
     async isRevoked(tenantId, sid) {
-      return (until.get(`${tenantId}:${sid}`) ?? 0) > now();
+      const [rows] = await db.query("SELECT 1 FROM session_revocations WHERE tenant_id = $1 AND sid = $2 AND revoked_until > $3", {
+        bind: [tenantId, sid, new Date(now())],
+      });
+      return rows.length > 0;
     },
   };
 }

@@ -17,17 +17,17 @@ import { createAuthRoutes } from "./auth-routes.js";
 import { AuthTokenStore } from "./auth-token-store.js";
 import { ALLOW_PASSWORD_SIGN_IN, type PasswordSignInPolicy } from "./password-sign-in-policy.js";
 import { SessionIssuer } from "./session-issuer.js";
-import { createMemorySessionRevocations, createRedisSessionRevocations } from "./session-revocations.js";
+import { createDatabaseSessionRevocations, createRedisSessionRevocations } from "./session-revocations.js";
 import { SessionService } from "./session-service.js";
 
 /**
  * What checks a session cookie, built before the Authenticator that uses it: the issuer (signing
- * secret, cookie flags, clock) and the sign-out list (Redis, or process memory without REDIS_URL).
+ * secret, cookie flags, clock) and the sign-out list (Redis, or PostgreSQL without REDIS_URL).
  */
-export function createSessionChecks(o: { secrets: Secrets; redis: RedisClient | null; secureCookie: boolean; now: () => number }): SessionChecks {
+export function createSessionChecks(o: { secrets: Secrets; db: Sequelize; redis: RedisClient | null; secureCookie: boolean; now: () => number }): SessionChecks {
   return {
     issuer: new SessionIssuer(o.secrets, o.secureCookie, o.now),
-    revocations: o.redis ? createRedisSessionRevocations(o.redis) : createMemorySessionRevocations(o.now),
+    revocations: o.redis ? createRedisSessionRevocations(o.redis) : createDatabaseSessionRevocations(o.db, o.now),
   };
 }
 

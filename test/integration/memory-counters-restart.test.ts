@@ -8,8 +8,8 @@ import { tenantCalls, unique, type Tenant } from "../support/tenant-calls.js";
 
 /**
  * The single-node default without Redis keeps its decisioning counters in memory and saves them to
- * PostgreSQL (counter_snapshots): a service stopped gracefully and started again on the same
- * database goes on from where it stopped.
+ * PostgreSQL (counter_snapshots), and its ended sessions in PostgreSQL: a service stopped gracefully
+ * and started again on the same database goes on from where it stopped.
  */
 
 let databaseUrl: string;
@@ -140,6 +140,23 @@ describe("in-memory counters across a restart of the single node", () => {
       assert.equal(usage.body.decisionsUsed, 0, "the count from before the reset did not come back");
       const [row] = await next.sql("SELECT count(*)::int AS n FROM counter_snapshots WHERE tenant_id = $1", [t.tenantId]);
       assert.equal(row.n, 0);
+    } finally {
+      await next.stop();
+    }
+  });
+
+  test("a sign-out holds after a restart: the next process refuses a replayed copy of the cookie", async () => {
+    const t = await svc.createTenant();
+    const [user] = await svc.sql("SELECT token_version FROM users WHERE id = $1", [t.userId]);
+    const issued = await svc.running.services.sessions.issuer.issue({ tenantId: t.tenantId, userId: t.userId, role: "admin", tokenVersion: user.token_version });
+    const headers = { cookie: `ds_session=${issued.token}`, "x-requested-with": "test" };
+    assert.equal((await rest(svc.baseUrl, "GET", "/api/v1/offers", { headers })).status, 200);
+    assert.equal((await rest(svc.baseUrl, "POST", "/api/auth/sign-out", { headers })).status, 204);
+    const next = await startWithoutRedis();
+    try {
+      const replay = await rest(next.baseUrl, "GET", "/api/v1/offers", { headers });
+      assert.equal(replay.status, 401);
+      assert.equal(replay.headers.get("x-error-reason"), "SESSION_ENDED");
     } finally {
       await next.stop();
     }
