@@ -9,11 +9,17 @@ import { retryDelayMs } from "./retry-policy.js";
 /** setTimeout fires at once for delays above 2^31 - 1 ms (about 24.8 days): longer waits go in legs. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** How far back a start looks for slots its node claimed and never finished: older work is not resumed. */
+const TAKE_OVER_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/** After a dead claim's lease, so that the database's clock has also seen it run out. */
+const TAKE_OVER_MARGIN_MS = 1_000;
+
 /**
  * The single-node default (no REDIS_URL): timers in this process fire each slot, and failed
  * attempts are retried after the same backoff BullMQ would use. Two processes with this driver
- * would both fire every slot; the claim in `scheduled_runs` still runs it once, but retries and
- * take-over after a crash are this process's alone, hence "single node only".
+ * would both fire every slot; the claim in `scheduled_runs` still runs it once, but retries are this
+ * process's alone, hence "single node only". A start takes over the slots the node left unfinished.
  */
 export function createLocalDriver(options: { registry: JobRegistry; runner: SlotRunner; logger: Logger }): SchedulerDriver {
   const { registry, runner, logger } = options;
@@ -70,6 +76,13 @@ export function createLocalDriver(options: { registry: JobRegistry; runner: Slot
     kind: "local",
     async start() {
       for (const job of registry.all()) scheduleNext(job, new Date());
+      // A slot this node claimed and never finished (its process was killed) is taken over once the
+      // claim's lease runs out, as another process would take it over with Redis (docs/operations.md).
+      const jobs = registry.all().map((job) => job.name);
+      for (const row of await runner.unfinished(jobs, new Date(Date.now() - TAKE_OVER_WINDOW_MS))) {
+        const job = registry.get(row.job_name)!;
+        later(Math.max(0, row.lease_until.getTime() - Date.now()) + TAKE_OVER_MARGIN_MS, () => attempt(job, row.slot));
+      }
     },
     async stop(graceMs) {
       stopped = true;

@@ -59,6 +59,15 @@ export class ScheduledRunStore {
     return rows.length > 0;
   }
 
+  /** Slots of these jobs from `since` on that a runner claimed and has not finished: running, or its process stopped. */
+  async unfinishedAcrossTenants(jobNames: readonly string[], since: Date): Promise<Array<{ job_name: string; slot: Date; lease_until: Date }>> {
+    return selectRows(
+      this.db,
+      `SELECT job_name, slot, lease_until FROM scheduled_runs WHERE status = 'running' AND job_name = ANY($1) AND slot >= $2 ORDER BY slot`,
+      [jobNames, since],
+    );
+  }
+
   /** Forgets slots before `before` that are over, or whose runner died; returns how many. A live run stays. */
   async deleteFinishedBeforeAcrossTenants(before: Date): Promise<number> {
     const rows = await execReturning(

@@ -41,6 +41,11 @@ export class SlotRunner {
     return this.options.retry;
   }
 
+  /** Claimed slots of these jobs from `since` on that no attempt finished (scheduled-run-store.ts). */
+  unfinished(jobNames: readonly string[], since: Date): Promise<Array<{ job_name: string; slot: Date; lease_until: Date }>> {
+    return this.options.store.unfinishedAcrossTenants(jobNames, since);
+  }
+
   /**
    * `reportAs` names the attempt for the onRun hook: a dynamic slot reports under its job's name,
    * so that metrics keep one series per job however many schedules a domain holds.

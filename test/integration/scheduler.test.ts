@@ -111,6 +111,31 @@ for (const driver of ["bullmq", "local"] as const) {
   });
 }
 
+describe("a restarted single node (local driver)", () => {
+  test("takes over a slot its previous process claimed and never finished, once the claim's lease has run out", async () => {
+    const daily = { cron: "0 0 1 1 *", timezone: "UTC" };
+    const { svc } = await serviceWith(() => [{ name: "interrupted", schedule: daily }], { redisUrl: null, schedulerEnabled: true });
+    const slot = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 60_000);
+    // What a process killed in the middle of the slot leaves: its claim, running, the lease about to run out.
+    await svc.sql(
+      `INSERT INTO scheduled_runs (job_name, slot, status, attempts, started_at, lease_until)
+       VALUES ('interrupted', $1, 'running', 1, now() - interval '1 minute', now() + interval '1 second')`,
+      [slot],
+    );
+    const next = await startTestService({ redisUrl: null, schedulerEnabled: true }, svc.config.databaseUrl!, undefined, {
+      extraJobs: (f) => [slotRecorderJob(f.db, { name: "interrupted", schedule: daily })],
+    });
+    started.push(next);
+    const db = next.running.foundation.db;
+    const run = await waitFor("the slot to be taken over", async () => {
+      const row = await firstRun(db, "interrupted");
+      return row?.status === "succeeded" ? row : undefined;
+    });
+    assert.deepEqual(run, { status: "succeeded", attempts: 2, error: null });
+    assert.deepEqual((await slotRows(db, "interrupted")).map((r) => r.slot.getTime()), [slot.getTime()]);
+  });
+});
+
 describe("SCHEDULER=off", () => {
   test("nothing fires in-process; the cron route still runs the job", async () => {
     const job: SlotRecorderSpec = { name: "ticked", schedule: { everyMs: 1_000 }, route: "tick" };
