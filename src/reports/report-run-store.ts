@@ -52,21 +52,31 @@ export interface RunProduct {
 export class ReportRunStore {
   constructor(private readonly db: Sequelize) {}
 
-  /** A new running run; null when the schedule's slot already has one (the unique index). */
+  /**
+   * A new running run; null when the schedule's slot already has a finished one (the unique index).
+   * A slot's run still `running` is taken over, under its id: only the holder of the slot's claim
+   * starts a scheduled run, and a claim passes on only when its holder stopped renewing it, so that
+   * run's process died (it stayed `running` for good, and the slot was marked done without a report).
+   */
   async start(tenantId: string, r: RunStart): Promise<ReportRunRow | null> {
     const [row] = await execReturning<ReportRunRow>(
       this.db,
       `INSERT INTO report_runs (tenant_id, id, template_id, schedule_id, slot, status, triggered_by)
        VALUES ($1, $2, $3, $4, $5, 'running', $6)
-       ON CONFLICT (tenant_id, schedule_id, slot) WHERE schedule_id IS NOT NULL DO NOTHING RETURNING ${SUMMARY}`,
+       ON CONFLICT (tenant_id, schedule_id, slot) WHERE schedule_id IS NOT NULL
+       DO UPDATE SET started_at = now() WHERE report_runs.status = 'running' RETURNING ${SUMMARY}`,
       [tenantId, r.id, r.templateId, r.scheduleId, r.slot, r.triggeredBy],
     );
     return row ?? null;
   }
 
-  /** The computed sections, narrative and artifacts, in one transaction: a run has all of them or none. */
+  /**
+   * The computed sections, narrative and artifacts, in one transaction: a run has all of them or
+   * none, and a run taken over replaces what its dead process saved.
+   */
   async saveProduct(tenantId: string, runId: string, p: RunProduct): Promise<void> {
     await retryingTransaction(this.db, async (t) => {
+      await this.db.query("DELETE FROM report_artifacts WHERE tenant_id = $1 AND run_id = $2", { bind: [tenantId, runId], transaction: t });
       await this.db.query(
         `UPDATE report_runs SET sections_data = $3, narrative_output = $4, time_zone = $5, period_from = $6, period_to = $7
          WHERE tenant_id = $1 AND id = $2`,

@@ -1,5 +1,6 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { startTestService, type TestService } from "../support/service.js";
 import { startChildService, type ChildService } from "../support/child-service.js";
 import { rest } from "../support/clients.js";
@@ -132,6 +133,32 @@ test("a due schedule runs once per slot across two processes ticking at once, as
   await svc.sql("UPDATE report_schedules SET next_run_at = now() - interval '1 hour' WHERE tenant_id = $1", [t.tenantId]);
   await tick(child.baseUrl);
   assert.equal((await svc.sql("SELECT count(*)::int AS n FROM report_runs WHERE tenant_id = $1 AND schedule_id = $2", [t.tenantId, created.id]))[0].n, 1);
+});
+
+test("a slot whose run's process died is taken over: the run finishes under its id and the report is delivered", async () => {
+  const template = await createTemplate(svc, t.apiKey, { name: "Interrupted", formats: ["csv"] });
+  const created = (await call("POST", "/api/v1/reports/schedules", t.apiKey, schedule(template.id, { destinations: [hook], cronExpression: "*/5 * * * *", timezone: "UTC" }))).body;
+  const dueAt = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 10 * 60_000);
+  await svc.sql("UPDATE report_schedules SET next_run_at = $3 WHERE tenant_id = $1 AND id = $2", [t.tenantId, created.id, dueAt]);
+  // What a process killed in the middle of the slot leaves: the run, running, and its claim, whose lease ran out.
+  const runId = randomUUID();
+  await svc.sql(
+    `INSERT INTO report_runs (tenant_id, id, template_id, schedule_id, slot, status, triggered_by, started_at)
+     VALUES ($1, $2, $3, $4, $5, 'running', 'cron', now() - interval '1 minute')`,
+    [t.tenantId, runId, template.id, created.id, dueAt],
+  );
+  await svc.sql(
+    `INSERT INTO scheduled_runs (job_name, slot, status, attempts, started_at, lease_until)
+     VALUES ($1, $2, 'running', 1, now() - interval '1 minute', now() - interval '1 second')`,
+    [`reports.schedule:${created.id}`, dueAt],
+  );
+  const ofRun = () => receiver.received.filter((r) => r.path === "/hook" && JSON.stringify(r.body).includes(runId)).length;
+  await svc.running.services.scheduler.runRoute("tick", new Date(Date.now() - 7 * 60_000));
+  const runs = await svc.sql("SELECT id, status, error FROM report_runs WHERE tenant_id = $1 AND schedule_id = $2", [t.tenantId, created.id]);
+  assert.deepEqual(runs.map((r) => [r.id, r.status, r.error]), [[runId, "completed", null]]);
+  assert.equal(ofRun(), 1, "delivered once");
+  const claims = await svc.sql("SELECT status, attempts FROM scheduled_runs WHERE job_name = $1 AND slot = $2", [`reports.schedule:${created.id}`, dueAt]);
+  assert.deepEqual(claims.map((c) => [c.status, c.attempts]), [["succeeded", 2]]);
 });
 
 test("across a daylight-saving change the next run keeps its local time: 09:00 Berlin is 08:00Z, then 07:00Z", async () => {
