@@ -2,12 +2,11 @@ import { test, before, after, describe } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { request } from "node:http";
 import { join } from "node:path";
 import axe from "axe-core";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { startTestService, type TestService } from "../support/service.js";
-import { rest } from "../support/clients.js";
+import { getAsSent, rest } from "../support/clients.js";
 import { TREES } from "../support/shap-trees.js";
 import { hashPassword } from "../../src/sessions/password-hasher.js";
 import { CHAMPION_VARIANT, HOLDOUT_VARIANT } from "../../src/core/index.js";
@@ -31,19 +30,6 @@ let viewerEmail: string;
 let experimentId: string;
 const CUSTOMER = "console-customer-1";
 const SCORED_CUSTOMER = "console-customer-2";
-
-/** A GET of `path` exactly as written: fetch would resolve its dot segments before sending it. */
-function statusAsSent(path: string): Promise<number> {
-  const { hostname, port } = new URL(svc.baseUrl);
-  return new Promise((resolve, reject) => {
-    request({ host: hostname, port, path }, (res) => {
-      res.resume();
-      resolve(res.statusCode!);
-    })
-      .on("error", reject)
-      .end();
-  });
-}
 
 const call = async (method: string, path: string, body?: unknown, key = tenant.apiKey) => {
   const res = await rest(svc.baseUrl, method, path, { key, body, headers: { "x-requested-with": "test" } });
@@ -433,7 +419,7 @@ describe("the console in Chromium", () => {
     assert.doesNotMatch(asset.body, /https?:\/\/(?!www\.w3\.org)[a-z]/i, "no request leaves the machine");
     assert.equal((await rest(svc.baseUrl, "GET", "/console/assets/missing.js")).status, 404);
     for (const path of ["/console/../package.json", "/console/%2e%2e/package.json", "/console/assets/%2e%2e/%2e%2e/%2e%2e/package.json", "/console/..%2f..%2fpackage.json"]) {
-      assert.equal(await statusAsSent(path), 404, path);
+      assert.equal((await getAsSent(svc.baseUrl, path)).status, 404, path);
     }
     const bare = await fetch(`${svc.baseUrl}/console`, { redirect: "manual" });
     assert.equal(bare.status, 308);

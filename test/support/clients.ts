@@ -73,14 +73,28 @@ export function postFrom(localAddress: string, baseUrl: string, path: string, bo
   return post(new URL(path, baseUrl), { localAddress, headers: { "content-type": "application/json" } }, (req) => req.end(JSON.stringify(body)));
 }
 
+/** A GET of `path` exactly as written: fetch and `new URL` resolve its dot segments (`..`, `%2e%2e`) before sending. */
+export function getAsSent(baseUrl: string, path: string): Promise<RestResponse> {
+  const { hostname, port } = new URL(baseUrl);
+  return exchange({ host: hostname, port, path, method: "GET" }, (req) => req.end());
+}
+
 function post(url: URL, options: RequestOptions, send: (req: ClientRequest) => void): Promise<RestResponse> {
+  return exchange({ ...urlOptions(url), ...options, method: "POST" }, send);
+}
+
+const urlOptions = (url: URL): RequestOptions => ({ host: url.hostname, port: url.port, path: url.pathname + url.search });
+
+/** One request over node:http; a JSON answer is parsed, any other is its text. */
+function exchange(options: RequestOptions, send: (req: ClientRequest) => void): Promise<RestResponse> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { ...options, method: "POST" }, (res) => {
+    const req = request(options, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => {
         const text = Buffer.concat(chunks).toString("utf8");
-        resolve({ status: res.statusCode!, headers: new Headers(res.headers as Record<string, string>), body: text ? JSON.parse(text) : null });
+        const body = !text ? null : /json/.test(res.headers["content-type"] ?? "") ? JSON.parse(text) : text;
+        resolve({ status: res.statusCode!, headers: new Headers(res.headers as Record<string, string>), body });
       });
     });
     req.on("error", reject);
