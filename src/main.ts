@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import cluster from "node:cluster";
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
@@ -366,7 +367,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     flowExists: catalog.flowExists,
     logger: f.logger,
   });
-  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...alerts.jobs, ...events.jobs, ...ingestion.jobs, ...reports.jobs, ...(options.extraJobs?.(f) ?? [])];
+  const jobs: ScheduledJob[] = [...experiments.jobs, ...approvals.jobs, ...notifications.jobs, ...alerts.jobs, ...events.jobs, ...ingestion.jobs, ...reports.jobs, ...(options.extraJobs?.(f) ?? [])];
   const redisAt = redisTarget(f.config);
   const onRun = options.scheduler?.onRun;
   const scheduler = createScheduler({
@@ -488,8 +489,11 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
       await notifications.listen();
     },
     close: async () => {
-      await events.settled();
-      await sessions.settled();
+      // Deliveries still retrying after the grace are not waited for: their rows' leases run out
+      // and the outbox's sweep of another process, or of the next start, sends them.
+      const sent = await Promise.race([Promise.all([events.settled(), sessions.settled()]).then(() => true), sleep(f.config.shutdownGraceMs, false, { ref: false })]);
+      if (!sent) f.logger.warn({ graceMs: f.config.shutdownGraceMs }, "outbound deliveries still retrying at stop are left to the redelivery sweep");
+      notifications.dispatcher.close();
       await decisions.close();
       // After the decisions' writers settled (a failed write gives its reservation back).
       await memoryCounters?.persistence.stop();

@@ -94,7 +94,7 @@ export interface CustomerRow {
 const WORKSPACE_TABLES = [
   "journey_enrollments", "trigger_rules", "journeys", "customer_events",
   "approval_requests", "ai_recommendations",
-  "delivery_events", "notification_delivery_attempts", "notification_deliveries", "notification_providers",
+  "delivery_events", "notification_delivery_attempts", "notification_deliveries", "outbound_messages", "notification_providers",
   "clv_records", "customer_identities", "decision_traces", "decision_policies", "interactions", "recommendations", "customers", "experiments", "decision_flow_versions", "decision_flows",
   "budgets", "algorithm_models", "creatives", "content_versions", "content_items", "offers", "catalog_entries", "tenant_settings",
 ];

@@ -6,7 +6,8 @@ import { isUuid, newId } from "../platform/ids.js";
 import type { Logger } from "../platform/logger.js";
 import type { SettingsCipher } from "../platform/settings-cipher.js";
 import type { SettingCategory } from "../platform-settings/platform-settings-store.js";
-import type { DeliveryStore } from "./delivery-store.js";
+import { DeliveryLeases } from "./delivery-leases.js";
+import type { DeliveryRow, DeliveryStore } from "./delivery-store.js";
 import { sendEmail, smtpSettings } from "./email-sender.js";
 import { genericWebhookProvider, platformMessagingSettings, type MessagingChannel } from "./http-messaging-provider.js";
 import type { DeliveryResult, Destination, Dispatcher, OutboundMessage } from "./outbound.js";
@@ -26,6 +27,8 @@ export interface DispatcherDeps {
 }
 
 const MAX_ERROR = 500;
+/** Why the sweep fails a delivery it cannot send: its message was never stored. */
+const NOT_KEPT = "the process sending it stopped, and the message was not kept for another to send (it held a credential, or was sent before the outbox existed)";
 
 /** Backoff before attempt `n + 1`: base × 2^(n-1), capped. */
 export function backoffMs(outbound: OutboundConfig, attemptsMade: number): number {
@@ -39,78 +42,122 @@ function destinationKey(d: Destination): string {
 }
 
 /**
- * The one way out for every outbound message (src/notifications/outbound.ts). Per destination: a
- * delivery row claimed under the (message, destination) unique index, so a destination that
- * accepted a message is never sent it again and two dispatchers never send one row at once; then
- * attempts with exponential backoff, each recorded, until one is accepted, one fails permanently,
- * or `maxAttempts` ran out.
+ * How long a delivery row stays leased to the process sending it. The lease is renewed every third
+ * of it while the process lives (DeliveryLeases), so it only bounds how soon another process takes
+ * over the rows of one that died: three attempt timeouts.
+ */
+export function deliveryLeaseMs(outbound: OutboundConfig): number {
+  return 3 * outbound.timeoutMs;
+}
+
+/**
+ * The one way out for every outbound message (src/notifications/outbound.ts). The message and a
+ * delivery row per destination are stored first (the outbox); then per destination, the row is
+ * claimed under the (message, destination) unique index, so a destination that accepted a message
+ * is never sent it again and two dispatchers never send one row at once, and attempts with
+ * exponential backoff follow, each recorded, until one is accepted, one fails permanently, or
+ * `maxAttempts` ran out. A row whose process died is sent by `redeliverOrphaned` (the sweep).
  */
 export class OutboundDispatcher implements Dispatcher {
-  constructor(private readonly deps: DispatcherDeps) {}
+  private readonly leases: DeliveryLeases;
 
-  /** A destination listed twice is sent once; each listing gets its result. */
-  dispatch(tenantId: string, destinations: readonly Destination[], message: OutboundMessage): Promise<DeliveryResult[]> {
-    const once = new Map<string, Promise<DeliveryResult>>();
-    return Promise.all(
-      destinations.map((d) => {
-        const key = destinationKey(d);
-        if (!once.has(key)) once.set(key, this.deliver(tenantId, d, message));
-        return once.get(key)!.then((r) => ({ ...r, destination: d }));
-      }),
-    );
+  constructor(private readonly deps: DispatcherDeps) {
+    this.leases = new DeliveryLeases(deps.deliveries, deliveryLeaseMs(deps.outbound), deps.logger);
   }
 
-  private async deliver(tenantId: string, destination: Destination, message: OutboundMessage): Promise<DeliveryResult> {
+  /** A destination listed twice is sent once; each listing gets its result. */
+  async dispatch(tenantId: string, destinations: readonly Destination[], message: OutboundMessage): Promise<DeliveryResult[]> {
+    const distinct = new Map<string, Destination>();
+    for (const d of destinations) if (!distinct.has(destinationKey(d))) distinct.set(destinationKey(d), d);
+    const leaseMs = deliveryLeaseMs(this.deps.outbound);
+    await this.deps.deliveries.prepare(tenantId, message, [...distinct].map(([key, destination]) => ({ id: newId(), destinationKey: key, destination })), leaseMs);
+    const sent = new Map([...distinct].map(([key, d]) => [key, this.deliver(tenantId, key, d, message, leaseMs)]));
+    return Promise.all(destinations.map((d) => sent.get(destinationKey(d))!.then((r) => ({ ...r, destination: d }))));
+  }
+
+  /**
+   * The sweep (docs/notifications.md, "Redelivery"): takes over up to `limit` unfinished deliveries
+   * whose lease ran out and sends each with the attempts its series had left (at least one, since
+   * the attempt its process died in was not recorded). A row whose message was not kept fails.
+   * Resolves with how many it took.
+   */
+  async redeliverOrphaned(limit: number): Promise<number> {
     const { deliveries, outbound, logger } = this.deps;
-    // Long enough for every attempt, its timeout and backoff, so the lease outlives a live sender.
-    const leaseMs = outbound.maxAttempts * (outbound.timeoutMs + outbound.backoffMaxMs) + 30_000;
-    const { row, claimed } = await deliveries.claim(
-      tenantId,
-      { id: newId(), kind: message.kind, dedupeKey: message.dedupeKey, destinationKey: destinationKey(destination), destination },
-      leaseMs,
+    const orphans = await deliveries.claimOrphaned(limit, deliveryLeaseMs(outbound));
+    await Promise.all(
+      orphans.map(async ({ row, message }) => {
+        logger.info({ tenantId: row.tenant_id, deliveryId: row.id, kind: row.kind, attempts: row.attempts, kept: message !== null }, "outbound delivery taken over");
+        if (!message) {
+          await deliveries.finish(row.tenant_id, row.id, "failed", null, NOT_KEPT);
+          return;
+        }
+        await this.send(row, row.destination, message, Math.max(1, outbound.maxAttempts - row.attempts));
+      }),
     );
+    return orphans.length;
+  }
+
+  /** Stops renewing leases: what this process still sends is taken over by another once they run out. */
+  close(): void {
+    this.leases.close();
+  }
+
+  private async deliver(tenantId: string, key: string, destination: Destination, message: OutboundMessage, leaseMs: number): Promise<DeliveryResult> {
+    const { row, claimed } = await this.deps.deliveries.claim(tenantId, message.dedupeKey, key, leaseMs);
     if (!claimed) {
       if (row.status === "accepted") return { destination, accepted: true, attempts: row.attempts, messageId: row.provider_message_id ?? undefined };
       return { destination, accepted: false, attempts: row.attempts, error: "another dispatch of this message to this destination is in progress" };
     }
-    let attempt = row.attempts;
-    let sender: Sender | null = null;
-    for (let tries = 1; ; tries++) {
-      attempt++;
-      const startedAt = new Date();
-      try {
-        sender ??= await this.resolve(tenantId, destination);
-        const outcome = await sender(message, row.id);
-        await deliveries.recordAttempt(tenantId, {
-          delivery_id: row.id,
-          attempt,
-          status: "accepted",
-          provider_message_id: outcome.messageId ?? null,
-          http_status: outcome.httpStatus ?? null,
-          error: null,
-          started_at: startedAt,
-        });
-        await deliveries.finish(tenantId, row.id, "accepted", outcome.messageId ?? null, null);
-        return { destination, accepted: true, attempts: attempt, messageId: outcome.messageId };
-      } catch (err) {
-        const failure = asSendError(err);
-        if (!(err instanceof SendError)) logger.warn({ err, tenantId, deliveryId: row.id }, "outbound delivery attempt failed unexpectedly");
-        await deliveries.recordAttempt(tenantId, {
-          delivery_id: row.id,
-          attempt,
-          status: "failed",
-          provider_message_id: null,
-          http_status: failure.httpStatus ?? null,
-          error: failure.message.slice(0, MAX_ERROR),
-          started_at: startedAt,
-        });
-        if (failure.permanent || tries >= outbound.maxAttempts) {
-          await deliveries.finish(tenantId, row.id, "failed", null, failure.message.slice(0, MAX_ERROR));
-          logger.info({ tenantId, deliveryId: row.id, kind: message.kind, attempts: attempt, error: failure.message }, "outbound delivery failed");
-          return { destination, accepted: false, attempts: attempt, error: failure.message.slice(0, MAX_ERROR) };
+    return this.send(row, destination, message, this.deps.outbound.maxAttempts);
+  }
+
+  /** Attempts on a claimed row, at most `tries` of them, each recorded, its lease renewed meanwhile. */
+  private async send(row: DeliveryRow, destination: Destination, message: OutboundMessage, tries: number): Promise<DeliveryResult> {
+    const { deliveries, outbound, logger } = this.deps;
+    const tenantId = row.tenant_id;
+    const release = this.leases.hold(tenantId, row.id);
+    try {
+      let attempt = row.attempts;
+      let sender: Sender | null = null;
+      for (let tried = 1; ; tried++) {
+        attempt++;
+        const startedAt = new Date();
+        try {
+          sender ??= await this.resolve(tenantId, destination);
+          const outcome = await sender(message, row.id);
+          await deliveries.recordAttempt(tenantId, {
+            delivery_id: row.id,
+            attempt,
+            status: "accepted",
+            provider_message_id: outcome.messageId ?? null,
+            http_status: outcome.httpStatus ?? null,
+            error: null,
+            started_at: startedAt,
+          });
+          await deliveries.finish(tenantId, row.id, "accepted", outcome.messageId ?? null, null);
+          return { destination, accepted: true, attempts: attempt, messageId: outcome.messageId };
+        } catch (err) {
+          const failure = asSendError(err);
+          if (!(err instanceof SendError)) logger.warn({ err, tenantId, deliveryId: row.id }, "outbound delivery attempt failed unexpectedly");
+          await deliveries.recordAttempt(tenantId, {
+            delivery_id: row.id,
+            attempt,
+            status: "failed",
+            provider_message_id: null,
+            http_status: failure.httpStatus ?? null,
+            error: failure.message.slice(0, MAX_ERROR),
+            started_at: startedAt,
+          });
+          if (failure.permanent || tried >= tries) {
+            await deliveries.finish(tenantId, row.id, "failed", null, failure.message.slice(0, MAX_ERROR));
+            logger.info({ tenantId, deliveryId: row.id, kind: message.kind, attempts: attempt, error: failure.message }, "outbound delivery failed");
+            return { destination, accepted: false, attempts: attempt, error: failure.message.slice(0, MAX_ERROR) };
+          }
+          await sleep(backoffMs(outbound, tried));
         }
-        await sleep(backoffMs(outbound, tries));
       }
+    } finally {
+      release();
     }
   }
 

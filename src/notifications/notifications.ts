@@ -5,6 +5,7 @@ import type { AuditLog } from "../audit/audit-log.js";
 import type { OutboundConfig } from "../config.js";
 import type { Bus } from "../platform/bus.js";
 import type { Logger } from "../platform/logger.js";
+import type { ScheduledJob } from "../scheduling/scheduled-job.js";
 import type { ServiceRegistration } from "../platform/service-registration.js";
 import type { SettingsCipher } from "../platform/settings-cipher.js";
 import { PlatformSettingsService, type PlatformOwnerCheck } from "../platform-settings/platform-settings-service.js";
@@ -12,6 +13,7 @@ import { PlatformSettingsStore } from "../platform-settings/platform-settings-st
 import { rotateSettingsKey, type RotationResult, type SealedSecretHolder } from "../platform-settings/settings-key-rotation.js";
 import { DeliveryStore } from "./delivery-store.js";
 import { OutboundDispatcher } from "./dispatcher.js";
+import { redeliveryJob } from "./redelivery-job.js";
 import { ProviderService, type ProviderUsers } from "./provider-service.js";
 import { ProviderStore } from "./provider-store.js";
 
@@ -34,6 +36,8 @@ export interface Notifications {
   platformSettings: PlatformSettingsService;
   providers: ProviderService;
   deliveries: DeliveryStore;
+  /** The outbox's sweep, for the scheduler. */
+  jobs: ScheduledJob[];
   /**
    * Which of `ids` name notification providers of the tenant: what another domain checks a
    * reference in its body against (spec 7: a foreign or unknown provider is a 400 there).
@@ -66,6 +70,7 @@ export function createNotifications(o: NotificationsOptions): Notifications {
     platformSettings,
     providers,
     deliveries,
+    jobs: [redeliveryJob(dispatcher, deliveries, o.logger)],
     existingProviderIds: (tenantId, ids) => providerStore.existingIds(tenantId, ids),
     services: [
       { service: PlatformSettingsServiceDesc, impl: platformSettings as never },

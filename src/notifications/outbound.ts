@@ -22,6 +22,11 @@ export interface OutboundMessage {
   payload: Record<string, unknown>;
   /** Files attached to e-mail deliveries (reports' artifacts); other channels carry what `payload` says of them. */
   attachments?: readonly OutboundAttachment[];
+  /**
+   * The message carries a credential (a sign-in link): it is never stored, so a delivery whose
+   * process died is not sent again by another, and its reader asks for a new one.
+   */
+  holdsCredential?: boolean;
 }
 
 export interface OutboundAttachment {

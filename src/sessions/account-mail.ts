@@ -31,6 +31,7 @@ export class AccountMailer {
         `The link works once and expires in ${lifetimeHours} hours. If you did not sign up, ignore this mail.`,
       ].join("\n"),
       payload: {},
+      holdsCredential: true,
     });
   }
 
@@ -50,6 +51,7 @@ export class AccountMailer {
         "If you did not ask for this, ignore this mail: your password stays as it is.",
       ].join("\n"),
       payload: {},
+      holdsCredential: true,
     });
   }
 

@@ -7,6 +7,8 @@ export interface ChildService {
   /** Its JSON log lines so far. */
   logs: Array<{ level: number; msg: string }>;
   stop(): Promise<void>;
+  /** Kills it with SIGKILL, as a crash would: nothing of its own stop runs. */
+  kill(): Promise<void>;
 }
 
 /**
@@ -43,6 +45,10 @@ export async function startChildService(svc: TestService, options: { entry?: str
     logs: server.logs,
     async stop() {
       server.child.kill("SIGTERM");
+      await server.exited;
+    },
+    async kill() {
+      server.child.kill("SIGKILL");
       await server.exited;
     },
   };

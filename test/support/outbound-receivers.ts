@@ -19,6 +19,8 @@ export interface Route {
   statuses: number[];
   headers?: Record<string, string>;
   secret?: string;
+  /** Takes the request and never answers it (a receiver that hangs, or a sender about to die). */
+  hang?: boolean;
 }
 
 /**
@@ -44,6 +46,7 @@ export async function startHttpReceiver(host = "127.0.0.1"): Promise<{ url: stri
         signatureValid = got.length === expected.length && timingSafeEqual(got, expected) && Math.abs(Date.now() / 1000 - Number(ts)) < 300;
       }
       received.push({ path, headers: req.headers, body, signatureValid });
+      if (route.hang) return;
       const n = calls.get(path) ?? 0;
       calls.set(path, n + 1);
       const status = signatureValid === false ? 401 : route.statuses[Math.min(n, route.statuses.length - 1)];
@@ -58,7 +61,11 @@ export async function startHttpReceiver(host = "127.0.0.1"): Promise<{ url: stri
     port,
     routes,
     received,
-    close: () => new Promise((r) => server.close(() => r())),
+    close: () =>
+      new Promise((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
   };
 }
 
