@@ -489,11 +489,12 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
       await notifications.listen();
     },
     close: async () => {
-      // Deliveries still retrying after the grace are not waited for: their rows' leases run out
-      // and the outbox's sweep of another process, or of the next start, sends them.
-      const sent = await Promise.race([Promise.all([events.settled(), sessions.settled()]).then(() => true), sleep(f.config.shutdownGraceMs, false, { ref: false })]);
-      if (!sent) f.logger.warn({ graceMs: f.config.shutdownGraceMs }, "outbound deliveries still retrying at stop are left to the redelivery sweep");
+      // Deliveries stop retrying (stop() closed the dispatcher already; the CLI calls only this).
+      // An attempt still under way after the grace is not waited for: its row's lease runs out and
+      // the outbox's sweep of another process, or of the next start, sends it.
       notifications.dispatcher.close();
+      const sent = await Promise.race([Promise.all([events.settled(), sessions.settled()]).then(() => true), sleep(f.config.shutdownGraceMs, false, { ref: false })]);
+      if (!sent) f.logger.warn({ graceMs: f.config.shutdownGraceMs }, "outbound deliveries still under way at stop are left to the redelivery sweep");
       await decisions.close();
       // After the decisions' writers settled (a failed write gives its reservation back).
       await memoryCounters?.persistence.stop();
@@ -515,6 +516,8 @@ export interface RunningService {
 
 /** How often gRPC health re-checks the database and Redis. */
 const HEALTH_POLL_MS = 2_000;
+/** How often a drain closes the keep-alive connections that have turned idle. */
+const IDLE_CLOSE_MS = 50;
 
 /** The one wiring point: config → pools → stores → services → servers. */
 export async function startService(config: Config, logger = createLogger(config.logLevel), options: ServiceOptions = {}): Promise<RunningService> {
@@ -572,17 +575,24 @@ export async function startService(config: Config, logger = createLogger(config.
       stopping ??= (async () => {
         clearInterval(healthPoll);
         grpc.health.setStatus("", "NOT_SERVING");
+        // Before anything waits: a job or a request waiting on a delivery's backoff records its
+        // end now, while the pools are open, and the delivery goes to the outbox's sweep.
+        services.notifications.dispatcher.close();
         // First, so that no new slot starts while the servers drain; running attempts finish within the grace.
         await services.scheduler.stop(config.shutdownGraceMs);
         const grace = setTimeout(() => {
           http.closeAllConnections();
           grpc.server.forceShutdown();
         }, config.shutdownGraceMs);
+        // A keep-alive connection whose last request ends during the drain turns idle without
+        // closing, and close() waits for every connection: closing the idle ones until the drain
+        // ends lets it end with its last answer instead of at the grace.
+        const idle = setInterval(() => http.closeIdleConnections(), IDLE_CLOSE_MS);
         await Promise.all([
           new Promise<void>((res) => {
             http.close(() => res());
             http.closeIdleConnections();
-          }),
+          }).finally(() => clearInterval(idle)),
           new Promise<void>((res) => grpc.server.tryShutdown(() => res())),
         ]);
         clearTimeout(grace);

@@ -30,6 +30,9 @@ const MAX_ERROR = 500;
 /** Why the sweep fails a delivery it cannot send: its message was never stored. */
 const NOT_KEPT = "the process sending it stopped, and the message was not kept for another to send (it held a credential, or was sent before the outbox existed)";
 
+/** What a delivery cut short by a graceful stop answers; its row stays unfinished for the sweep. */
+const HANDED_OVER = "the service stopped before this delivery ended; another process sends it (redelivery)";
+
 /** Backoff before attempt `n + 1`: base × 2^(n-1), capped. */
 export function backoffMs(outbound: OutboundConfig, attemptsMade: number): number {
   return Math.min(outbound.backoffMaxMs, outbound.backoffMs * 2 ** (attemptsMade - 1));
@@ -60,6 +63,8 @@ export function deliveryLeaseMs(outbound: OutboundConfig): number {
  */
 export class OutboundDispatcher implements Dispatcher {
   private readonly leases: DeliveryLeases;
+  /** Aborted by `close()`: a delivery waiting to retry hands its row to the outbox at once. */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly deps: DispatcherDeps) {
     this.leases = new DeliveryLeases(deps.deliveries, deliveryLeaseMs(deps.outbound), deps.logger);
@@ -83,6 +88,7 @@ export class OutboundDispatcher implements Dispatcher {
    */
   async redeliverOrphaned(limit: number): Promise<number> {
     const { deliveries, outbound, logger } = this.deps;
+    if (this.stopping.signal.aborted) return 0;
     const orphans = await deliveries.claimOrphaned(limit, deliveryLeaseMs(outbound));
     await Promise.all(
       orphans.map(async ({ row, message }) => {
@@ -97,8 +103,14 @@ export class OutboundDispatcher implements Dispatcher {
     return orphans.length;
   }
 
-  /** Stops renewing leases: what this process still sends is taken over by another once they run out. */
+  /**
+   * A graceful stop, first of all: a delivery waiting to retry (or not started yet) ends its call
+   * at once, not delivered and handed over, so that no caller waits on a backoff while the servers
+   * drain; an attempt under way still ends by itself. Leases stop being renewed, so another process,
+   * or the next start, takes the rows over once they run out.
+   */
   close(): void {
+    this.stopping.abort();
     this.leases.close();
   }
 
@@ -119,7 +131,9 @@ export class OutboundDispatcher implements Dispatcher {
     try {
       let attempt = row.attempts;
       let sender: Sender | null = null;
+      const { signal } = this.stopping;
       for (let tried = 1; ; tried++) {
+        if (signal.aborted) return { destination, accepted: false, attempts: attempt, error: HANDED_OVER };
         attempt++;
         const startedAt = new Date();
         try {
@@ -153,7 +167,7 @@ export class OutboundDispatcher implements Dispatcher {
             logger.info({ tenantId, deliveryId: row.id, kind: message.kind, attempts: attempt, error: failure.message }, "outbound delivery failed");
             return { destination, accepted: false, attempts: attempt, error: failure.message.slice(0, MAX_ERROR) };
           }
-          await sleep(backoffMs(outbound, tried));
+          await sleep(backoffMs(outbound, tried), undefined, { signal }).catch(() => undefined);
         }
       }
     } finally {

@@ -7,6 +7,7 @@ import { startChildService } from "../support/child-service.js";
 import { startHttpReceiver } from "../support/outbound-receivers.js";
 import { rest } from "../support/clients.js";
 import { tenantCalls, unique, type Tenant } from "../support/tenant-calls.js";
+import { createTemplate } from "../support/report-fixtures.js";
 import type { OutboundConfig } from "../../src/config.js";
 import type { ScheduledJob } from "../../src/scheduling/scheduled-job.js";
 import { OutboundDispatcher, deliveryLeaseMs } from "../../src/notifications/dispatcher.js";
@@ -217,4 +218,38 @@ test("a report's attachments are kept as bytes and come back whole to the proces
   assert.equal(back.attachments![1].content.byteLength, 17, "a view's own bytes, not its whole buffer");
   await store.finish(t.tenantId, taken[0].row.id, "accepted", null, null);
   assert.deepEqual(await storedMessages(t), []);
+});
+
+test("a stop hands a run-now's delivery waiting to retry to the outbox: the run records its end before the pools close", async () => {
+  const own = await startTestService({ outbound: { ...OUTBOUND, maxAttempts: 5, backoffMs: 8000, backoffMaxMs: 8000 }, shutdownGraceMs: 3000, settingsKeys: [{ id: "k1", secret: "redelivery-test-settings-key-0123456789" }] });
+  const t = await own.createTenant(unique("run-now"));
+  const call = (path: string, body: unknown = {}) => rest(own.baseUrl, "POST", path, { key: t.apiKey, body });
+  receiver.routes.set("/report-down", { statuses: [503] });
+  const provider = await call("/api/v1/notifications/providers", { type: "webhook", name: unique("hook"), config: { url: `${receiver.url}/report-down`, secret: "whsec-redelivery-0123456789" } });
+  assert.equal(provider.status, 201, JSON.stringify(provider.body));
+  const template = await createTemplate(own, t.apiKey, { name: unique("report"), filters: { destinations: [provider.body.id] } });
+  const running = call(`/api/v1/reports/templates/${template.id}/run-now`);
+  // The first attempt failed; the delivery now waits 8 s before its second.
+  await until("the first attempt", () => hits("/report-down").length === 1);
+  const started = Date.now();
+  await own.stop();
+  const res = await running;
+  assert.ok(Date.now() - started < 2500, `stopped in ${Date.now() - started} ms, not after the 8 s backoff or the 3 s grace`);
+  assert.equal(res.status, 202, JSON.stringify(res.body));
+  assert.equal(res.body.status, "failed");
+  assert.match(res.body.deliveryResults[0].error, /another process sends it/);
+  const client = new pg.Client({ connectionString: own.config.databaseUrl! });
+  await client.connect();
+  try {
+    const { rows: runs } = await client.query("SELECT status FROM report_runs WHERE tenant_id = $1", [t.tenantId]);
+    assert.deepEqual(runs, [{ status: "failed" }], "the run ended in the database, not left running");
+    const { rows } = await client.query(
+      `SELECT d.status, d.attempts, (SELECT count(*)::int FROM outbound_messages m WHERE m.tenant_id = d.tenant_id AND m.dedupe_key = d.dedupe_key) AS kept
+       FROM notification_deliveries d WHERE d.tenant_id = $1`,
+      [t.tenantId],
+    );
+    assert.deepEqual(rows, [{ status: "sending", attempts: 1, kept: 1 }], "the delivery is left to the sweep, with its message");
+  } finally {
+    await client.end();
+  }
 });
