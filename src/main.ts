@@ -390,7 +390,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     evidence: counters.evidence,
     counters: counters.customerWipe,
     positiveOutcomes: decisions.positiveOutcomes,
-    otherCustomerData: [ingestion.customerRows],
+    otherCustomerData: [ingestion.customerRows, notifications.customerMessages],
     streamEntries: events.streamEntries,
     configChanged: decisions.configChanged,
     afterImport: { schemas: ingestion.importedSchema },

@@ -66,6 +66,7 @@ export class TriggerEvaluator {
       .dispatch(ctx.tenantId, [destination], {
         kind: "trigger",
         dedupeKey: `trigger:${rule.id}:${event.id}`,
+        ...(event.customerId && { customerId: event.customerId }),
         subject: `Trigger ${rule.name}: ${event.eventType}`,
         text: `Event ${event.eventType} for customer ${event.customerId ?? "(none)"} matched trigger ${rule.name}.`,
         payload: {

@@ -1,5 +1,5 @@
 import type { Sequelize } from "sequelize";
-import { execReturning, selectRows } from "../platform/db.js";
+import { execReturning, selectRows, type Transaction } from "../platform/db.js";
 import type { Destination, OutboundMessage } from "./outbound.js";
 
 export type DeliveryStatus = "pending" | "sending" | "accepted" | "failed";
@@ -44,6 +44,8 @@ export interface OrphanedDelivery {
   message: OutboundMessage | null;
 }
 
+/** Why a delivery whose message a GDPR erasure deleted ended. */
+const WITHDRAWN = "withdrawn: the customer it is about was erased";
 /** How long an unfinished row without a lease (written before leases were kept on pending rows) waits before the sweep takes it. */
 const UNLEASED_GRACE = "10 minutes";
 /** How long a stored message whose deliveries all ended is kept before the sweep deletes it: a dispatch is between its first and last write. */
@@ -67,9 +69,10 @@ export class DeliveryStore {
       if (!message.holdsCredential) {
         const { json, attachments } = storedForm(message);
         await this.db.query(
-          `INSERT INTO outbound_messages (tenant_id, dedupe_key, message, attachments) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (tenant_id, dedupe_key) DO UPDATE SET message = EXCLUDED.message, attachments = EXCLUDED.attachments, created_at = now()`,
-          { bind: [tenantId, message.dedupeKey, json, attachments], transaction: t },
+          `INSERT INTO outbound_messages (tenant_id, dedupe_key, message, attachments, customer_id) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (tenant_id, dedupe_key) DO UPDATE SET message = EXCLUDED.message, attachments = EXCLUDED.attachments,
+             customer_id = EXCLUDED.customer_id, created_at = now()`,
+          { bind: [tenantId, message.dedupeKey, json, attachments, message.customerId ?? null], transaction: t },
         );
       }
       await this.db.query(
@@ -188,6 +191,35 @@ export class DeliveryStore {
         { bind: [tenantId, ended.dedupe_key], transaction: t },
       );
     });
+  }
+
+  /**
+   * A GDPR erasure's share (a CustomerDataHolder): the customer's stored messages are deleted, and
+   * their unfinished deliveries end as failed, so neither the sweep nor a sender waiting to retry
+   * sends them. How many messages.
+   */
+  async eraseCustomer(tenantId: string, customerId: string, t?: Transaction): Promise<number> {
+    const [row] = await selectRows<{ n: number }>(
+      this.db,
+      `WITH m AS (DELETE FROM outbound_messages WHERE tenant_id = $1 AND customer_id = $2 RETURNING dedupe_key),
+       d AS (UPDATE notification_deliveries SET status = 'failed', last_error = $3, lease_until = NULL, updated_at = now()
+             WHERE tenant_id = $1 AND dedupe_key IN (SELECT dedupe_key FROM m) AND status IN ('pending', 'sending'))
+       SELECT count(*)::int AS n FROM m`,
+      [tenantId, customerId, WITHDRAWN],
+      t,
+    );
+    return row.n;
+  }
+
+  async countCustomer(tenantId: string, customerId: string): Promise<number> {
+    const [row] = await selectRows<{ n: number }>(this.db, "SELECT count(*)::int AS n FROM outbound_messages WHERE tenant_id = $1 AND customer_id = $2", [tenantId, customerId]);
+    return row.n;
+  }
+
+  /** The row's status and last error: a sender asks before each retry whether it is still its to send. */
+  async state(tenantId: string, id: string): Promise<Pick<DeliveryRow, "status" | "last_error"> | null> {
+    const [row] = await selectRows<Pick<DeliveryRow, "status" | "last_error">>(this.db, "SELECT status, last_error FROM notification_deliveries WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
+    return row ?? null;
   }
 
   /**

@@ -134,6 +134,11 @@ export class OutboundDispatcher implements Dispatcher {
       const { signal } = this.stopping;
       for (let tried = 1; ; tried++) {
         if (signal.aborted) return { destination, accepted: false, attempts: attempt, error: HANDED_OVER };
+        if (tried > 1) {
+          // Ended meanwhile by someone else (a GDPR erasure withdrew the message): not ours to send any more.
+          const now = await deliveries.state(tenantId, row.id);
+          if (now?.status !== "sending") return { destination, accepted: false, attempts: attempt, error: now?.last_error ?? "the delivery was deleted" };
+        }
         attempt++;
         const startedAt = new Date();
         try {

@@ -4,6 +4,7 @@ import { PlatformSettingsService as PlatformSettingsServiceDesc } from "../../ge
 import type { AuditLog } from "../audit/audit-log.js";
 import type { OutboundConfig } from "../config.js";
 import type { Bus } from "../platform/bus.js";
+import type { Transaction } from "../platform/db.js";
 import type { Logger } from "../platform/logger.js";
 import type { ScheduledJob } from "../scheduling/scheduled-job.js";
 import type { ServiceRegistration } from "../platform/service-registration.js";
@@ -38,6 +39,12 @@ export interface Notifications {
   deliveries: DeliveryStore;
   /** The outbox's sweep, for the scheduler. */
   jobs: ScheduledJob[];
+  /** Messages in the outbox that carry a customer's data, for a GDPR erasure (a CustomerDataHolder). */
+  customerMessages: {
+    kind: string;
+    erase(tenantId: string, customerId: string, t?: Transaction): Promise<number>;
+    count(tenantId: string, customerId: string): Promise<number>;
+  };
   /**
    * Which of `ids` name notification providers of the tenant: what another domain checks a
    * reference in its body against (spec 7: a foreign or unknown provider is a 400 there).
@@ -71,6 +78,11 @@ export function createNotifications(o: NotificationsOptions): Notifications {
     providers,
     deliveries,
     jobs: [redeliveryJob(dispatcher, deliveries, o.logger)],
+    customerMessages: {
+      kind: "outboundMessages",
+      erase: (tenantId, customerId, t) => deliveries.eraseCustomer(tenantId, customerId, t),
+      count: (tenantId, customerId) => deliveries.countCustomer(tenantId, customerId),
+    },
     existingProviderIds: (tenantId, ids) => providerStore.existingIds(tenantId, ids),
     services: [
       { service: PlatformSettingsServiceDesc, impl: platformSettings as never },

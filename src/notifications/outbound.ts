@@ -27,6 +27,8 @@ export interface OutboundMessage {
    * process died is not sent again by another, and its reader asks for a new one.
    */
   holdsCredential?: boolean;
+  /** The customer whose data the message carries (a trigger's event): a GDPR erasure of them deletes it while it waits. */
+  customerId?: string;
 }
 
 export interface OutboundAttachment {

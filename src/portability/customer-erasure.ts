@@ -24,7 +24,7 @@ export interface ErasureDeps {
   counters: CustomerCounterWipe;
   /** Outcome keys in the `positive` category: the outcomes that counted as successes. */
   positiveOutcomes(tenantId: string): Promise<string[]>;
-  /** Other domains' customer rows outside CUSTOMER_TABLES (ingestion's loaded customer tables). */
+  /** Other domains' customer rows outside CUSTOMER_TABLES (ingestion's loaded customer tables, the outbox's messages). */
   otherCustomerData?: readonly CustomerDataHolder[];
   /** The customer's entries in the tenant's event stream (Redis, spec 6): the events domain's. */
   streamEntries: CustomerStreamEntries;

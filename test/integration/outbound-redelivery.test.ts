@@ -84,7 +84,8 @@ test("trigger webhooks whose process was killed mid-attempt are sent by the swee
   }
   const before = await rowsOf(t);
   assert.deepEqual(before.map((r) => [r.status, r.attempts]), [["sending", 0], ["sending", 0], ["sending", 0]], "the dead process recorded nothing");
-  assert.equal((await storedMessages(t)).length, 3, "each message is in the outbox");
+  const kept = await svc.sql("SELECT customer_id FROM outbound_messages WHERE tenant_id = $1", [t.tenantId]);
+  assert.deepEqual(kept.map((m) => m.customer_id), ["c-1", "c-1", "c-1"], "each message is in the outbox, under the customer it is about");
   for (const path of paths) receiver.routes.set(path, { statuses: [200] });
 
   // Two processes sweep at once, repeatedly, from before the leases run out until after.
@@ -252,4 +253,36 @@ test("a stop hands a run-now's delivery waiting to retry to the outbox: the run 
   } finally {
     await client.end();
   }
+});
+
+test("a GDPR erasure withdraws the customer's messages from the outbox: a sender waiting to retry stops, and the sweep has nothing to send", async () => {
+  const t = await svc.createTenant(unique("erase"));
+  const customerId = unique("customer");
+  receiver.routes.set("/erased", { statuses: [503] });
+  const waiting = otherDispatcher({ ...OUTBOUND, backoffMs: 1500, backoffMaxMs: 1500 });
+  const about = (key: string) => ({ kind: "trigger", dedupeKey: unique(key), subject: "s", text: "t", payload: { event: { customerId } }, customerId });
+  const retrying = waiting.dispatch(t.tenantId, [{ type: "webhook", target: `${receiver.url}/erased` }], about("retrying"));
+  // Another about them, whose process died: its lease has run out.
+  const orphan = about("orphan");
+  await new DeliveryStore(svc.running.foundation.db).prepare(t.tenantId, orphan, [{ id: newId(), destinationKey: "webhook:orphan", destination: { type: "webhook", target: `${receiver.url}/erased` } }], 0);
+  // And one about somebody else, which stays.
+  const other = { ...about("other"), customerId: "someone-else" };
+  await new DeliveryStore(svc.running.foundation.db).prepare(t.tenantId, other, [{ id: newId(), destinationKey: "webhook:other", destination: { type: "webhook", target: `${receiver.url}/erased` } }], 60_000);
+  await until("the first attempt", () => hits("/erased").length === 1);
+
+  const erased = await rest(svc.baseUrl, "DELETE", "/api/v1/export/full", { key: t.apiKey, body: { customerId } });
+  assert.equal(erased.status, 200, JSON.stringify(erased.body));
+  assert.equal(erased.body.removed.outboundMessages, 2);
+  const [result] = await retrying;
+  waiting.close();
+  assert.equal(result.accepted, false);
+  assert.match(result.error!, /the customer it is about was erased/);
+  await sweep.run(new Date());
+  assert.equal(hits("/erased").length, 1, "nothing about the erased customer was sent after the erasure");
+  const rows = await svc.sql("SELECT dedupe_key, status, last_error FROM notification_deliveries WHERE tenant_id = $1 ORDER BY dedupe_key", [t.tenantId]);
+  assert.deepEqual(
+    rows.filter((r) => r.dedupe_key !== other.dedupeKey).map((r) => [r.status, r.last_error]),
+    [["failed", "withdrawn: the customer it is about was erased"], ["failed", "withdrawn: the customer it is about was erased"]],
+  );
+  assert.deepEqual((await storedMessages(t)).map((m) => m.dedupe_key), [other.dedupeKey]);
 });
