@@ -18,8 +18,9 @@ function eventBag(event: EventRecord) {
 
 /**
  * Evaluates an event against the tenant's active trigger rules and fires the matching rules'
- * actions. Journey enrolment runs in the request; webhooks go to the dispatcher in the background
- * (its retries take up to minutes), deduplicated per rule and event, and are awaited on close.
+ * actions. Journey enrolment runs in the request; a webhook is stored in the outbox in the request
+ * (so an event answered 202 has its webhooks stored, whatever happens to the process after) and sent
+ * in the background (its retries take up to minutes), deduplicated per rule and event, awaited on close.
  */
 export class TriggerEvaluator {
   private readonly pending = new Set<Promise<unknown>>();
@@ -62,25 +63,25 @@ export class TriggerEvaluator {
       return;
     }
     const destination = "providerId" in action ? { providerId: action.providerId } : { type: "webhook" as const, target: action.target };
-    const delivery = this.dispatcher
-      .dispatch(ctx.tenantId, [destination], {
-        kind: "trigger",
-        dedupeKey: `trigger:${rule.id}:${event.id}`,
-        ...(event.customerId && { customerId: event.customerId }),
-        subject: `Trigger ${rule.name}: ${event.eventType}`,
-        text: `Event ${event.eventType} for customer ${event.customerId ?? "(none)"} matched trigger ${rule.name}.`,
-        payload: {
-          trigger: { id: rule.id, name: rule.name },
-          event: {
-            id: event.id,
-            eventType: event.eventType,
-            customerId: event.customerId,
-            sessionId: event.sessionId,
-            timestamp: event.occurredAt.toISOString(),
-            properties: event.properties,
-          },
+    const { sent } = await this.dispatcher.enqueue(ctx.tenantId, [destination], {
+      kind: "trigger",
+      dedupeKey: `trigger:${rule.id}:${event.id}`,
+      ...(event.customerId && { customerId: event.customerId }),
+      subject: `Trigger ${rule.name}: ${event.eventType}`,
+      text: `Event ${event.eventType} for customer ${event.customerId ?? "(none)"} matched trigger ${rule.name}.`,
+      payload: {
+        trigger: { id: rule.id, name: rule.name },
+        event: {
+          id: event.id,
+          eventType: event.eventType,
+          customerId: event.customerId,
+          sessionId: event.sessionId,
+          timestamp: event.occurredAt.toISOString(),
+          properties: event.properties,
         },
-      })
+      },
+    });
+    const delivery = sent
       .catch((err) => this.logger.error({ err, tenantId: ctx.tenantId, triggerId: rule.id }, "trigger webhook dispatch failed"))
       .finally(() => this.pending.delete(delivery));
     this.pending.add(delivery);

@@ -72,12 +72,16 @@ export class OutboundDispatcher implements Dispatcher {
 
   /** A destination listed twice is sent once; each listing gets its result. */
   async dispatch(tenantId: string, destinations: readonly Destination[], message: OutboundMessage): Promise<DeliveryResult[]> {
+    return (await this.enqueue(tenantId, destinations, message)).sent;
+  }
+
+  async enqueue(tenantId: string, destinations: readonly Destination[], message: OutboundMessage): Promise<{ sent: Promise<DeliveryResult[]> }> {
     const distinct = new Map<string, Destination>();
     for (const d of destinations) if (!distinct.has(destinationKey(d))) distinct.set(destinationKey(d), d);
     const leaseMs = deliveryLeaseMs(this.deps.outbound);
     await this.deps.deliveries.prepare(tenantId, message, [...distinct].map(([key, destination]) => ({ id: newId(), destinationKey: key, destination })), leaseMs);
-    const sent = new Map([...distinct].map(([key, d]) => [key, this.deliver(tenantId, key, d, message, leaseMs)]));
-    return Promise.all(destinations.map((d) => sent.get(destinationKey(d))!.then((r) => ({ ...r, destination: d }))));
+    const sending = new Map([...distinct].map(([key, d]) => [key, this.deliver(tenantId, key, d, message, leaseMs)]));
+    return { sent: Promise.all(destinations.map((d) => sending.get(destinationKey(d))!.then((r) => ({ ...r, destination: d })))) };
   }
 
   /**

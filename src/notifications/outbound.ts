@@ -51,4 +51,10 @@ export interface DeliveryResult {
 export interface Dispatcher {
   /** Sends to every destination; resolves when each was accepted or ran out of attempts. Never throws for a failed delivery. */
   dispatch(tenantId: string, destinations: readonly Destination[], message: OutboundMessage): Promise<DeliveryResult[]>;
+  /**
+   * The same, in two steps: resolves once the message and its deliveries are stored (the outbox),
+   * so that a caller may answer only then and a crash after its answer loses nothing; `sent`
+   * resolves as `dispatch` does.
+   */
+  enqueue(tenantId: string, destinations: readonly Destination[], message: OutboundMessage): Promise<{ sent: Promise<DeliveryResult[]> }>;
 }

@@ -77,6 +77,8 @@ test("trigger webhooks whose process was killed mid-attempt are sent by the swee
   try {
     sent = await rest(child.baseUrl, "POST", "/api/v1/events", { key: t.apiKey, body: [{ eventType: "churn_risk", customerId: "c-1", properties: { score: 0.9 } }] });
     assert.equal(sent.status, 202, JSON.stringify(sent.body));
+    assert.equal(sent.body.results[0].triggersMatched, 3);
+    assert.equal((await storedMessages(t)).length, 3, "the answer came after the webhooks were stored");
     // The child's first attempts reached the receivers, which hold them: the process dies mid-attempt.
     await until("the child's attempts", () => paths.every((p) => hits(p).length === 1));
   } finally {
