@@ -64,6 +64,47 @@ function runningPostmaster(databaseDir: string): Postmaster | null {
   return { pid, port: Number(lines[3]), status: (lines[7] ?? "").trim() };
 }
 
+/**
+ * The pid of the process that started the server on this data directory, beside it: a server whose
+ * owner is gone was left by a SIGKILL (the exit hook that stops it never ran), and the next start
+ * stops it instead of refusing. A server without this file (started by an older version) still
+ * refuses, as one whose owner lives does.
+ */
+const OWNER_FILE = "pg.owner";
+/** How long a left server may take to shut down before the start refuses after all. */
+const ORPHAN_STOP_MS = 30_000;
+
+function ownerOf(root: string): number | null {
+  try {
+    const pid = Number(readFileSync(join(root, OWNER_FILE), "utf8").trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== "ESRCH"; // EPERM: alive, someone else's
+  }
+}
+
+/** A fast shutdown of a left server; true once its lock file is gone. */
+async function stopOrphan(databaseDir: string, pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, "SIGINT");
+  } catch {
+    return false;
+  }
+  for (const end = Date.now() + ORPHAN_STOP_MS; Date.now() < end; await sleep(50)) {
+    if (runningPostmaster(databaseDir) === null) return true;
+  }
+  return false;
+}
+
 const urlFor = (password: string, port: number) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 
 /** A program of the cluster, run as the layout's account. */
@@ -179,10 +220,16 @@ export async function startEmbeddedPostgres(
 ): Promise<EmbeddedPostgres> {
   const root = resolve(dataDir);
   mkdirSync(root, { recursive: true, mode: 0o755 });
-  const running = runningPostmaster(join(root, "pg"));
+  let running = runningPostmaster(join(root, "pg"));
   if (running && options.shareRunning) {
     logger.info({ pid: running.pid, port: running.port }, "using the embedded PostgreSQL that is running on this data directory");
     return { url: urlFor(password, running.port), created: false, stop: async () => {} };
+  }
+  const owner = ownerOf(root);
+  // The owner being this very process means a pid reused after a restart (a container's pid 1): not a live owner.
+  if (running && owner !== null && (owner === process.pid || !isAlive(owner)) && (await stopOrphan(join(root, "pg"), running.pid))) {
+    logger.warn({ pid: running.pid, deadOwner: owner }, "stopped the embedded PostgreSQL that a killed npm start left running");
+    running = null;
   }
   if (running) {
     throw new EmbeddedPostgresError(
@@ -195,7 +242,12 @@ export async function startEmbeddedPostgres(
     const created = !existsSync(join(layout.databaseDir, "PG_VERSION"));
     if (created) await initdb(layout, password);
     const port = await freePort();
-    const stop = await startPostmaster(layout, port, logger);
+    const stopPostmaster = await startPostmaster(layout, port, logger);
+    writeFileSync(join(root, OWNER_FILE), `${process.pid}\n`);
+    const stop = async () => {
+      await stopPostmaster();
+      rmSync(join(root, OWNER_FILE), { force: true });
+    };
     return { url: urlFor(password, port), created, stop };
   } catch (err) {
     // A file system refusal (EACCES, ENOSPC, EROFS) is the operator's to fix too: one line, no stack.

@@ -120,7 +120,19 @@ test("a fresh embedded database: one admin key shown once, the CLI beside the ru
   const again = await start(env);
   assert.doesNotMatch(again.stderr(), KEY_LINE, "the key is shown only on creation");
   assert.equal((await listKeys(again.baseUrl, key)).status, 200, "and keeps working");
-  await stop(again);
+
+  // A SIGKILL leaves PostgreSQL running (no exit hook runs); the next start stops it and starts afresh.
+  again.child.kill("SIGKILL");
+  await again.exited;
+  assert.ok(existsSync(join(databaseLink, "postmaster.pid")), "the killed server's PostgreSQL is still running");
+  const afterKill = await start(env);
+  assert.ok(
+    afterKill.stdout.some((line) => JSON.parse(line).msg === "stopped the embedded PostgreSQL that a killed npm start left running"),
+    afterKill.stdout.join("\n"),
+  );
+  assert.equal((await listKeys(afterKill.baseUrl, key)).status, 200, "the data survived");
+  await stop(afterKill);
+  assert.ok(!existsSync(join(databaseLink, "postmaster.pid")));
 });
 
 test("with DATABASE_URL, no tenant is created and no key is shown", async () => {
