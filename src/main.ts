@@ -202,6 +202,11 @@ export interface Services {
   scheduler: Scheduler;
   /** Loads the in-memory counters (without Redis) and subscribes caches to cross-process invalidation; call before serving. */
   listen(): Promise<void>;
+  /**
+   * Aborts work that would hold a stop for as long as it runs (ingestion runs in flight), waiting at
+   * most `graceMs` for it to be recorded as failed, and refuses more: first in a stop.
+   */
+  interrupt(graceMs: number): Promise<void>;
   /** Flushes queued traces and request statistics, saves the in-memory counters (without Redis), and stops the scoring workers. */
   close(): Promise<void>;
 }
@@ -488,11 +493,16 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
       await decisions.listen();
       await notifications.listen();
     },
+    interrupt: async (graceMs) => {
+      notifications.dispatcher.close();
+      await ingestion.stop(graceMs);
+    },
     close: async () => {
-      // Deliveries stop retrying (stop() closed the dispatcher already; the CLI calls only this).
+      // A caller that closed without interrupting (the CLI) still ends its deliveries and runs first.
       // An attempt still under way after the grace is not waited for: its row's lease runs out and
       // the outbox's sweep of another process, or of the next start, sends it.
       notifications.dispatcher.close();
+      await ingestion.stop(f.config.shutdownGraceMs);
       const sent = await Promise.race([Promise.all([events.settled(), sessions.settled()]).then(() => true), sleep(f.config.shutdownGraceMs, false, { ref: false })]);
       if (!sent) f.logger.warn({ graceMs: f.config.shutdownGraceMs }, "outbound deliveries still under way at stop are left to the redelivery sweep");
       await decisions.close();
@@ -575,10 +585,11 @@ export async function startService(config: Config, logger = createLogger(config.
       stopping ??= (async () => {
         clearInterval(healthPoll);
         grpc.health.setStatus("", "NOT_SERVING");
-        // Before anything waits: a job or a request waiting on a delivery's backoff records its
-        // end now, while the pools are open, and the delivery goes to the outbox's sweep.
-        services.notifications.dispatcher.close();
-        // First, so that no new slot starts while the servers drain; running attempts finish within the grace.
+        // Before the scheduler and the servers wait for what is in flight: a delivery waiting on its
+        // backoff, or an ingestion run, would hold them. Interrupted, each records its end while the
+        // pools are open (the delivery goes to the outbox's sweep), and its caller gets that answer.
+        await services.interrupt(config.shutdownGraceMs);
+        // Then the scheduler, so that no new slot starts while the servers drain; running attempts finish within the grace.
         await services.scheduler.stop(config.shutdownGraceMs);
         const grace = setTimeout(() => {
           http.closeAllConnections();

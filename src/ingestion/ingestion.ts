@@ -40,7 +40,7 @@ export interface IngestionOptions {
   flows(tenantId: string): Promise<ReadonlyArray<{ id: string; key: string }>>;
 }
 
-/** Data ingestion (docs/ingestion.md), built once at start-up: its routes and its scheduled job. */
+/** Data ingestion (docs/ingestion.md), built once at start-up: its routes, its scheduled jobs and its stop. */
 export function createIngestion(o: IngestionOptions): {
   services: ServiceRegistration[];
   jobs: ScheduledJob[];
@@ -50,6 +50,11 @@ export function createIngestion(o: IngestionOptions): {
   importedSchema(t: Transaction, tenantId: string, row: Record<string, unknown>): Promise<void>;
   /** GDPR erasure's share: a customer's rows in the tenant's loaded customer tables. */
   customerRows: ReturnType<typeof loadedCustomerRows>;
+  /**
+   * A stop's share, before the pools close: aborts the runs in flight, waits at most `graceMs` for
+   * them to be recorded as failed, and refuses new ones. Safe to call again.
+   */
+  stop(graceMs: number): Promise<void>;
 } {
   const objectStore = { forbidden: forbiddenAddresses(o.allowPrivate), stsEndpoint: o.stsEndpoint, timeoutMs: o.timeoutMs };
   const connectorStore = new ConnectorStore(o.db);
@@ -110,5 +115,6 @@ export function createIngestion(o: IngestionOptions): {
         logger: o.logger,
       }),
     ],
+    stop: (graceMs) => runner.stop(graceMs),
   };
 }

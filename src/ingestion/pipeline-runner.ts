@@ -1,13 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Sequelize } from "sequelize";
 import type { PipelineIr, SourceNode } from "../core/index.js";
+import { unavailable } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
 import { newId } from "../platform/ids.js";
 import type { HealthAlerts } from "../observability/operational-signals.js";
 import { movedKey } from "./object-source.js";
 import { describeStorageError, type BucketAccess, type ObjectInfo, type ObjectStore, type ObjectStoreOptions } from "./object-store.js";
 import type { PipelineRow, PipelineStore } from "./pipeline-store.js";
-import { describeFailure, RunAttempt, RunFailure } from "./run-attempt.js";
+import { describeFailure, RunAttempt, RunFailure, stoppedBy } from "./run-attempt.js";
 import type { SchemaRow } from "./schema-store.js";
 
 /** One node's line of a run's answer (spec 4.20). */
@@ -55,19 +56,52 @@ export interface RunnerDeps {
   logger: Logger;
 }
 
+/** The error of a run that a stop of the service interrupted. */
+export const SHUTDOWN_ERROR = "stopped: the service shut down";
+
 /**
  * Runs a pipeline's IR (spec 4.20; docs/ingestion.md, "The runner"). Files are streamed: records
  * pass node by node to each target's COPY into its staging table, and only after every file was
  * read and every dataset rule held does each target apply its load mode, in its own transaction.
  * Retries follow errorHandling; the run, its node results and its dead letter are recorded.
+ *
+ * `stop` aborts the runs in flight, so that a shutdown does not wait for them and records them
+ * while the database is still there.
  */
 export class PipelineRunner {
+  private readonly shutdown = new AbortController();
+  private readonly inFlight = new Set<Promise<unknown>>();
+
   constructor(private readonly deps: RunnerDeps) {}
 
   async run(pipeline: PipelineRow, ir: PipelineIr, irVersion: number, trigger: "manual" | "schedule"): Promise<RunResult> {
+    if (this.shutdown.signal.aborted) throw unavailable("SHUTTING_DOWN", "the service is stopping: run the pipeline again once it is back");
+    const running = this.runTracked(pipeline, ir, irVersion, trigger);
+    this.inFlight.add(running);
+    const untrack = () => this.inFlight.delete(running);
+    void running.then(untrack, untrack);
+    return running;
+  }
+
+  /**
+   * Aborts the runs in flight and waits, at most `graceMs`, until each has been recorded as failed.
+   * Later runs are refused. Reading stops at once, and the COPY or load statement under way is
+   * cancelled and rolled back; a COMMIT the server has already carried out stays.
+   */
+  async stop(graceMs: number): Promise<void> {
+    if (!this.shutdown.signal.aborted) this.shutdown.abort(new Error(SHUTDOWN_ERROR));
+    if (!this.inFlight.size) return;
+    let grace: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([Promise.allSettled([...this.inFlight]).then(() => true), new Promise<false>((res) => (grace = setTimeout(res, graceMs, false)))]);
+    clearTimeout(grace);
+    if (!inTime) this.deps.logger.warn({ runs: this.inFlight.size, graceMs }, "ingestion runs still going after the stop's grace");
+  }
+
+  private async runTracked(pipeline: PipelineRow, ir: PipelineIr, irVersion: number, trigger: "manual" | "schedule"): Promise<RunResult> {
     const runId = newId();
     const { store, logger } = this.deps;
     await store.startRun(pipeline.tenant_id, { id: runId, pipeline_id: pipeline.id, ir_version: irVersion, trigger });
+    const signal = this.shutdown.signal;
     const eh = ir.errorHandling;
     let attempt = 0;
     let result: Omit<RunResult, "runId" | "irVersion">;
@@ -75,19 +109,20 @@ export class PipelineRunner {
     let storeHandle: { store: ObjectStore; node: SourceNode; access: BucketAccess } | null = null;
     for (;;) {
       attempt++;
-      const run = new RunAttempt(this.deps, pipeline, ir, runId);
+      const run = new RunAttempt(this.deps, pipeline, ir, runId, signal);
       try {
         result = await run.execute();
       } catch (err) {
         const failure = err instanceof RunFailure ? err : new RunFailure(run.current, describeFailure(err), false);
         if (!(err instanceof RunFailure)) logger.warn({ err, pipelineId: pipeline.id, runId, attempt }, "pipeline run attempt failed");
         result = { ok: false, nodeResults: run.outcomes(), failedNodeId: failure.nodeId, error: failure.message };
-        if (!failure.final && attempt < eh.maxAttempts) {
+        if (!failure.final && attempt < eh.maxAttempts && !signal.aborted) {
           run.close();
           const delay = eh.backoff === "none" ? 0 : eh.backoff === "fixed" ? eh.initialDelayMs : eh.initialDelayMs * 2 ** (attempt - 1);
           logger.info({ pipelineId: pipeline.id, runId, attempt, delay }, "pipeline run retrying");
-          await sleep(delay);
-          continue;
+          // A stop during the backoff ends the run with the last attempt's node results.
+          if (await sleep(delay, true, { signal }).catch(() => false)) continue;
+          result = { ...result, error: stoppedBy(signal) };
         }
       }
       files = result.ok ? run.loadedFiles : run.selectedFiles.filter((f) => !run.movedAside.has(f.key));
@@ -95,7 +130,8 @@ export class PipelineRunner {
       break;
     }
     try {
-      if (storeHandle?.node.atomicity) await this.settleFiles(storeHandle, files, result.ok, result);
+      // A stopped run's files stay where they are: nothing was wrong with them, and the next run reads them.
+      if (storeHandle?.node.atomicity && !signal.aborted) await this.settleFiles(storeHandle, files, result.ok, result);
     } finally {
       storeHandle?.store.close();
     }

@@ -47,7 +47,40 @@ export function describeFailure(err: unknown): string {
   return (err as Error)?.message?.slice(0, 300) ?? "run failed";
 }
 
-/** One attempt of a run: its node state, its loaders, its counters. */
+/** Why a run was stopped from outside (a shutdown), as the run's error. */
+export function stoppedBy(signal: AbortSignal): string {
+  return signal.reason instanceof Error ? signal.reason.message : "stopped";
+}
+
+/**
+ * `p`, or a rejection as soon as `signal` aborts: for waits the signal cannot cut itself (a COPY
+ * waiting for the socket to drain, a request for an object). `p` is left to settle on its own; its
+ * rejection is handled here, so a destroyed stream does not surface as an unhandled rejection.
+ */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (err: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err);
+      },
+    );
+  });
+}
+
+/**
+ * One attempt of a run: its node state, its loaders, its counters. `signal` stops it from outside
+ * (docs/ingestion.md, "What a stop does to a run"): it is checked between batches of records, files
+ * and targets, and it cuts the waits in between (the source's body, a COPY's drain, a waitPolicy
+ * sleep); the staging loads are then rolled back, and the attempt fails final, not to be retried.
+ */
 export class RunAttempt {
   current: string;
   loadedFiles: ObjectInfo[] = [];
@@ -69,6 +102,7 @@ export class RunAttempt {
     private readonly pipeline: PipelineRow,
     private readonly ir: PipelineIr,
     private readonly runId: string,
+    private readonly signal: AbortSignal,
   ) {
     this.byId = new Map(ir.nodes.map((n) => [n.id, n]));
     for (const n of ir.nodes) {
@@ -91,6 +125,7 @@ export class RunAttempt {
     const tenantId = this.pipeline.tenant_id;
     const node = this.ir.nodes.find((n): n is SourceNode => n.kind === "source")!;
     try {
+      this.checkSignal();
       await this.prepareTargets();
       const q = this.ir.nodes.find((n): n is ValidateNode => n.kind === "validate" && n.quarantine !== null);
       if (q) {
@@ -101,6 +136,7 @@ export class RunAttempt {
       this.current = node.id;
       const access = node.connector ? await this.deps.access(tenantId, node.connector) : null;
       if (!access) throw new RunFailure(node.id, "the source's connector no longer exists");
+      this.checkSignal();
       const store = await openObjectStore(access, this.deps.objectStore);
       this.source = { store, node, access };
       const folder = sourceFolder(access.prefix, node);
@@ -112,6 +148,7 @@ export class RunAttempt {
       const expected = node.integrity ? await expectedHashes(store, folder, node, files) : null;
       for (const file of files) {
         this.current = node.id;
+        this.checkSignal();
         if (expected && !(await this.verify(store, node, file, expected.get(file.key)!))) continue;
         await this.readFile(store, node, file);
         this.loadedFiles.push(file);
@@ -121,6 +158,8 @@ export class RunAttempt {
       return await this.applyTargets();
     } catch (err) {
       for (const { loader } of this.loaders.values()) await loader.abort();
+      // Whatever a stop surfaced as (a destroyed stream, an aborted sleep), the run was stopped.
+      if (this.signal.aborted) throw new RunFailure(this.current, stoppedBy(this.signal));
       throw err;
     } finally {
       await this.quarantine?.flush().catch((err) => this.deps.logger.warn({ err }, "quarantine rows not written"));
@@ -132,16 +171,16 @@ export class RunAttempt {
   /** waitPolicy: lists again every intervalMinutes until a file appears or maxRetries are spent. */
   private async listWithWait(store: ObjectStore, folder: string, node: SourceNode): Promise<ObjectInfo[]> {
     for (let attempt = 0; ; attempt++) {
-      const files = selectFiles(await store.list(folder), folder, node);
+      const files = selectFiles(await untilAborted(store.list(folder), this.signal), folder, node);
       if (files.length || !node.waitPolicy || attempt >= node.waitPolicy.maxRetries) return files;
-      await sleep(node.waitPolicy.intervalMinutes * 60_000);
+      await sleep(node.waitPolicy.intervalMinutes * 60_000, undefined, { signal: this.signal });
     }
   }
 
   /** integrity: true to load the file; a mismatch with `fail` throws, with `skip` moves it aside and skips it. */
   private async verify(store: ObjectStore, node: SourceNode, file: ObjectInfo, expected: string[]): Promise<boolean> {
     const g = node.integrity!;
-    const actual = await digest(await store.read(file.key), g.algorithm);
+    const actual = await untilAborted(digest(await untilAborted(store.read(file.key), this.signal), g.algorithm), this.signal);
     const meta = this.results.get(node.id)!.meta;
     if (expected.every((e) => e === actual)) {
       meta.verified = [...((meta.verified as string[]) ?? []), file.key];
@@ -165,14 +204,34 @@ export class RunAttempt {
     const out = this.results.get(node.id)!;
     const name = file.key;
     const log = this.deps.logger;
-    for await (const batch of readRecords(decoded(await store.read(file.key), file.key, node), node)) {
-      for (const rec of batch) {
-        if (++this.rowsRead % PROGRESS_EVERY === 0) log.info({ pipelineId: this.pipeline.id, runId: this.runId, file: name, rows: this.rowsRead }, "pipeline run progress");
-        const flow = { line: rec.line, file: name, row: rec.row };
-        const p = rec.error !== null ? this.rowError(node.id, flow, rec.error) : (out.rowsOut!++, this.emit(node.id, flow));
-        if (p) await p;
+    const body = await untilAborted(store.read(file.key), this.signal);
+    const input = decoded(body, file.key, node);
+    // Cuts a read that waits on the network. The parser reads `input`, which is not the body when
+    // gunzipped (pipe does not pass a destroy on), so both are destroyed.
+    const cut = () => {
+      input.destroy(this.signal.reason as Error);
+      body.destroy(this.signal.reason as Error);
+    };
+    this.signal.addEventListener("abort", cut, { once: true });
+    try {
+      for await (const batch of readRecords(input, node)) {
+        this.checkSignal();
+        for (const rec of batch) {
+          if (++this.rowsRead % PROGRESS_EVERY === 0) log.info({ pipelineId: this.pipeline.id, runId: this.runId, file: name, rows: this.rowsRead }, "pipeline run progress");
+          const flow = { line: rec.line, file: name, row: rec.row };
+          const p = rec.error !== null ? this.rowError(node.id, flow, rec.error) : (out.rowsOut!++, this.emit(node.id, flow));
+          if (p) await untilAborted(p, this.signal);
+        }
       }
+    } finally {
+      this.signal.removeEventListener("abort", cut);
     }
+    // A body cut by the signal may read as an early end rather than an error.
+    this.checkSignal();
+  }
+
+  private checkSignal(): void {
+    if (this.signal.aborted) throw new RunFailure(this.current, stoppedBy(this.signal));
   }
 
   /** Passes a row to every node that reads `from`. Synchronous unless a stream needs to drain. */
@@ -262,7 +321,7 @@ export class RunAttempt {
         keys,
         watermarkColumn: n.watermarkColumn,
         watermark: this.pipeline.watermarks[n.id] ?? null,
-      });
+      }, this.signal);
       this.loaders.set(n.id, { loader, node: n, fields: schema.fields, keys });
       this.results.get(n.id)!.meta = { table: schema.table_name, loadMode: n.loadMode };
       await loader.begin();
@@ -308,6 +367,7 @@ export class RunAttempt {
       customers.push({ customerId: String(id), attributes });
     }
     if (!customers.length) return;
+    this.checkSignal();
     const decisions = await decider.decideBatch(this.pipeline.tenant_id, node.flowId, node.limit, customers).catch((err: unknown) => {
       // A refusal of the decision core (an exhausted quota, an unknown flow) would be refused again: not retried.
       if (isAppError(err)) throw new RunFailure(node.id, `${err.reason}: ${err.message}`);
@@ -345,6 +405,7 @@ export class RunAttempt {
     }
     for (const { loader, node } of this.loaders.values()) {
       this.current = node.id;
+      this.checkSignal();
       await loader.endCopy();
       if (loader.stagedRows === 0 && node.failOnEmptySource && (node.loadMode === "truncate" || node.loadMode === "blue_green")) {
         throw new RunFailure(node.id, `empty source: ${node.loadMode} refused before replacing the table (failOnEmptySource)`);
@@ -355,6 +416,7 @@ export class RunAttempt {
   private async applyTargets(): Promise<Omit<RunResult, "runId" | "irVersion">> {
     for (const { loader, node } of this.loaders.values()) {
       this.current = node.id;
+      this.checkSignal();
       const r = await loader.apply();
       const out = this.results.get(node.id)!;
       out.rowsLoaded = r.rowsLoaded;

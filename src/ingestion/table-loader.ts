@@ -7,6 +7,8 @@ import { qualifiedTable, tableConstraints, tenantDataSchema } from "./schema-sto
 
 /** The slice of a pg client the loader uses (sequelize's pooled connections are pg clients). */
 interface PgClient {
+  /** The server process of the connection: what pg_cancel_backend names. */
+  readonly processID: number | null;
   query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>>; rowCount: number | null }>;
   query<T extends Writable>(stream: T): T;
 }
@@ -60,6 +62,10 @@ export function copyField(value: string | null): string {
  * with set-based statements, all in one transaction on one pooled connection: nothing is visible
  * until commit, and a failure at any point (a refused row, a bad operation, a lost connection)
  * rolls everything back. Staging rows carry their line (`__line`), so duplicates keep the last one.
+ *
+ * `signal` (a stop of the run) cancels the end of the COPY or the load statement under way and
+ * refuses the next one, so a stop does not wait for a large load to apply; the caller then aborts
+ * (rolls back). A COMMIT the server has already carried out stays.
  */
 export class TableLoader {
   private client: PgClient | null = null;
@@ -67,11 +73,34 @@ export class TableLoader {
   private staged = 0;
   /** Lines not yet written: COPY gets ~64 KB chunks, not a socket write per row. */
   private pending = "";
+  /** A statement of endCopy or apply is running on the connection: what a stop cancels. */
+  private busy = false;
+  private cancelling: Promise<unknown> | null = null;
 
   constructor(
     private readonly db: Sequelize,
     private readonly target: LoadTarget,
+    private readonly signal?: AbortSignal,
   ) {}
+
+  private readonly cancel = () => {
+    const pid = this.client?.processID;
+    // Only while a statement of ours runs: between statements the connection is idle (a cancel would
+    // be ignored), and released it may run someone else's. release() waits for this before giving it back.
+    if (!this.busy || !pid) return;
+    this.cancelling = this.db.query("SELECT pg_cancel_backend($1)", { bind: [pid] }).catch(() => undefined);
+  };
+
+  /** One statement of the load, unless the run was stopped; cancelled if it is stopped meanwhile. */
+  private async exec(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>>; rowCount: number | null }> {
+    if (this.signal?.aborted) throw this.signal.reason;
+    this.busy = true;
+    try {
+      return await this.client!.query(text, values);
+    } finally {
+      this.busy = false;
+    }
+  }
 
   private get pool(): PoolAccess {
     return this.db.connectionManager as unknown as PoolAccess;
@@ -89,6 +118,7 @@ export class TableLoader {
     this.copy.on("error", () => {
       /* reported by the write or the end that meets it */
     });
+    this.signal?.addEventListener("abort", this.cancel, { once: true });
   }
 
   /**
@@ -116,16 +146,22 @@ export class TableLoader {
     this.copy = null;
     const rest = this.pending;
     this.pending = "";
-    await new Promise<void>((resolve, reject) => {
-      copy.once("finish", resolve);
-      copy.once("error", reject);
-      copy.end(rest || undefined);
-    });
+    if (this.signal?.aborted) throw this.signal.reason;
+    this.busy = true;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        copy.once("finish", resolve);
+        copy.once("error", reject);
+        copy.end(rest || undefined);
+      });
+    } finally {
+      this.busy = false;
+    }
   }
 
   /** Applies the load mode and commits. */
   async apply(): Promise<LoadResult> {
-    const c = this.client!;
+    const c = { query: (text: string, values?: unknown[]) => this.exec(text, values) };
     const t = this.target;
     const started = performance.now();
     const table = qualifiedTable(t.tenantId, t.table);
@@ -220,7 +256,7 @@ export class TableLoader {
       ? `u AS (UPDATE ${table} t SET ${others.map((o) => `${o} = d.${o}`).join(", ")} FROM d WHERE ${match("t", "d")} RETURNING 1),`
       : "u AS (SELECT 1 WHERE false),";
     // Both parts read the table as it was before the statement, so a key is either updated or inserted.
-    const { rows } = await this.client!.query(
+    const { rows } = await this.exec(
       `WITH d AS (${source}), ${update}
        i AS (INSERT INTO ${table} (${list}) SELECT ${list} FROM d WHERE NOT EXISTS (SELECT 1 FROM ${table} x WHERE ${match("x", "d")}) RETURNING 1)
        SELECT (SELECT count(*) FROM u)::int AS updated, (SELECT count(*) FROM i)::int AS inserted`,
@@ -238,11 +274,15 @@ export class TableLoader {
       copy.destroy(new Error("load aborted"));
       await once(copy, "close").catch(() => undefined);
     }
+    // A cancel still on its way would cancel the ROLLBACK.
+    await this.cancelling;
     await this.client.query("ROLLBACK").catch(() => undefined);
     await this.release();
   }
 
   private async release(): Promise<void> {
+    this.signal?.removeEventListener("abort", this.cancel);
+    await this.cancelling;
     const client = this.client;
     this.client = null;
     if (client) await this.pool.releaseConnection(client);
