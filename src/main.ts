@@ -354,6 +354,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     decider: { decideBatch: decisions.decideBatch },
     customersLoaded: (tenantId) => decisions.customerTablesLoaded(tenantId),
     flows: catalog.flowKeys,
+    runLeaseMs: f.config.ingestionRunLeaseMs,
   });
   const events = createEvents({
     db: f.db,

@@ -14,6 +14,7 @@ import { ConnectorService } from "./connector-service.js";
 import { loadedCustomerRows } from "./customer-attributes.js";
 import { wipeIngestion } from "./ingestion-wipe.js";
 import { ConnectorStore } from "./connector-store.js";
+import { expiredRunsJob } from "./expired-runs-job.js";
 import { pipelineScheduleJob } from "./pipeline-schedule-job.js";
 import { PipelineRunner, type BatchDecider } from "./pipeline-runner.js";
 import { PipelineService } from "./pipeline-service.js";
@@ -38,6 +39,8 @@ export interface IngestionOptions {
   customersLoaded(tenantId: string): Promise<void>;
   /** The tenant's live decision flows by id and key: what a decide node may name (the catalog's read model). */
   flows(tenantId: string): Promise<ReadonlyArray<{ id: string; key: string }>>;
+  /** INGESTION_RUN_LEASE_MS: how long a run's lease holds without renewal (docs/ingestion.md). */
+  runLeaseMs: number;
 }
 
 /** Data ingestion (docs/ingestion.md), built once at start-up: its routes, its scheduled jobs and its stop. */
@@ -74,6 +77,7 @@ export function createIngestion(o: IngestionOptions): {
     healthAlerts: o.healthAlerts,
     decider: o.decider,
     customersLoaded: o.customersLoaded,
+    leaseMs: o.runLeaseMs,
     logger: o.logger,
   });
   const pipelines = new PipelineService({ db: o.db, store: pipelineStore, schemas: schemaStore, connectors: connectorStore, audit: o.audit, runner, flows: o.flows });
@@ -112,6 +116,11 @@ export function createIngestion(o: IngestionOptions): {
         find: (tenantId, id) => pipelineStore.find(tenantId, id),
         run: (row) => pipelines.run(row, "schedule"),
         runs: new ScheduledRunStore(o.db),
+        logger: o.logger,
+      }),
+      expiredRunsJob({
+        claim: (claimMs, legacyAfterMs, limit) => pipelineStore.claimExpiredRunsAcrossTenants(claimMs, legacyAfterMs, limit),
+        finish: (run) => runner.finishExpired(run),
         logger: o.logger,
       }),
     ],

@@ -1,14 +1,15 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Sequelize } from "sequelize";
-import type { PipelineIr, SourceNode } from "../core/index.js";
+import { errorHandlingOf, type PipelineIr, type SourceNode } from "../core/index.js";
 import { unavailable } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
 import { newId } from "../platform/ids.js";
 import type { HealthAlerts } from "../observability/operational-signals.js";
 import { movedKey } from "./object-source.js";
 import { describeStorageError, type BucketAccess, type ObjectInfo, type ObjectStore, type ObjectStoreOptions } from "./object-store.js";
-import type { PipelineRow, PipelineStore } from "./pipeline-store.js";
+import type { ExpiredRun, PipelineRow, PipelineStore } from "./pipeline-store.js";
 import { describeFailure, RunAttempt, RunFailure, stoppedBy } from "./run-attempt.js";
+import { RunLease } from "./run-lease.js";
 import type { SchemaRow } from "./schema-store.js";
 
 /** One node's line of a run's answer (spec 4.20). */
@@ -53,11 +54,15 @@ export interface RunnerDeps {
   decider: BatchDecider | null;
   /** Customer schemas changed: the decisions' customer cache drops the tenant's entries. */
   customersLoaded(tenantId: string): Promise<void>;
+  /** How long a run's lease holds without renewal; renewed every third of it. */
+  leaseMs: number;
   logger: Logger;
 }
 
 /** The error of a run that a stop of the service interrupted. */
 export const SHUTDOWN_ERROR = "stopped: the service shut down";
+/** The error of a run whose process stopped before it finished: the sweep records it. */
+export const LEASE_EXPIRED_ERROR = "the process running it stopped before it finished (lease expired)";
 
 /**
  * Runs a pipeline's IR (spec 4.20; docs/ingestion.md, "The runner"). Files are streamed: records
@@ -65,7 +70,9 @@ export const SHUTDOWN_ERROR = "stopped: the service shut down";
  * read and every dataset rule held does each target apply its load mode, in its own transaction.
  * Retries follow errorHandling; the run, its node results and its dead letter are recorded.
  *
- * `stop` aborts the runs in flight, so that a shutdown does not wait for them and records them
+ * A run holds a lease that it renews while it goes on, so that a run whose process died is found
+ * and finished as failed by the sweep (`finishExpired`), through the same recording as any failed
+ * run. `stop` aborts the runs in flight, so that a shutdown does not wait for them and records them
  * while the database is still there.
  */
 export class PipelineRunner {
@@ -99,54 +106,83 @@ export class PipelineRunner {
 
   private async runTracked(pipeline: PipelineRow, ir: PipelineIr, irVersion: number, trigger: "manual" | "schedule"): Promise<RunResult> {
     const runId = newId();
-    const { store, logger } = this.deps;
-    await store.startRun(pipeline.tenant_id, { id: runId, pipeline_id: pipeline.id, ir_version: irVersion, trigger });
-    const signal = this.shutdown.signal;
+    const { store, logger, leaseMs } = this.deps;
+    const tenantId = pipeline.tenant_id;
+    await store.startRun(tenantId, { id: runId, pipeline_id: pipeline.id, ir_version: irVersion, trigger }, leaseMs);
+    const lease = new RunLease({ renew: () => store.renewLease(tenantId, runId, leaseMs), everyMs: Math.max(1, Math.floor(leaseMs / 3)), logger, runId });
+    const signal = AbortSignal.any([this.shutdown.signal, lease.lost]);
     const eh = ir.errorHandling;
     let attempt = 0;
     let result: Omit<RunResult, "runId" | "irVersion">;
     let files: ObjectInfo[] = [];
     let storeHandle: { store: ObjectStore; node: SourceNode; access: BucketAccess } | null = null;
-    for (;;) {
-      attempt++;
-      const run = new RunAttempt(this.deps, pipeline, ir, runId, signal);
-      try {
-        result = await run.execute();
-      } catch (err) {
-        const failure = err instanceof RunFailure ? err : new RunFailure(run.current, describeFailure(err), false);
-        if (!(err instanceof RunFailure)) logger.warn({ err, pipelineId: pipeline.id, runId, attempt }, "pipeline run attempt failed");
-        result = { ok: false, nodeResults: run.outcomes(), failedNodeId: failure.nodeId, error: failure.message };
-        if (!failure.final && attempt < eh.maxAttempts && !signal.aborted) {
-          run.close();
-          const delay = eh.backoff === "none" ? 0 : eh.backoff === "fixed" ? eh.initialDelayMs : eh.initialDelayMs * 2 ** (attempt - 1);
-          logger.info({ pipelineId: pipeline.id, runId, attempt, delay }, "pipeline run retrying");
-          // A stop during the backoff ends the run with the last attempt's node results.
-          if (await sleep(delay, true, { signal }).catch(() => false)) continue;
-          result = { ...result, error: stoppedBy(signal) };
-        }
-      }
-      files = result.ok ? run.loadedFiles : run.selectedFiles.filter((f) => !run.movedAside.has(f.key));
-      storeHandle = run.source;
-      break;
-    }
     try {
-      // A stopped run's files stay where they are: nothing was wrong with them, and the next run reads them.
-      if (storeHandle?.node.atomicity && !signal.aborted) await this.settleFiles(storeHandle, files, result.ok, result);
+      for (;;) {
+        attempt++;
+        const run = new RunAttempt(this.deps, pipeline, ir, runId, signal);
+        try {
+          result = await run.execute();
+        } catch (err) {
+          const failure = err instanceof RunFailure ? err : new RunFailure(run.current, describeFailure(err), false);
+          if (!(err instanceof RunFailure)) logger.warn({ err, pipelineId: pipeline.id, runId, attempt }, "pipeline run attempt failed");
+          result = { ok: false, nodeResults: run.outcomes(), failedNodeId: failure.nodeId, error: failure.message };
+          if (!failure.final && attempt < eh.maxAttempts && !signal.aborted) {
+            run.close();
+            const delay = eh.backoff === "none" ? 0 : eh.backoff === "fixed" ? eh.initialDelayMs : eh.initialDelayMs * 2 ** (attempt - 1);
+            logger.info({ pipelineId: pipeline.id, runId, attempt, delay }, "pipeline run retrying");
+            // A stop during the backoff ends the run with the last attempt's node results.
+            if (await sleep(delay, true, { signal }).catch(() => false)) continue;
+            result = { ...result, error: stoppedBy(signal) };
+          }
+        }
+        files = result.ok ? run.loadedFiles : run.selectedFiles.filter((f) => !run.movedAside.has(f.key));
+        storeHandle = run.source;
+        break;
+      }
+      try {
+        // A stopped run's files stay where they are: nothing was wrong with them, and the next run reads them.
+        if (storeHandle?.node.atomicity && !signal.aborted) await this.settleFiles(storeHandle, files, result.ok, result);
+      } finally {
+        storeHandle?.store.close();
+      }
+      const recorded = await this.record(pipeline, runId, result, attempt, eh.dlq);
+      if (!recorded) logger.warn({ pipelineId: pipeline.id, runId, ok: result.ok }, "pipeline run had been finished as failed by the lease sweep; its own outcome is not recorded");
+      logger.info({ pipelineId: pipeline.id, runId, ok: result.ok, attempts: attempt, failedNodeId: result.failedNodeId }, "pipeline run finished");
+      return { runId, irVersion, ...result };
     } finally {
-      storeHandle?.store.close();
+      await lease.stop();
     }
-    const deadLettered = !result.ok && eh.dlq;
-    await store.finishRun(pipeline.tenant_id, runId, {
+  }
+
+  /**
+   * Finishes, as failed, a run the sweep claimed because its lease ran out: its process stopped
+   * before it finished. Recorded as the runner records any failure (dead letter when its IR version
+   * asked for one, the pipeline's failed health alert). False when there was nothing to finish
+   * (its pipeline was deleted, or the run had been finished meanwhile).
+   */
+  async finishExpired(run: ExpiredRun): Promise<boolean> {
+    const { store } = this.deps;
+    const pipeline = await store.find(run.tenant_id, run.pipeline_id);
+    if (!pipeline) return false;
+    const version = await store.version(run.tenant_id, run.pipeline_id, run.ir_version);
+    const dlq = version ? errorHandlingOf(version.ir).dlq : false;
+    const recorded = await this.record(pipeline, run.id, { ok: false, nodeResults: run.node_results, failedNodeId: null, error: LEASE_EXPIRED_ERROR }, run.attempts, dlq);
+    if (recorded) this.deps.logger.warn({ tenantId: run.tenant_id, pipelineId: run.pipeline_id, runId: run.id }, "ingestion run whose process stopped finished as failed");
+    return recorded;
+  }
+
+  /** A run's outcome, its dead letter and its health alerts, once per run whoever finishes it. */
+  private async record(pipeline: PipelineRow, runId: string, result: Omit<RunResult, "runId" | "irVersion">, attempts: number, dlq: boolean): Promise<boolean> {
+    const recorded = await this.deps.store.finishRun(pipeline.tenant_id, runId, {
       ok: result.ok,
       node_results: result.nodeResults,
       failed_node_id: result.failedNodeId,
       error: result.error,
-      attempts: attempt,
-      dead_lettered: deadLettered,
+      attempts,
+      dead_lettered: !result.ok && dlq,
     });
-    await this.reportHealth(pipeline, runId, result);
-    logger.info({ pipelineId: pipeline.id, runId, ok: result.ok, attempts: attempt, failedNodeId: result.failedNodeId }, "pipeline run finished");
-    return { runId, irVersion, ...result };
+    if (recorded) await this.reportHealth(pipeline, runId, result);
+    return recorded;
   }
 
   /** atomicity: loaded files go to the success folder (its date token filled in), the rest of a failed run's to the failure folder. */
@@ -192,7 +228,7 @@ export class PipelineRunner {
         await healthAlerts.raise(pipeline.tenant_id, {
           key: failed,
           severity: "error",
-          message: `pipeline ${pipeline.name} failed at node ${result.failedNodeId}: ${result.error}`.slice(0, 1000),
+          message: `pipeline ${pipeline.name} failed${result.failedNodeId ? ` at node ${result.failedNodeId}` : ""}: ${result.error}`.slice(0, 1000),
           details: { pipelineId: pipeline.id, runId, failedNodeId: result.failedNodeId },
         });
       } else await healthAlerts.clear(pipeline.tenant_id, failed);

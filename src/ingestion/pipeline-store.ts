@@ -48,6 +48,9 @@ export interface RunRow {
   finished_at: Date | null;
 }
 
+/** An unfinished run the sweep claimed: what finishing it as failed needs. */
+export type ExpiredRun = Pick<RunRow, "tenant_id" | "id" | "pipeline_id" | "ir_version" | "attempts" | "node_results">;
+
 const COLUMNS = "tenant_id, id, name, description, connector_id, schema_id, ir_version, status, current_version, schedule, watermarks, created_at, updated_at";
 /**
  * The pipeline's columns and its current version's IR, in one query: the version row is looked up by
@@ -134,31 +137,72 @@ export class PipelineStore {
     await this.db.query("DELETE FROM ingestion_pipelines WHERE tenant_id = $1 AND id = $2", { bind: [tenantId, id], transaction: t });
   }
 
-  async startRun(tenantId: string, run: Pick<RunRow, "id" | "pipeline_id" | "ir_version" | "trigger">): Promise<void> {
-    await this.db.query("INSERT INTO ingestion_runs (tenant_id, id, pipeline_id, ir_version, trigger) VALUES ($1, $2, $3, $4, $5)", {
-      bind: [tenantId, run.id, run.pipeline_id, run.ir_version, run.trigger],
-    });
+  /** A new run, holding its lease for `leaseMs` (docs/ingestion.md, "Runs whose process stopped"). */
+  async startRun(tenantId: string, run: Pick<RunRow, "id" | "pipeline_id" | "ir_version" | "trigger">, leaseMs: number): Promise<void> {
+    await this.db.query(
+      "INSERT INTO ingestion_runs (tenant_id, id, pipeline_id, ir_version, trigger, lease_until) VALUES ($1, $2, $3, $4, $5, now() + $6::integer * interval '1 millisecond')",
+      { bind: [tenantId, run.id, run.pipeline_id, run.ir_version, run.trigger, leaseMs] },
+    );
   }
 
-  /** Records a run's outcome, and its dead letter when it failed with the DLQ on, in one transaction. */
-  async finishRun(tenantId: string, id: string, outcome: Pick<RunRow, "ok" | "node_results" | "failed_node_id" | "error" | "attempts" | "dead_lettered">): Promise<void> {
-    await this.db.transaction(async (t) => {
+  /** Extends a run's lease; false once the run has been finished (by the sweep, when its lease had run out). */
+  async renewLease(tenantId: string, id: string, leaseMs: number): Promise<boolean> {
+    const [[row]] = (await this.db.query(
+      "UPDATE ingestion_runs SET lease_until = now() + $3::integer * interval '1 millisecond' WHERE tenant_id = $1 AND id = $2 AND finished_at IS NULL RETURNING id",
+      { bind: [tenantId, id, leaseMs] },
+    )) as [Array<{ id: string }>, unknown];
+    return row !== undefined;
+  }
+
+  /**
+   * Records a run's outcome, and its dead letter when it failed with the DLQ on, in one transaction.
+   * Only an unfinished run is finished: false when the runner and the sweep both tried and the other
+   * was first, so that a run gets one outcome and one dead letter whoever ends it.
+   */
+  async finishRun(tenantId: string, id: string, outcome: Pick<RunRow, "ok" | "node_results" | "failed_node_id" | "error" | "attempts" | "dead_lettered">): Promise<boolean> {
+    return this.db.transaction(async (t) => {
       const [[run]] = (await this.db.query(
         `UPDATE ingestion_runs SET ok = $3, node_results = $4, failed_node_id = $5, error = $6, attempts = $7, dead_lettered = $8, finished_at = now()
-         WHERE tenant_id = $1 AND id = $2 RETURNING pipeline_id`,
+         WHERE tenant_id = $1 AND id = $2 AND finished_at IS NULL RETURNING pipeline_id`,
         { bind: [tenantId, id, outcome.ok, JSON.stringify(outcome.node_results), outcome.failed_node_id, outcome.error, outcome.attempts, outcome.dead_lettered], transaction: t },
       )) as [Array<{ pipeline_id: string }>, unknown];
+      if (!run) return false;
       // A pipeline is active from its first successful run.
-      if (outcome.ok && run) {
+      if (outcome.ok) {
         await this.db.query("UPDATE ingestion_pipelines SET status = 'active' WHERE tenant_id = $1 AND id = $2 AND status = 'draft'", { bind: [tenantId, run.pipeline_id], transaction: t });
       }
-      if (outcome.dead_lettered && run) {
+      if (outcome.dead_lettered) {
         await this.db.query(
           "INSERT INTO ingestion_dead_letters (tenant_id, run_id, pipeline_id, failed_node_id, error, attempts) VALUES ($1, $2, $3, $4, $5, $6)",
           { bind: [tenantId, id, run.pipeline_id, outcome.failed_node_id, outcome.error ?? "failed", outcome.attempts], transaction: t },
         );
       }
+      return true;
     });
+  }
+
+  /**
+   * Unfinished runs whose lease ran out (their process stopped without finishing them), across
+   * tenants, claimed by taking their lease for `claimMs`: two sweeps never get the same run (the
+   * second's row lock is skipped, or its recheck sees the new lease), and a sweep that dies before
+   * finishing one leaves it to a sweep after `claimMs`. Rows from before leases (NULL) are taken once
+   * they started `legacyAfterMs` ago.
+   */
+  claimExpiredRunsAcrossTenants(claimMs: number, legacyAfterMs: number, limit: number): Promise<ExpiredRun[]> {
+    return execReturning<ExpiredRun>(
+      this.db,
+      `UPDATE ingestion_runs r SET lease_until = now() + $1::integer * interval '1 millisecond'
+       FROM (
+         SELECT tenant_id, id FROM ingestion_runs
+         WHERE finished_at IS NULL AND (lease_until < now() OR (lease_until IS NULL AND started_at < now() - $2::integer * interval '1 millisecond'))
+         ORDER BY started_at
+         LIMIT $3
+         FOR UPDATE SKIP LOCKED
+       ) due
+       WHERE r.tenant_id = due.tenant_id AND r.id = due.id
+       RETURNING r.tenant_id, r.id, r.pipeline_id, r.ir_version, r.attempts, r.node_results`,
+      [claimMs, legacyAfterMs, limit],
+    );
   }
 
   runs(tenantId: string, pipelineId: string, limit: number): Promise<RunRow[]> {

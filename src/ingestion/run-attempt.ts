@@ -47,7 +47,7 @@ export function describeFailure(err: unknown): string {
   return (err as Error)?.message?.slice(0, 300) ?? "run failed";
 }
 
-/** Why a run was stopped from outside (a shutdown), as the run's error. */
+/** Why a run was stopped from outside (a shutdown, a lost lease), as the run's error. */
 export function stoppedBy(signal: AbortSignal): string {
   return signal.reason instanceof Error ? signal.reason.message : "stopped";
 }

@@ -152,6 +152,14 @@ export function validatePipelineIr(raw: unknown, ctx: IrContext): { ir: Pipeline
   return { ir: { id: typeof raw.id === "string" ? raw.id : "", version: "1.0", errorHandling, nodes, order: order! }, violations: [] };
 }
 
+/**
+ * A stored IR's errorHandling, defaults filled in, without the schemas and connectors its nodes
+ * need: what a run of it that nobody saw end would have done on failure (its dead letter).
+ */
+export function errorHandlingOf(raw: unknown): PipelineIr["errorHandling"] {
+  return parseErrorHandling(isObj(raw) ? raw.errorHandling : undefined, () => undefined);
+}
+
 function parseErrorHandling(raw: unknown, bad: (f: string, m: string) => void): PipelineIr["errorHandling"] {
   const out: PipelineIr["errorHandling"] = { maxAttempts: 1, backoff: "none", initialDelayMs: 1000, dlq: false };
   if (raw === undefined || raw === null) return out;
