@@ -140,7 +140,7 @@ export class PipelineStore {
   /** A new run, holding its lease for `leaseMs` (docs/ingestion.md, "Runs whose process stopped"). */
   async startRun(tenantId: string, run: Pick<RunRow, "id" | "pipeline_id" | "ir_version" | "trigger">, leaseMs: number): Promise<void> {
     await this.db.query(
-      "INSERT INTO ingestion_runs (tenant_id, id, pipeline_id, ir_version, trigger, lease_until) VALUES ($1, $2, $3, $4, $5, now() + $6::integer * interval '1 millisecond')",
+      "INSERT INTO ingestion_runs (tenant_id, id, pipeline_id, ir_version, trigger, lease_until) VALUES ($1, $2, $3, $4, $5, now() + $6::float8 * interval '1 millisecond')",
       { bind: [tenantId, run.id, run.pipeline_id, run.ir_version, run.trigger, leaseMs] },
     );
   }
@@ -148,7 +148,7 @@ export class PipelineStore {
   /** Extends a run's lease; false once the run has been finished (by the sweep, when its lease had run out). */
   async renewLease(tenantId: string, id: string, leaseMs: number): Promise<boolean> {
     const [[row]] = (await this.db.query(
-      "UPDATE ingestion_runs SET lease_until = now() + $3::integer * interval '1 millisecond' WHERE tenant_id = $1 AND id = $2 AND finished_at IS NULL RETURNING id",
+      "UPDATE ingestion_runs SET lease_until = now() + $3::float8 * interval '1 millisecond' WHERE tenant_id = $1 AND id = $2 AND finished_at IS NULL RETURNING id",
       { bind: [tenantId, id, leaseMs] },
     )) as [Array<{ id: string }>, unknown];
     return row !== undefined;
@@ -191,10 +191,10 @@ export class PipelineStore {
   claimExpiredRunsAcrossTenants(claimMs: number, legacyAfterMs: number, limit: number): Promise<ExpiredRun[]> {
     return execReturning<ExpiredRun>(
       this.db,
-      `UPDATE ingestion_runs r SET lease_until = now() + $1::integer * interval '1 millisecond'
+      `UPDATE ingestion_runs r SET lease_until = now() + $1::float8 * interval '1 millisecond'
        FROM (
          SELECT tenant_id, id FROM ingestion_runs
-         WHERE finished_at IS NULL AND (lease_until < now() OR (lease_until IS NULL AND started_at < now() - $2::integer * interval '1 millisecond'))
+         WHERE finished_at IS NULL AND (lease_until < now() OR (lease_until IS NULL AND started_at < now() - $2::float8 * interval '1 millisecond'))
          ORDER BY started_at
          LIMIT $3
          FOR UPDATE SKIP LOCKED
