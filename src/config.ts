@@ -73,8 +73,8 @@ export interface Config {
   webhooks: WebhookSecrets;
   /** INGESTION_STS_ENDPOINT: the STS that iam_role connectors assume roles at; null for AWS's (docs/ingestion.md). */
   ingestionStsEndpoint: string | null;
-  /** INGESTION_RUN_LEASE_MS: a run not renewed for this long is finished as failed by the sweep (docs/ingestion.md). */
-  ingestionRunLeaseMs: number;
+  /** RUN_LEASE_MS: a run not renewed for this long is finished as failed by the sweep (docs/ingestion.md). */
+  runLeaseMs: number;
   /** PUBLIC_URL (spec 5.5): where people reach the service; links in mails point here. No trailing slash. */
   publicUrl: string;
   /** REGISTRATION=off turns self-registration off (docs/sessions.md); the CLI still creates tenants. */
@@ -380,7 +380,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventRetentionDays: positiveInt(env, "EVENT_RETENTION_DAYS", 365),
     authOidc: authOidc(env, outbound(env).allowPrivate, optional(env, "PUBLIC_URL") === null ? null : publicUrlValue),
     ingestionStsEndpoint: optionalHttpUrl(env, "INGESTION_STS_ENDPOINT"),
-    ingestionRunLeaseMs: positiveInt(env, "INGESTION_RUN_LEASE_MS", 300_000),
+    runLeaseMs: positiveInt(env, "RUN_LEASE_MS", 300_000),
     publicUrl: publicUrlValue,
     registrationEnabled: onOff(env, "REGISTRATION", true),
     sessionCookieSecure: sessionCookieSecure(env, publicUrlValue),

@@ -340,6 +340,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     secrets: f.secrets,
     publicUrl: f.config.publicUrl,
     rateLimits,
+    runLeaseMs: f.config.runLeaseMs,
     logger: f.logger,
   });
   const ingestion = createIngestion({
@@ -354,7 +355,7 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     decider: { decideBatch: decisions.decideBatch },
     customersLoaded: (tenantId) => decisions.customerTablesLoaded(tenantId),
     flows: catalog.flowKeys,
-    runLeaseMs: f.config.ingestionRunLeaseMs,
+    runLeaseMs: f.config.runLeaseMs,
   });
   const events = createEvents({
     db: f.db,

@@ -39,7 +39,7 @@ export interface IngestionOptions {
   customersLoaded(tenantId: string): Promise<void>;
   /** The tenant's live decision flows by id and key: what a decide node may name (the catalog's read model). */
   flows(tenantId: string): Promise<ReadonlyArray<{ id: string; key: string }>>;
-  /** INGESTION_RUN_LEASE_MS: how long a run's lease holds without renewal (docs/ingestion.md). */
+  /** RUN_LEASE_MS: how long a run's lease holds without renewal (docs/ingestion.md). */
   runLeaseMs: number;
 }
 

@@ -9,7 +9,7 @@ import { movedKey } from "./object-source.js";
 import { describeStorageError, type BucketAccess, type ObjectInfo, type ObjectStore, type ObjectStoreOptions } from "./object-store.js";
 import type { ExpiredRun, PipelineRow, PipelineStore } from "./pipeline-store.js";
 import { describeFailure, RunAttempt, RunFailure, stoppedBy } from "./run-attempt.js";
-import { RunLease } from "./run-lease.js";
+import { RunLease } from "../platform/run-lease.js";
 import type { SchemaRow } from "./schema-store.js";
 
 /** One node's line of a run's answer (spec 4.20). */
@@ -109,7 +109,7 @@ export class PipelineRunner {
     const { store, logger, leaseMs } = this.deps;
     const tenantId = pipeline.tenant_id;
     await store.startRun(tenantId, { id: runId, pipeline_id: pipeline.id, ir_version: irVersion, trigger }, leaseMs);
-    const lease = new RunLease({ renew: () => store.renewLease(tenantId, runId, leaseMs), everyMs: Math.max(1, Math.floor(leaseMs / 3)), logger, runId });
+    const lease = new RunLease({ renew: () => store.renewLease(tenantId, runId, leaseMs), leaseMs, logger, kind: "ingestion run", runId });
     const signal = AbortSignal.any([this.shutdown.signal, lease.lost]);
     const eh = ir.errorHandling;
     let attempt = 0;

@@ -33,6 +33,7 @@ import * as m0031 from "./0031-counter-snapshots.js";
 import * as m0032 from "./0032-session-revocations.js";
 import * as m0033 from "./0033-outbound-messages.js";
 import * as m0034 from "./0034-ingestion-run-leases.js";
+import * as m0035 from "./0035-report-run-leases.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
 export const migrations: Migration[] = [
@@ -70,4 +71,5 @@ export const migrations: Migration[] = [
   { name: "0032-session-revocations", up: m0032.up },
   { name: "0033-outbound-messages", up: m0033.up },
   { name: "0034-ingestion-run-leases", up: m0034.up },
+  { name: "0035-report-run-leases", up: m0035.up },
 ];

@@ -24,6 +24,7 @@ import { invalidField, isAppError, notFound } from "../platform/errors.js";
 import { pageSize } from "../platform/pagination.js";
 import { isUuid, newId } from "../platform/ids.js";
 import type { Logger } from "../platform/logger.js";
+import { RunLease } from "../platform/run-lease.js";
 import type { ReportComposer } from "./report-composer.js";
 import { deliverRun } from "./report-delivery.js";
 import type { DownloadLinks } from "./report-download-links.js";
@@ -74,6 +75,8 @@ export class ReportRunService {
     private readonly dispatcher: Dispatcher,
     private readonly links: DownloadLinks,
     private readonly logger: Logger,
+    /** RUN_LEASE_MS: how long a run's lease holds without renewal (docs/reports.md, "Runs whose process stopped"). */
+    private readonly leaseMs: number,
     private readonly now: () => Date = () => new Date(),
   ) {}
 
@@ -112,14 +115,25 @@ export class ReportRunService {
    * longer holds, such as a deleted experiment) is stated, anything else is logged and summarized.
    */
   async run(ctx: TenantContext, template: ReportTemplateRow, trigger: RunTrigger): Promise<RunOutcome | null> {
-    const started = await this.runs.start(ctx.tenantId, { id: newId(), templateId: template.id, ...trigger });
+    const started = await this.runs.start(ctx.tenantId, { id: newId(), templateId: template.id, ...trigger }, this.leaseMs);
     if (!started) return null;
+    // A run that the sweep ended while this process stalled keeps the sweep's end (finish answers it).
+    const lease = new RunLease({ renew: () => this.runs.renewLease(ctx.tenantId, started.id, this.leaseMs), leaseMs: this.leaseMs, logger: this.logger, kind: "report run", runId: started.id });
+    try {
+      return await this.produce(ctx, template, trigger, started.id);
+    } finally {
+      await lease.stop();
+    }
+  }
+
+  /** What a run does under its lease: compose, store, deliver, and record how it ended. */
+  private async produce(ctx: TenantContext, template: ReportTemplateRow, trigger: RunTrigger, runId: string): Promise<RunOutcome> {
     let artifacts: ArtifactMeta[] = [];
     try {
       const composed = await this.composer.compose(ctx, template, this.now());
       const tooLarge = composed.artifacts.find((a) => a.bytes.byteLength > REPORT_ARTIFACT_MAX_BYTES);
       if (tooLarge) throw invalidField("formats", `the ${tooLarge.format} artifact is ${tooLarge.bytes.byteLength} bytes, over the ${REPORT_ARTIFACT_MAX_BYTES}-byte limit`);
-      await this.runs.saveProduct(ctx.tenantId, started.id, {
+      await this.runs.saveProduct(ctx.tenantId, runId, {
         sections: composed.sections,
         narrative: composed.doc.narrative,
         timeZone: composed.doc.timeZone,
@@ -129,7 +143,7 @@ export class ReportRunService {
       artifacts = composed.artifacts.map((a) => ({ format: a.format, mimeType: a.mimeType, fileName: a.fileName, bytes: a.bytes.byteLength }));
       const deliveries = await deliverRun(this.dispatcher, this.links, trigger.destinations, {
         tenantId: ctx.tenantId,
-        runId: started.id,
+        runId: runId,
         templateId: template.id,
         scheduleId: trigger.scheduleId,
         title: template.name,
@@ -138,11 +152,11 @@ export class ReportRunService {
         timeZone: composed.doc.timeZone,
         artifacts: composed.artifacts,
       });
-      return { run: await this.runs.finish(ctx.tenantId, started.id, deliveredStatus(deliveries), deliveries, null), artifacts };
+      return { run: await this.runs.finish(ctx.tenantId, runId, deliveredStatus(deliveries), deliveries, null), artifacts };
     } catch (err) {
       const reason = isAppError(err) && err.code === "INVALID_ARGUMENT" ? err.message : "the report could not be produced (see the service log)";
-      if (!isAppError(err)) this.logger.error({ err, runId: started.id, templateId: template.id }, "report run failed");
-      return { run: await this.runs.finish(ctx.tenantId, started.id, "failed", [], reason), artifacts };
+      if (!isAppError(err)) this.logger.error({ err, runId: runId, templateId: template.id }, "report run failed");
+      return { run: await this.runs.finish(ctx.tenantId, runId, "failed", [], reason), artifacts };
     }
   }
 

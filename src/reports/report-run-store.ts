@@ -58,16 +58,47 @@ export class ReportRunStore {
    * starts a scheduled run, and a claim passes on only when its holder stopped renewing it, so that
    * run's process died (it stayed `running` for good, and the slot was marked done without a report).
    */
-  async start(tenantId: string, r: RunStart): Promise<ReportRunRow | null> {
+  async start(tenantId: string, r: RunStart, leaseMs: number): Promise<ReportRunRow | null> {
     const [row] = await execReturning<ReportRunRow>(
       this.db,
-      `INSERT INTO report_runs (tenant_id, id, template_id, schedule_id, slot, status, triggered_by)
-       VALUES ($1, $2, $3, $4, $5, 'running', $6)
+      `INSERT INTO report_runs (tenant_id, id, template_id, schedule_id, slot, status, triggered_by, lease_until)
+       VALUES ($1, $2, $3, $4, $5, 'running', $6, now() + $7::float8 * interval '1 millisecond')
        ON CONFLICT (tenant_id, schedule_id, slot) WHERE schedule_id IS NOT NULL
-       DO UPDATE SET started_at = now() WHERE report_runs.status = 'running' RETURNING ${SUMMARY}`,
-      [tenantId, r.id, r.templateId, r.scheduleId, r.slot, r.triggeredBy],
+       DO UPDATE SET started_at = now(), lease_until = EXCLUDED.lease_until WHERE report_runs.status = 'running' RETURNING ${SUMMARY}`,
+      [tenantId, r.id, r.templateId, r.scheduleId, r.slot, r.triggeredBy, leaseMs],
     );
     return row ?? null;
+  }
+
+  /** Extends a running run's lease; false once it has ended (the sweep ended it, its lease having run out). */
+  async renewLease(tenantId: string, id: string, leaseMs: number): Promise<boolean> {
+    const rows = await execReturning<{ id: string }>(
+      this.db,
+      "UPDATE report_runs SET lease_until = now() + $3::float8 * interval '1 millisecond' WHERE tenant_id = $1 AND id = $2 AND status = 'running' RETURNING id",
+      [tenantId, id, leaseMs],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Ends as failed, across tenants, the runs whose process stopped before they ended (docs/reports.md,
+   * "Runs whose process stopped"): a run-now once its lease ran out; a scheduled run, which its
+   * slot's next claim holder takes over instead, only when no take-over came for `unclaimedMs`
+   * after that (its schedule was paused or deleted meanwhile); a run from before leases once it
+   * started that long ago. One statement: two sweeps at once end each run once. How many.
+   */
+  async failExpiredAcrossTenants(error: string, unclaimedMs: number): Promise<number> {
+    const rows = await execReturning<{ id: string }>(
+      this.db,
+      `UPDATE report_runs SET status = 'failed', error = $1, lease_until = NULL, completed_at = now(),
+         duration_ms = round(extract(epoch FROM now() - started_at) * 1000)::int
+       WHERE status = 'running' AND (
+         (lease_until < now() AND (triggered_by = 'manual' OR lease_until < now() - $2::float8 * interval '1 millisecond'))
+         OR (lease_until IS NULL AND started_at < now() - $2::float8 * interval '1 millisecond'))
+       RETURNING id`,
+      [error, unclaimedMs],
+    );
+    return rows.length;
   }
 
   /**
@@ -91,15 +122,16 @@ export class ReportRunStore {
     });
   }
 
+  /** Ends a running run; one the sweep ended meanwhile keeps the sweep's end, which is answered. */
   async finish(tenantId: string, runId: string, status: Exclude<ReportRunStatus, "running">, deliveries: StoredDelivery[], error: string | null): Promise<ReportRunRow> {
     const [row] = await execReturning<ReportRunRow>(
       this.db,
-      `UPDATE report_runs SET status = $3, delivery_results = $4, error = $5, completed_at = now(),
+      `UPDATE report_runs SET status = $3, delivery_results = $4, error = $5, lease_until = NULL, completed_at = now(),
          duration_ms = round(extract(epoch FROM now() - started_at) * 1000)::int
-       WHERE tenant_id = $1 AND id = $2 RETURNING ${SUMMARY}`,
+       WHERE tenant_id = $1 AND id = $2 AND status = 'running' RETURNING ${SUMMARY}`,
       [tenantId, runId, status, JSON.stringify(deliveries), error],
     );
-    return row;
+    return row ?? (await selectRows<ReportRunRow>(this.db, `SELECT ${SUMMARY} FROM report_runs WHERE tenant_id = $1 AND id = $2`, [tenantId, runId]))[0];
   }
 
   async page(tenantId: string, templateId: string | null, limit: number, offset: number): Promise<{ rows: ReportRunRow[]; total: number }> {

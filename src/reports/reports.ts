@@ -18,6 +18,7 @@ import { DownloadLinks } from "./report-download-links.js";
 import { createSignedDownloadRoute } from "./report-download-route.js";
 import { ReportRunService } from "./report-run-service.js";
 import { ReportRunStore } from "./report-run-store.js";
+import { expiredReportRunsJob } from "./expired-runs-job.js";
 import { createDueSchedulesJob } from "./report-schedule-job.js";
 import { ReportScheduleService } from "./report-schedule-service.js";
 import { ReportScheduleStore } from "./report-schedule-store.js";
@@ -38,12 +39,14 @@ export interface ReportsOptions {
   /** PUBLIC_URL: where the download links point. */
   publicUrl: string;
   rateLimits: RateLimitPolicy;
+  /** RUN_LEASE_MS: how long a run's lease holds without renewal. */
+  runLeaseMs: number;
   logger: Logger;
 }
 
 export interface Reports {
   services: ServiceRegistration[];
-  /** `reports.due-schedules`: every minute (and on `/api/cron/tick`), each due schedule's slot once. */
+  /** `reports.due-schedules`: every minute (and on `/api/cron/tick`), each due schedule's slot once; `reports.expired-runs`, the runs whose process stopped. */
   jobs: ScheduledJob[];
   /** The signed form of the artifact download (report-download-route.ts). */
   httpRoutes: HttpRoute[];
@@ -61,7 +64,7 @@ export function createReports(o: ReportsOptions): Reports {
   const templates = new ReportTemplateService(o.db, templateStore, o.audit, registry, o.providers);
   const runStore = new ReportRunStore(o.db);
   const links = new DownloadLinks(o.secrets, o.publicUrl);
-  const runs = new ReportRunService(templates, new ReportComposer(registry, o.narratives, renderArtifact), runStore, o.dispatcher, links, o.logger);
+  const runs = new ReportRunService(templates, new ReportComposer(registry, o.narratives, renderArtifact), runStore, o.dispatcher, links, o.logger, o.runLeaseMs);
   const schedules = new ReportScheduleService(o.db, scheduleStore, templates, o.audit, o.providers);
   const impl = {
     listReportDataSources: () => templates.listReportDataSources(),
@@ -83,7 +86,7 @@ export function createReports(o: ReportsOptions): Reports {
   } satisfies Record<string, Handler>;
   return {
     services: [{ service: ReportServiceDesc, impl }],
-    jobs: [createDueSchedulesJob({ schedules: scheduleStore, templates: templateStore, runs, logger: o.logger })],
+    jobs: [createDueSchedulesJob({ schedules: scheduleStore, templates: templateStore, runs, logger: o.logger }), expiredReportRunsJob(runStore, o.logger)],
     httpRoutes: [createSignedDownloadRoute(links, runs, o.rateLimits, o.logger)],
     wipeTenant: async (t, tenantId) => {
       await runStore.deleteAll(t, tenantId);

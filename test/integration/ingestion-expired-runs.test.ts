@@ -20,7 +20,8 @@ let n = 0;
 
 const CRON_SECRET = "expired-runs-cron-secret";
 /** Short, so that a run not renewed expires within the test; renewed every 200 ms. */
-const LEASE_MS = 600;
+// Renewed every 500 ms: long enough that a loaded CI machine's stalls do not let a live run's lease run out.
+const LEASE_MS = 1500;
 const EXPIRED = "the process running it stopped before it finished (lease expired)";
 
 const source = (path: string, config: Record<string, unknown> = {}) => ({ id: "src", kind: "source", config: { path, format: "csv", pattern: { type: "glob", value: "*.csv" }, ...config } });
@@ -49,7 +50,7 @@ const failedAlerts = async (pipelineId: string) =>
   (await h.call("GET", "/api/v1/system-health")).body.alerts.filter((a: { severity: string; details: { pipelineId?: string } }) => a.details.pipelineId === pipelineId && a.severity === "error");
 
 before(async () => {
-  h = await startIngestionHarness({ cronSecret: CRON_SECRET, ingestionRunLeaseMs: LEASE_MS });
+  h = await startIngestionHarness({ cronSecret: CRON_SECRET, runLeaseMs: LEASE_MS });
   connectorId = (await h.call("POST", "/api/v1/connectors", h.connectorBody())).body.id;
   schemaName = "leased";
   const res = await h.call("POST", "/api/v1/schemas", { name: schemaName, entityType: "custom", fields: [{ name: "customer_id", dataType: "varchar", length: 32, isPrimaryKey: true }] });
@@ -110,8 +111,8 @@ describe("runs whose process stopped (docs/ingestion.md)", () => {
   });
 
   test("a live run renews its lease: a sweep after several lease lengths leaves it, and it records its own outcome", async () => {
-    // No file: the source waits 2.4 s (waitPolicy) and then fails on its own.
-    const id = await pipeline([source("live/", { waitPolicy: { maxRetries: 1, intervalMinutes: 0.04, onMissAction: "fail" } }), target()], { errorHandling: { dlq: { enabled: true } } });
+    // No file: the source waits 6 s (waitPolicy) and then fails on its own.
+    const id = await pipeline([source("live/", { waitPolicy: { maxRetries: 1, intervalMinutes: 0.1, onMissAction: "fail" } }), target()], { errorHandling: { dlq: { enabled: true } } });
     const request = h.call("POST", `/api/v1/pipelines/${id}/run`, {});
     let runId: string | undefined;
     for (let i = 0; i < 100 && !runId; i++) runId = (await h.svc.sql("SELECT id FROM ingestion_runs WHERE pipeline_id = $1", [id]))[0]?.id;
@@ -131,8 +132,8 @@ describe("runs whose process stopped (docs/ingestion.md)", () => {
   });
 
   test("a run the sweep finished while its process was stalled stops at its next renewal, and its outcome stays the sweep's", async () => {
-    // The source would wait 6 s for a file.
-    const id = await pipeline([source("stalled/", { waitPolicy: { maxRetries: 1, intervalMinutes: 0.1, onMissAction: "fail" } }), target()], { errorHandling: { dlq: { enabled: true } } });
+    // The source would wait 9 s for a file.
+    const id = await pipeline([source("stalled/", { waitPolicy: { maxRetries: 1, intervalMinutes: 0.15, onMissAction: "fail" } }), target()], { errorHandling: { dlq: { enabled: true } } });
     const started = Date.now();
     const request = h.call("POST", `/api/v1/pipelines/${id}/run`, {});
     let runId: string | undefined;
@@ -142,7 +143,7 @@ describe("runs whose process stopped (docs/ingestion.md)", () => {
     await h.svc.sql("UPDATE ingestion_runs SET lease_until = now() - interval '1 second' WHERE id = $1", [runId]);
     await sweep.run(new Date());
     const done = await request;
-    assert.ok(Date.now() - started < 4000, `stopped at its next renewal, not after its 6 s wait (${Date.now() - started} ms)`);
+    assert.ok(Date.now() - started < 5000, `stopped at its next renewal, not after its 9 s wait (${Date.now() - started} ms)`);
     assert.equal(done.status, 200);
     assert.equal(done.body.ok, false);
     assert.match(done.body.error, /lease/);

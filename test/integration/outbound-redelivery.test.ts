@@ -20,7 +20,8 @@ import { newId } from "../../src/platform/ids.js";
  * sweep of another once its lease runs out; a live sender keeps its lease however long its retries
  * take; a stop does not wait for retries beyond its grace.
  */
-const OUTBOUND: OutboundConfig = { allowPrivate: true, maxAttempts: 3, backoffMs: 20, backoffMaxMs: 100, timeoutMs: 500 };
+// A 2 s attempt timeout: the killed child's attempt must still hang when it dies, on a loaded machine too (its lease: 6 s).
+const OUTBOUND: OutboundConfig = { allowPrivate: true, maxAttempts: 3, backoffMs: 20, backoffMaxMs: 100, timeoutMs: 2000 };
 
 let svc: TestService;
 let receiver: Awaited<ReturnType<typeof startHttpReceiver>>;
@@ -115,8 +116,8 @@ test("trigger webhooks whose process was killed mid-attempt are sent by the swee
 
 test("a live sender keeps its lease through retries longer than the lease: no sweep takes its row", async () => {
   const t = await svc.createTenant(unique("live"));
-  // Each backoff alone is longer than the lease (3 × 200 ms): only renewal keeps the row.
-  const slow = otherDispatcher({ ...OUTBOUND, timeoutMs: 200, backoffMs: 700, backoffMaxMs: 700 });
+  // Each backoff alone is longer than the lease (3 × 500 ms, renewed every 500 ms): only renewal keeps the row.
+  const slow = otherDispatcher({ ...OUTBOUND, timeoutMs: 500, backoffMs: 1700, backoffMaxMs: 1700 });
   receiver.routes.set("/live", { statuses: [503, 503, 200] });
   const dispatched = slow.dispatch(t.tenantId, [{ type: "webhook", target: `${receiver.url}/live` }], { kind: "alert", dedupeKey: unique("live"), subject: "s", text: "t", payload: { n: 1 } });
   let settled = false;

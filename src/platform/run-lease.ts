@@ -1,19 +1,23 @@
-import type { Logger } from "../platform/logger.js";
+import type { Logger } from "./logger.js";
 
 /** The error of a run that the lease sweep finished while its process was still running it. */
 export const LEASE_LOST_ERROR = "stopped: the run's lease ran out and it was finished as failed elsewhere";
 
 export interface RunLeaseOptions {
-  /** Extends the run's lease; false once the run has been finished by someone else. */
+  /** Extends the run's lease by `leaseMs`; false once the run has been finished by someone else. */
   renew(): Promise<boolean>;
-  everyMs: number;
+  /** How long the lease holds without renewal: it is renewed every third of it. */
+  leaseMs: number;
   logger: Logger;
+  /** What the run is, for the log: `ingestion run`, `report run`. */
+  kind: string;
   runId: string;
 }
 
 /**
- * The heartbeat of a run in flight (docs/ingestion.md, "Runs whose process stopped"): it renews the
- * run's lease so that the sweep leaves the run alone while this process is alive. When a renewal
+ * The heartbeat of a run in flight (ingestion runs and report runs; docs/ingestion.md, "Runs whose
+ * process stopped"): it renews the run's lease so that the sweep leaves the run alone while this
+ * process is alive. When a renewal
  * finds the run already finished (its lease ran out, a stalled event loop or an unreachable
  * database, and the sweep took it), `lost` aborts: its outcome is recorded already, so the run stops.
  * A failed renewal is only logged: the next one may succeed well before the lease runs out.
@@ -25,7 +29,7 @@ export class RunLease {
   private stopped = false;
 
   constructor(private readonly o: RunLeaseOptions) {
-    this.timer = setInterval(() => this.beat(), o.everyMs);
+    this.timer = setInterval(() => this.beat(), Math.max(1, Math.floor(o.leaseMs / 3)));
     // A heartbeat is no reason for the process to stay up.
     this.timer.unref();
   }
@@ -43,7 +47,7 @@ export class RunLease {
         (held) => {
           if (!held && !this.stopped) this.lostController.abort(new Error(LEASE_LOST_ERROR));
         },
-        (err: unknown) => this.o.logger.warn({ err, runId: this.o.runId }, "ingestion run lease not renewed"),
+        (err: unknown) => this.o.logger.warn({ err, runId: this.o.runId, kind: this.o.kind }, "run lease not renewed"),
       )
       .finally(() => {
         this.renewing = null;
