@@ -207,8 +207,12 @@ export interface Services {
    * most `graceMs` for it to be recorded as failed, and refuses more: first in a stop.
    */
   interrupt(graceMs: number): Promise<void>;
-  /** Flushes queued traces and request statistics, saves the in-memory counters (without Redis), and stops the scoring workers. */
-  close(): Promise<void>;
+  /**
+   * Flushes queued traces and request statistics, saves the in-memory counters (without Redis), and
+   * stops the scoring workers; what is still in flight is waited for at most `graceMs` (default
+   * SHUTDOWN_GRACE_MS).
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** What a caller of startService or createServices may add to what the configuration gives. */
@@ -499,14 +503,14 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
       notifications.dispatcher.close();
       await ingestion.stop(graceMs);
     },
-    close: async () => {
+    close: async (graceMs = f.config.shutdownGraceMs) => {
       // A caller that closed without interrupting (the CLI) still ends its deliveries and runs first.
       // An attempt still under way after the grace is not waited for: its row's lease runs out and
       // the outbox's sweep of another process, or of the next start, sends it.
       notifications.dispatcher.close();
-      await ingestion.stop(f.config.shutdownGraceMs);
-      const sent = await Promise.race([Promise.all([events.settled(), sessions.settled()]).then(() => true), sleep(f.config.shutdownGraceMs, false, { ref: false })]);
-      if (!sent) f.logger.warn({ graceMs: f.config.shutdownGraceMs }, "outbound deliveries still under way at stop are left to the redelivery sweep");
+      await ingestion.stop(graceMs);
+      const sent = await Promise.race([Promise.all([events.settled(), sessions.settled()]).then(() => true), sleep(graceMs, false, { ref: false })]);
+      if (!sent) f.logger.warn({ graceMs }, "outbound deliveries still under way at stop are left to the redelivery sweep");
       await decisions.close();
       // After the decisions' writers settled (a failed write gives its reservation back).
       await memoryCounters?.persistence.stop();
@@ -585,18 +589,22 @@ export async function startService(config: Config, logger = createLogger(config.
     stop() {
       // Drain: stop accepting, let in-flight requests finish (bounded), then close the pools.
       stopping ??= (async () => {
+        // One grace for the whole stop, each step waiting at most for what is left of it: a
+        // supervisor that kills after its own period (Kubernetes: 30 s) sees SHUTDOWN_GRACE_MS hold.
+        const deadline = Date.now() + config.shutdownGraceMs;
+        const left = () => Math.max(0, deadline - Date.now());
         clearInterval(healthPoll);
         grpc.health.setStatus("", "NOT_SERVING");
         // Before the scheduler and the servers wait for what is in flight: a delivery waiting on its
         // backoff, or an ingestion run, would hold them. Interrupted, each records its end while the
         // pools are open (the delivery goes to the outbox's sweep), and its caller gets that answer.
-        await services.interrupt(config.shutdownGraceMs);
+        await services.interrupt(left());
         // Then the scheduler, so that no new slot starts while the servers drain; running attempts finish within the grace.
-        await services.scheduler.stop(config.shutdownGraceMs);
+        await services.scheduler.stop(left());
         const grace = setTimeout(() => {
           http.closeAllConnections();
           grpc.server.forceShutdown();
-        }, config.shutdownGraceMs);
+        }, left());
         // A keep-alive connection whose last request ends during the drain turns idle without
         // closing, and close() waits for every connection: closing the idle ones until the drain
         // ends lets it end with its last answer instead of at the grace.
@@ -610,7 +618,7 @@ export async function startService(config: Config, logger = createLogger(config.
         ]);
         clearTimeout(grace);
         await metricsServer?.close();
-        await services.close();
+        await services.close(left());
         await f.close();
       })();
       return stopping;

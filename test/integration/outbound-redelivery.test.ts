@@ -165,18 +165,31 @@ test("a row whose message was not kept (a sign-in link, or a row from before the
   assert.match(row.last_error, /the message was not kept/);
 });
 
-test("a stop waits for deliveries still retrying only as long as its grace; their rows stay for the sweep", async () => {
-  const own = await startTestService({ outbound: { ...OUTBOUND, timeoutMs: 5000, maxAttempts: 5, backoffMs: 2000, backoffMaxMs: 2000 }, shutdownGraceMs: 300 });
+test("a stop takes at most its one grace, whatever is in flight; deliveries still under way stay for the sweep", async () => {
+  const GRACE = 2000;
+  const own = await startTestService({
+    outbound: { ...OUTBOUND, timeoutMs: 8000, maxAttempts: 5, backoffMs: 2000, backoffMaxMs: 2000 },
+    shutdownGraceMs: GRACE,
+    settingsKeys: [{ id: "k1", secret: "redelivery-test-settings-key-0123456789" }],
+  });
   const t = await own.createTenant(unique("stop"));
   receiver.routes.set("/at-stop", { statuses: [200], hang: true });
-  const call = (path: string, body: unknown) => rest(own.baseUrl, "POST", path, { key: t.apiKey, body });
+  receiver.routes.set("/run-at-stop", { statuses: [200], hang: true });
+  const call = (path: string, body: unknown = {}) => rest(own.baseUrl, "POST", path, { key: t.apiKey, body });
   const rule = await call("/api/v1/triggers", { name: unique("hook"), eventType: "visit", action: { type: "webhook", target: `${receiver.url}/at-stop` } });
   assert.equal(rule.status, 201, JSON.stringify(rule.body));
+  const provider = await call("/api/v1/notifications/providers", { type: "webhook", name: unique("hook"), config: { url: `${receiver.url}/run-at-stop`, secret: "whsec-redelivery-0123456789" } });
+  const template = await createTemplate(own, t.apiKey, { name: unique("report"), filters: { destinations: [provider.body.id] } });
+  // In flight at the stop: a trigger's webhook attempt (the close waits for it) and a run-now whose
+  // delivery attempt hangs (the drain waits for the request). Each used to get a grace of its own.
   assert.equal((await call("/api/v1/events", [{ eventType: "visit", customerId: "c-2" }])).status, 202);
-  await until("the attempt", () => hits("/at-stop").length === 1);
+  const runNow = call(`/api/v1/reports/templates/${template.id}/run-now`).catch((err: Error) => err);
+  await until("both attempts", () => hits("/at-stop").length === 1 && hits("/run-at-stop").length === 1);
   const started = Date.now();
   await own.stop();
-  assert.ok(Date.now() - started < 4000, `stopped in ${Date.now() - started} ms, not after the attempt's 5 s timeout and its retries`);
+  const took = Date.now() - started;
+  assert.ok(took < GRACE + 1200, `stopped in ${took} ms: one grace of ${GRACE} ms, not one per step, nor the attempts' 8 s timeout`);
+  await runNow;
   // The stopped service's own database, read directly.
   const client = new pg.Client({ connectionString: own.config.databaseUrl! });
   await client.connect();
@@ -186,7 +199,7 @@ test("a stop waits for deliveries still retrying only as long as its grace; thei
        FROM notification_deliveries d WHERE d.tenant_id = $1`,
       [t.tenantId],
     );
-    assert.deepEqual(rows, [{ status: "sending", kept: 1 }], "left to the sweep, with its message");
+    assert.deepEqual(rows, [{ status: "sending", kept: 1 }, { status: "sending", kept: 1 }], "left to the sweep, with their messages");
   } finally {
     await client.end();
   }
