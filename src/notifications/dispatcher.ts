@@ -10,7 +10,7 @@ import { DeliveryLeases } from "./delivery-leases.js";
 import type { DeliveryRow, DeliveryStore } from "./delivery-store.js";
 import { sendEmail, smtpSettings } from "./email-sender.js";
 import { genericWebhookProvider, platformMessagingSettings, type MessagingChannel } from "./http-messaging-provider.js";
-import type { DeliveryResult, Destination, Dispatcher, OutboundMessage } from "./outbound.js";
+import type { DeliveryResult, Destination, Dispatcher, OutboundMessage, RedeliveryHandler } from "./outbound.js";
 import { openProviderSecrets } from "./provider-secrets.js";
 import type { ProviderRow, ProviderStore } from "./provider-store.js";
 import { SendError, type Sender } from "./send-outcome.js";
@@ -65,6 +65,7 @@ export class OutboundDispatcher implements Dispatcher {
   private readonly leases: DeliveryLeases;
   /** Aborted by `close()`: a delivery waiting to retry hands its row to the outbox at once. */
   private readonly stopping = new AbortController();
+  private readonly redelivered = new Map<string, RedeliveryHandler>();
 
   constructor(private readonly deps: DispatcherDeps) {
     this.leases = new DeliveryLeases(deps.deliveries, deliveryLeaseMs(deps.outbound), deps.logger);
@@ -101,10 +102,18 @@ export class OutboundDispatcher implements Dispatcher {
           await deliveries.finish(row.tenant_id, row.id, "failed", null, NOT_KEPT);
           return;
         }
-        await this.send(row, row.destination, message, Math.max(1, outbound.maxAttempts - row.attempts));
+        const result = await this.send(row, row.destination, message, Math.max(1, outbound.maxAttempts - row.attempts));
+        if (result.error === HANDED_OVER) return; // stopped again: the next sweep ends it
+        await this.redelivered
+          .get(row.kind)?.(row.tenant_id, row.dedupe_key, result)
+          .catch((err) => logger.warn({ err, tenantId: row.tenant_id, deliveryId: row.id, kind: row.kind }, "redelivery not recorded by its sender's domain"));
       }),
     );
     return orphans.length;
+  }
+
+  onRedelivered(kind: string, handler: RedeliveryHandler): void {
+    this.redelivered.set(kind, handler);
   }
 
   /**

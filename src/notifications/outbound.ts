@@ -57,4 +57,12 @@ export interface Dispatcher {
    * resolves as `dispatch` does.
    */
   enqueue(tenantId: string, destinations: readonly Destination[], message: OutboundMessage): Promise<{ sent: Promise<DeliveryResult[]> }>;
+  /**
+   * Called when the redelivery sweep ends a delivery of a message of this kind that its first
+   * process could not (it died, or handed the delivery over at a stop): the sender's domain brings
+   * its own record of the delivery up to date (a report run's delivery results).
+   */
+  onRedelivered(kind: string, handler: RedeliveryHandler): void;
 }
+
+export type RedeliveryHandler = (tenantId: string, dedupeKey: string, result: DeliveryResult) => Promise<void>;

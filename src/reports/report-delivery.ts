@@ -1,4 +1,4 @@
-import type { Dispatcher } from "../notifications/outbound.js";
+import type { DeliveryResult, Dispatcher } from "../notifications/outbound.js";
 import type { RenderedArtifact } from "./report-document.js";
 import type { DownloadLinks } from "./report-download-links.js";
 import type { StoredDelivery } from "./report-mapper.js";
@@ -34,7 +34,7 @@ export async function deliverRun(dispatcher: Dispatcher, links: DownloadLinks, d
     destinations.map((providerId) => ({ providerId })),
     {
       kind: "report",
-      dedupeKey: `report:${run.runId}`,
+      dedupeKey: runDedupeKey(run.runId),
       subject: `Report: ${run.title}`,
       text: `${run.title}\n${period}\nAttached: ${run.artifacts.map((a) => a.fileName).join(", ") || "nothing"}\nRun ${run.runId}`,
       payload: {
@@ -64,10 +64,26 @@ export async function deliverRun(dispatcher: Dispatcher, links: DownloadLinks, d
       attachments: run.artifacts.map((a) => ({ fileName: a.fileName, contentType: a.mimeType, content: a.bytes })),
     },
   );
-  return results.map((r) => ({
+  return results.map(storedDelivery);
+}
+
+/** A destination's result as a run keeps it. */
+export function storedDelivery(r: DeliveryResult): StoredDelivery {
+  return {
     providerId: "providerId" in r.destination ? r.destination.providerId : r.destination.target,
     ok: r.accepted,
     providerMessageId: r.messageId ?? null,
     error: r.accepted ? null : (r.error ?? "not accepted"),
-  }));
+  };
 }
+
+/** What the deliveries make of a produced run: every destination accepted, some, or none. */
+export function deliveredStatus(deliveries: readonly StoredDelivery[]): "completed" | "partially_delivered" | "failed" {
+  const ok = deliveries.filter((d) => d.ok).length;
+  if (ok === deliveries.length) return "completed";
+  return ok === 0 ? "failed" : "partially_delivered";
+}
+
+/** The dedupe key of a run's delivery (one message per run), and the run it names. */
+export const runDedupeKey = (runId: string) => `report:${runId}`;
+export const runOfDedupeKey = (key: string): string | null => (key.startsWith("report:") ? key.slice("report:".length) : null);

@@ -26,7 +26,7 @@ import { isUuid, newId } from "../platform/ids.js";
 import type { Logger } from "../platform/logger.js";
 import { RunLease } from "../platform/run-lease.js";
 import type { ReportComposer } from "./report-composer.js";
-import { deliverRun } from "./report-delivery.js";
+import { deliveredStatus, deliverRun } from "./report-delivery.js";
 import type { DownloadLinks } from "./report-download-links.js";
 import { REPORT_FORMATS, type ReportFormat } from "./report-document.js";
 import { toArtifactInfo, toDeliveryResult, toNarrativeMessage, toSectionData, type ArtifactMeta, type StoredDelivery } from "./report-mapper.js";
@@ -55,12 +55,6 @@ export interface RunOutcome {
   artifacts: ArtifactMeta[];
 }
 
-/** What the deliveries make of a run: every destination accepted, some, or none. */
-function deliveredStatus(deliveries: readonly StoredDelivery[]): Exclude<ReportRunStatus, "running"> {
-  const ok = deliveries.filter((d) => d.ok).length;
-  if (ok === deliveries.length) return "completed";
-  return ok === 0 ? "failed" : "partially_delivered";
-}
 
 /**
  * Preview, run-now, the runs' reads and artifact downloads (spec 4.7). A run is recorded as

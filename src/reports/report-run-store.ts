@@ -1,5 +1,6 @@
 import type { Sequelize } from "sequelize";
 import { execReturning, retryingTransaction, selectRows, type Transaction } from "../platform/db.js";
+import { deliveredStatus } from "./report-delivery.js";
 import type { ReportNarrative, RenderedArtifact } from "./report-document.js";
 import type { ArtifactMeta, StoredDelivery, StoredSection } from "./report-mapper.js";
 
@@ -132,6 +133,28 @@ export class ReportRunStore {
       [tenantId, runId, status, JSON.stringify(deliveries), error],
     );
     return row ?? (await selectRows<ReportRunRow>(this.db, `SELECT ${SUMMARY} FROM report_runs WHERE tenant_id = $1 AND id = $2`, [tenantId, runId]))[0];
+  }
+
+  /**
+   * A destination's delivery that the redelivery sweep ended after the run had recorded it as not
+   * delivered: the run's result for it, and its status, follow. A run still running, or one that
+   * was never produced, is left as it is.
+   */
+  async recordRedelivery(tenantId: string, runId: string, delivery: StoredDelivery): Promise<void> {
+    await retryingTransaction(this.db, async (t) => {
+      const [run] = await selectRows<Pick<ReportRunRow, "status" | "delivery_results" | "error">>(
+        this.db,
+        "SELECT status, delivery_results, error FROM report_runs WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        [tenantId, runId],
+        t,
+      );
+      if (!run || run.status === "running" || run.error !== null) return;
+      const results = run.delivery_results.map((d) => (d.providerId === delivery.providerId ? delivery : d));
+      await this.db.query("UPDATE report_runs SET delivery_results = $3, status = $4 WHERE tenant_id = $1 AND id = $2", {
+        bind: [tenantId, runId, JSON.stringify(results), deliveredStatus(results)],
+        transaction: t,
+      });
+    });
   }
 
   async page(tenantId: string, templateId: string | null, limit: number, offset: number): Promise<{ rows: ReportRunRow[]; total: number }> {

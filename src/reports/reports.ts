@@ -19,6 +19,7 @@ import { createSignedDownloadRoute } from "./report-download-route.js";
 import { ReportRunService } from "./report-run-service.js";
 import { ReportRunStore } from "./report-run-store.js";
 import { expiredReportRunsJob } from "./expired-runs-job.js";
+import { runOfDedupeKey, storedDelivery } from "./report-delivery.js";
 import { createDueSchedulesJob } from "./report-schedule-job.js";
 import { ReportScheduleService } from "./report-schedule-service.js";
 import { ReportScheduleStore } from "./report-schedule-store.js";
@@ -64,6 +65,11 @@ export function createReports(o: ReportsOptions): Reports {
   const templates = new ReportTemplateService(o.db, templateStore, o.audit, registry, o.providers);
   const runStore = new ReportRunStore(o.db);
   const links = new DownloadLinks(o.secrets, o.publicUrl);
+  // A delivery the sweep ended after the run had recorded it as not delivered (docs/reports.md, "Delivery").
+  o.dispatcher.onRedelivered("report", async (tenantId, dedupeKey, result) => {
+    const runId = runOfDedupeKey(dedupeKey);
+    if (runId) await runStore.recordRedelivery(tenantId, runId, storedDelivery(result));
+  });
   const runs = new ReportRunService(templates, new ReportComposer(registry, o.narratives, renderArtifact), runStore, o.dispatcher, links, o.logger, o.runLeaseMs);
   const schedules = new ReportScheduleService(o.db, scheduleStore, templates, o.audit, o.providers);
   const impl = {

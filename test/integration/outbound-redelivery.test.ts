@@ -237,8 +237,9 @@ test("a report's attachments are kept as bytes and come back whole to the proces
   assert.deepEqual(await storedMessages(t), []);
 });
 
-test("a stop hands a run-now's delivery waiting to retry to the outbox: the run records its end before the pools close", async () => {
-  const own = await startTestService({ outbound: { ...OUTBOUND, maxAttempts: 5, backoffMs: 8000, backoffMaxMs: 8000 }, shutdownGraceMs: 3000, settingsKeys: [{ id: "k1", secret: "redelivery-test-settings-key-0123456789" }] });
+test("a stop hands a run-now's delivery waiting to retry to the outbox: the run records its end before the pools close, and the sweep's delivery later completes it", async () => {
+  const config = { outbound: { ...OUTBOUND, maxAttempts: 5, backoffMs: 8000, backoffMaxMs: 8000 }, shutdownGraceMs: 3000, settingsKeys: [{ id: "k1", secret: "redelivery-test-settings-key-0123456789" }] };
+  const own = await startTestService(config);
   const t = await own.createTenant(unique("run-now"));
   const call = (path: string, body: unknown = {}) => rest(own.baseUrl, "POST", path, { key: t.apiKey, body });
   receiver.routes.set("/report-down", { statuses: [503] });
@@ -266,8 +267,22 @@ test("a stop hands a run-now's delivery waiting to retry to the outbox: the run 
       [t.tenantId],
     );
     assert.deepEqual(rows, [{ status: "sending", attempts: 1, kept: 1 }], "the delivery is left to the sweep, with its message");
+    // As if its lease had run out: the next process's sweep delivers it, and the run's record follows.
+    await client.query("UPDATE notification_deliveries SET lease_until = now() - interval '1 second' WHERE tenant_id = $1", [t.tenantId]);
   } finally {
     await client.end();
+  }
+  receiver.routes.set("/report-down", { statuses: [200] });
+  const next = await startTestService(config, own.config.databaseUrl!);
+  try {
+    assert.equal(await next.running.services.notifications.dispatcher.redeliverOrphaned(50), 1);
+    const run = await rest(next.baseUrl, "GET", `/api/v1/reports/runs/${res.body.runId}`, { key: t.apiKey });
+    assert.equal(run.status, 200, JSON.stringify(run.body));
+    assert.equal(run.body.status, "completed");
+    assert.deepEqual(run.body.deliveryResults.map((d: any) => [d.providerId, d.ok, d.error ?? null]), [[provider.body.id, true, null]]);
+    assert.equal(hits("/report-down").length, 2);
+  } finally {
+    await next.stop();
   }
 });
 
