@@ -80,12 +80,22 @@ async function evaluate(deps: AlertEvaluatorDeps, rule: AlertRuleRow, slot: Date
   await deps.store.recordEvaluation(rule.tenant_id, rule.id, { status, lastFiredAt, slot });
 }
 
+/** One message per rule and evaluation slot; a retried slot sends nothing twice. */
+const alertDedupeKey = (ruleId: string, slot: Date) => `alert:${ruleId}:${slot.toISOString()}`;
+
+/** The rule and slot an alert's dedupe key names, or null for another key. */
+export function alertOfDedupeKey(key: string): { ruleId: string; slot: Date } | null {
+  const m = /^alert:([^:]+):(.+)$/.exec(key);
+  const slot = m ? new Date(m[2]) : null;
+  return m && slot && !Number.isNaN(slot.getTime()) ? { ruleId: m[1], slot } : null;
+}
+
 /** Spec 6 leaves the payload open; this is what docs/alerts.md documents. */
 function alertMessage(rule: AlertRuleRow, value: number, from: Date, slot: Date): OutboundMessage {
   const condition = `${rule.metric} ${rule.operator} ${rule.threshold}`;
   return {
     kind: "alert",
-    dedupeKey: `alert:${rule.id}:${slot.toISOString()}`,
+    dedupeKey: alertDedupeKey(rule.id, slot),
     subject: `Alert: ${rule.name} (${condition})`,
     text: `Alert rule "${rule.name}" triggered: ${rule.metric} was ${value} over ${from.toISOString()} to ${slot.toISOString()} (condition ${condition}).`,
     payload: {

@@ -118,6 +118,20 @@ export class AlertRuleStore {
    * Records an evaluation unless the slot was already recorded (a concurrent run of the same slot):
    * status and last_fired_at move once per slot. Not a configuration change: no version, no audit.
    */
+  /**
+   * An alert of `slot` that reached nobody when it was evaluated and that the redelivery sweep
+   * delivered later (docs/alerts.md): it fired at its slot, so its cooldown starts there, and the
+   * rule reads `fired` unless a later slot has been evaluated since.
+   */
+  async recordLateDelivery(tenantId: string, id: string, slot: Date): Promise<void> {
+    await this.db.query(
+      `UPDATE alert_rules SET last_fired_at = $3,
+         status = CASE WHEN last_evaluated_at = $3 AND status = 'delivery_failed' THEN 'fired' ELSE status END
+       WHERE tenant_id = $1 AND id = $2 AND (last_fired_at IS NULL OR last_fired_at < $3)`,
+      { bind: [tenantId, id, slot] },
+    );
+  }
+
   async recordEvaluation(tenantId: string, id: string, e: AlertEvaluation): Promise<boolean> {
     const rows = await execReturning<{ id: string }>(
       this.db,

@@ -9,7 +9,7 @@ import type { Logger } from "../platform/logger.js";
 import type { Handler, ServiceRegistration } from "../platform/service-registration.js";
 import type { ScheduledJob } from "../scheduling/scheduled-job.js";
 import type { ProviderDirectory } from "./alert-channels.js";
-import { createAlertEvaluator } from "./alert-evaluator.js";
+import { alertOfDedupeKey, createAlertEvaluator } from "./alert-evaluator.js";
 import { AlertRuleService } from "./alert-rule-service.js";
 import { AlertRuleStore } from "./alert-rule-store.js";
 import { createDecisionFunnelMonitor } from "./decision-funnel-monitor.js";
@@ -41,6 +41,11 @@ export interface Alerts {
 export function createAlerts(o: AlertsOptions): Alerts {
   const store = new AlertRuleStore(o.db);
   const rules = new AlertRuleService(o.db, store, o.auditLog, o.providers);
+  // An alert that reached nobody at its slot and that the redelivery sweep delivered later.
+  o.dispatcher.onRedelivered("alert", async (tenantId, dedupeKey, result) => {
+    const alert = alertOfDedupeKey(dedupeKey);
+    if (alert && result.accepted) await store.recordLateDelivery(tenantId, alert.ruleId, alert.slot);
+  });
   return {
     services: [{ service: AlertRuleServiceDesc, impl: rules as unknown as Record<string, Handler> }],
     jobs: [

@@ -281,6 +281,30 @@ describe("cooldown and delivery", () => {
     assert.ok(signed.length > 0 && signed.every((r) => r.signatureValid), "the provider's deliveries are signed with its secret");
   });
 
+  test("an alert that reached nobody and that the redelivery sweep delivers later fires at its slot: cooldown from there", async () => {
+    const t = await svc.createTenant();
+    const path = `/late-${t.tenantId}`;
+    receiver.routes.set(path, { statuses: [500] });
+    const slot = new Date();
+    await insertDecisions(t.tenantId, 4, { at: new Date(slot.getTime() - 30_000), empty: true });
+    const r = await rule(t, { metric: "empty_candidate_rate", operator: "gt", threshold: 0.5, cooldownMinutes: 30, channels: [{ type: "webhook", target: `${receiver.url}${path}` }] });
+    await evaluate.run(slot);
+    assert.equal((await stored(t, r.id)).status, "delivery_failed");
+    // As a process that died mid-series leaves it: unfinished, its lease run out, its message kept.
+    await sql("UPDATE notification_deliveries SET status = 'sending', lease_until = now() - interval '1 second' WHERE tenant_id = $1 AND dedupe_key = $2", [t.tenantId, `alert:${r.id}:${slot.toISOString()}`]);
+    await sql(
+      `INSERT INTO outbound_messages (tenant_id, dedupe_key, message) VALUES ($1, $2, $3)`,
+      [t.tenantId, `alert:${r.id}:${slot.toISOString()}`, JSON.stringify({ kind: "alert", subject: "s", text: "t", payload: { rule: { id: r.id } }, attachments: [] })],
+    );
+    receiver.routes.set(path, { statuses: [200] });
+    assert.equal(await svc.running.services.notifications.dispatcher.redeliverOrphaned(50), 1);
+    const late = await stored(t, r.id);
+    assert.equal(late.status, "fired");
+    assert.equal(late.lastFiredAt, slot.toISOString());
+    await evaluate.run(new Date(slot.getTime() + 60_000));
+    assert.equal((await stored(t, r.id)).status, "cooldown", "the next slot is inside the cooldown the late delivery started");
+  });
+
   test("a slot retried after it dispatched but before it recorded sends again under the same dedupeKey", async () => {
     const t = await svc.createTenant();
     const slot = new Date();
