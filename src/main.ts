@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import cluster from "node:cluster";
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
@@ -15,6 +14,7 @@ import { createMemoryRateLimiter, createRedisRateLimiter } from "./platform/rate
 import { RateLimitPolicy } from "./platform/rate-limit-policy.js";
 import { createSecrets, loadOrCreateLocalSecrets, type Secrets } from "./platform/secrets.js";
 import { startEmbeddedPostgres } from "./platform/embedded-postgres.js";
+import { settledWithin } from "./platform/settled-within.js";
 import { StartupError } from "./platform/startup-error.js";
 import { createSettingsCipher, derivedKeyId, type SettingsCipher } from "./platform/settings-cipher.js";
 import { createNotifications, type Notifications } from "./notifications/notifications.js";
@@ -470,6 +470,10 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
     ...ingestion.services,
     ...reports.services,
   ];
+  const interrupt = async (graceMs: number): Promise<void> => {
+    notifications.dispatcher.close();
+    await ingestion.stop(graceMs);
+  };
   const mcp = createMcp({ registrations, authenticator, rateLimits, preview: decisions.preview, logger: f.logger, bodyLimitBytes: f.config.defaultBodyLimitBytes });
   return {
     identityStore,
@@ -499,17 +503,16 @@ export function createServices(f: Foundation, options: ServiceOptions = {}): Ser
       await decisions.listen();
       await notifications.listen();
     },
-    interrupt: async (graceMs) => {
-      notifications.dispatcher.close();
-      await ingestion.stop(graceMs);
-    },
+    interrupt,
     close: async (graceMs = f.config.shutdownGraceMs) => {
-      // A caller that closed without interrupting (the CLI) still ends its deliveries and runs first.
+      const deadline = Date.now() + graceMs;
+      // A caller that closed without interrupting (the CLI) still ends its deliveries and runs first;
+      // after stop() interrupted, this finds nothing left to interrupt.
+      await interrupt(graceMs);
       // An attempt still under way after the grace is not waited for: its row's lease runs out and
       // the outbox's sweep of another process, or of the next start, sends it.
-      notifications.dispatcher.close();
-      await ingestion.stop(graceMs);
-      const sent = await Promise.race([Promise.all([events.settled(), sessions.settled()]).then(() => true), sleep(graceMs, false, { ref: false })]);
+      const left = Math.max(0, deadline - Date.now());
+      const sent = await settledWithin(Promise.all([events.settled(), sessions.settled()]), left);
       if (!sent) f.logger.warn({ graceMs }, "outbound deliveries still under way at stop are left to the redelivery sweep");
       await decisions.close();
       // After the decisions' writers settled (a failed write gives its reservation back).

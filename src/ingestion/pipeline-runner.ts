@@ -10,6 +10,7 @@ import { describeStorageError, type BucketAccess, type ObjectInfo, type ObjectSt
 import type { ExpiredRun, PipelineRow, PipelineStore } from "./pipeline-store.js";
 import { describeFailure, RunAttempt, RunFailure, stoppedBy } from "./run-attempt.js";
 import { RunLease } from "../platform/run-lease.js";
+import { settledWithin } from "../platform/settled-within.js";
 import type { SchemaRow } from "./schema-store.js";
 
 /** One node's line of a run's answer (spec 4.20). */
@@ -98,10 +99,7 @@ export class PipelineRunner {
   async stop(graceMs: number): Promise<void> {
     if (!this.shutdown.signal.aborted) this.shutdown.abort(new Error(SHUTDOWN_ERROR));
     if (!this.inFlight.size) return;
-    let grace: NodeJS.Timeout | undefined;
-    const inTime = await Promise.race([Promise.allSettled([...this.inFlight]).then(() => true), new Promise<false>((res) => (grace = setTimeout(res, graceMs, false)))]);
-    clearTimeout(grace);
-    if (!inTime) this.deps.logger.warn({ runs: this.inFlight.size, graceMs }, "ingestion runs still going after the stop's grace");
+    if (!(await settledWithin(Promise.allSettled([...this.inFlight]), graceMs))) this.deps.logger.warn({ runs: this.inFlight.size, graceMs }, "ingestion runs still going after the stop's grace");
   }
 
   private async runTracked(pipeline: PipelineRow, ir: PipelineIr, irVersion: number, trigger: "manual" | "schedule"): Promise<RunResult> {

@@ -55,12 +55,8 @@ function runningPostmaster(databaseDir: string): Postmaster | null {
     return null;
   }
   const pid = Number(lines[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return null;
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ESRCH") return null; // Postgres cleans a stale file up itself
-  }
+  // A stale file (its server gone) is ignored: Postgres cleans it up itself.
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return null;
   return { pid, port: Number(lines[3]), status: (lines[7] ?? "").trim() };
 }
 

@@ -1,7 +1,7 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { Queue, Worker, type Job } from "bullmq";
 import { Cluster } from "ioredis";
 import type { Logger } from "../platform/logger.js";
+import { settledWithin } from "../platform/settled-within.js";
 import type { RedisTarget } from "../platform/redis.js";
 import type { JobRegistry } from "./job-registry.js";
 import type { JobSchedule } from "./scheduled-job.js";
@@ -104,12 +104,11 @@ export function createBullmqDriver(options: {
       // would wait forever. After the grace the connections are dropped, which stops ioredis from
       // reconnecting so that the process can exit; their "end" may never come (a client that was
       // reconnecting has no socket to close), so that is not waited for either.
-      const settled = (p: Promise<unknown>) => p.then(() => true, () => true);
-      const inTime = await Promise.race([settled(Promise.all([worker?.close(), queue?.close()])), sleep(graceMs, false, { ref: false })]);
+      const inTime = await settledWithin(Promise.all([worker?.close(), queue?.close()]), graceMs);
       if (!inTime) {
         logger.warn({ graceMs }, "scheduler did not stop within the grace (Redis unreachable or a job still running); disconnecting");
         const dropped = Promise.all([worker?.disconnect(), queue?.disconnect()]);
-        await Promise.race([settled(dropped), sleep(DISCONNECT_WAIT_MS, false, { ref: false })]);
+        await settledWithin(dropped, DISCONNECT_WAIT_MS);
       }
       cluster?.disconnect();
     },

@@ -1,4 +1,5 @@
 import type { Logger } from "../platform/logger.js";
+import { settledWithin } from "../platform/settled-within.js";
 import type { JobRegistry } from "./job-registry.js";
 import type { ScheduledJob } from "./scheduled-job.js";
 import type { SchedulerDriver } from "./scheduler-driver.js";
@@ -88,9 +89,7 @@ export function createLocalDriver(options: { registry: JobRegistry; runner: Slot
       stopped = true;
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
-      let grace: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.allSettled([...inFlight]), new Promise((res) => (grace = setTimeout(res, graceMs)))]);
-      clearTimeout(grace);
+      await settledWithin(Promise.allSettled([...inFlight]), graceMs);
     },
   };
 }
