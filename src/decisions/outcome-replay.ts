@@ -1,15 +1,21 @@
 import { createHash } from "node:crypto";
-import { toJson } from "@bufbuild/protobuf";
-import { RespondRequestSchema, type RespondRequest, type RespondResponse } from "../../gen/decisioning/v1/decisions_pb.js";
+import { fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
+import { RespondRequestSchema, RespondResponseSchema, type RespondRequest, type RespondResponse } from "../../gen/decisioning/v1/decisions_pb.js";
 import { canonicalJson, setNewest } from "../core/index.js";
 import type { Logger } from "../platform/logger.js";
-import { answeredRepeatedly } from "../platform/repeated-answers.js";
+import { encodedAs } from "../platform/repeated-answers.js";
 import { toOutcomeRecord } from "./outcome-mapper.js";
 import type { OutcomeRow, OutcomeStore } from "./outcome-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 
-/** Records this process wrote or read, kept to answer replays without a query. */
-const RECENT_RECORDS = 50_000;
+/**
+ * Records this process wrote, kept to answer replays without a query: about 0.9 KB each, so at
+ * most about 90 MB, and at 4,500 fresh keys a second (one process, docs/performance.md) the last
+ * 20 seconds of them.
+ */
+export const RECENT_WRITES = 100_000;
+/** Records read back from PostgreSQL for a replay, kept apart so that a run of old keys cannot push out what this process just wrote. */
+export const RECENT_READS = 10_000;
 
 /**
  * Respond's idempotency: a key already recorded answers its first record as `already_recorded`,
@@ -20,9 +26,12 @@ export class OutcomeReplay {
    * A stored record never changes (one per key, by the unique index), so a replay this process
    * has seen is answered from memory. Each entry is valid only under the tenant snapshot it was
    * kept with: a workspace reset (which deletes the records) replaces the snapshot in every
-   * process, and with it every entry of the tenant.
+   * process, and with it every entry of the tenant. Both maps drop their oldest entries first;
+   * with one map, replays of more keys than it holds, in the order they were written, each read
+   * back the key that the next one needed and evicted it (every replay went to PostgreSQL).
    */
-  private readonly recent = new Map<string, Recent>();
+  private readonly written = new Map<string, Recent>();
+  private readonly read = new Map<string, Recent>();
 
   constructor(
     private readonly store: Pick<OutcomeStore, "byKey">,
@@ -37,50 +46,56 @@ export class OutcomeReplay {
     const recalled = this.recall(tenantId, idempotencyKey, payload, under);
     if (recalled) return recalled;
     const earlier = await this.store.byKey(tenantId, idempotencyKey);
-    return earlier ? this.replay(this.remember(tenantId, idempotencyKey, earlier, under), payload) : null;
+    return earlier ? this.replay(this.keep(this.read, RECENT_READS, tenantId, idempotencyKey, earlier, under, null), payload) : null;
   }
 
   /** Like `find`, from this process's recent records only: null means "not known here", not "never recorded". */
   recall(tenantId: string, idempotencyKey: string, payload: string, under: CompiledTenant): RespondResponse | null {
-    const known = this.recent.get(recentKey(tenantId, idempotencyKey));
+    const key = recentKey(tenantId, idempotencyKey);
+    const known = this.written.get(key) ?? this.read.get(key);
     return known?.under === under ? this.replay(known, payload) : null;
   }
 
   /** Lost the race to a concurrent call with the same key: that call's record stands. */
   async replayWinner(tenantId: string, idempotencyKey: string, payload: string, under: CompiledTenant): Promise<RespondResponse> {
-    return this.replay(this.remember(tenantId, idempotencyKey, (await this.store.byKey(tenantId, idempotencyKey))!, under), payload);
+    const winner = (await this.store.byKey(tenantId, idempotencyKey))!;
+    return this.replay(this.keep(this.read, RECENT_READS, tenantId, idempotencyKey, winner, under, null), payload);
   }
 
-  /**
-   * Keeps a record this process wrote or read, for the replays that follow; `payload` is the
-   * canonicalPayload of the request that wrote it, when this process has it.
-   */
-  remember(tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant, payload: string | null = null): Recent {
-    const kept: Recent = { row, under, payload, answer: null };
-    setNewest(this.recent, recentKey(tenantId, idempotencyKey), kept, RECENT_RECORDS);
+  /** Keeps a record this process wrote, with the canonicalPayload of the request that wrote it, for the replays that follow. */
+  remember(tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant, payload: string): void {
+    this.keep(this.written, RECENT_WRITES, tenantId, idempotencyKey, row, under, payload);
+  }
+
+  private keep(map: Map<string, Recent>, max: number, tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant, payload: string | null): Recent {
+    // The answer is kept encoded: as a message beside its row it took about 2.2 KB of the heap.
+    const answer = Buffer.from(toBinary(RespondResponseSchema, toOutcomeRecord(row, "already_recorded")));
+    const kept: Recent = payload === null ? { under, payload: row.payload_hash, hashed: true, answer } : { under, payload, hashed: false, answer };
+    setNewest(map, recentKey(tenantId, idempotencyKey), kept, max);
     return kept;
   }
 
+  /** Every replay of a key gets the same answer, decoded from its bytes (about 2 µs), which the gRPC door sends as they are. */
   private replay(earlier: Recent, payload: string): RespondResponse {
-    const { row } = earlier;
+    const answer = encodedAs(fromBinary(RespondResponseSchema, earlier.answer), earlier.answer);
     // The text itself where this process has it: hashing it was most of a replay's own CPU.
-    const same = earlier.payload !== null ? earlier.payload === payload : row.payload_hash === hashPayload(payload);
-    if (same) earlier.payload ??= payload;
-    else {
-      this.logger.warn({ idempotencyKey: row.idempotency_key, recordId: row.id }, "idempotency key replayed with a different payload; the original record stands");
+    if (earlier.hashed ? earlier.payload === hashPayload(payload) : earlier.payload === payload) {
+      earlier.payload = payload;
+      earlier.hashed = false;
+    } else {
+      this.logger.warn({ idempotencyKey: answer.idempotencyKey, recordId: answer.id }, "idempotency key replayed with a different payload; the original record stands");
     }
-    // Every replay of a key gets the same answer, so it is built (and by the gRPC door encoded) once.
-    return (earlier.answer ??= answeredRepeatedly(toOutcomeRecord(row, "already_recorded")));
+    return answer;
   }
 }
 
 interface Recent {
-  row: OutcomeRow;
   under: CompiledTenant;
-  /** The canonicalPayload of the request that wrote the record, once known. */
-  payload: string | null;
-  /** The `already_recorded` answer, once a replay asked for it. */
-  answer: RespondResponse | null;
+  /** The canonicalPayload of the request that wrote the record, or, until a replay matches it, its stored SHA-256. */
+  payload: string;
+  hashed: boolean;
+  /** The `already_recorded` answer, encoded. */
+  answer: Buffer;
 }
 
 const recentKey = (tenantId: string, idempotencyKey: string) => `${tenantId} ${idempotencyKey}`;

@@ -2,23 +2,18 @@ import { toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobu
 
 /**
  * Answers a service gives again and again unchanged (a replayed Respond's `already_recorded`
- * record), marked so that the gRPC door encodes each once. Only marked messages are kept, so the
- * answers of fresh requests, each new, cost one lookup and are never held.
+ * record), kept encoded and sent by the gRPC door as they are. Only such answers are registered,
+ * so the answers of fresh requests, each new, cost one lookup.
  */
-const repeated = new WeakSet<object>();
 const encodings = new WeakMap<object, Buffer>();
 
-/** Marks `message` as one that will be answered again; it must not change afterwards. */
-export function answeredRepeatedly<T extends object>(message: T): T {
-  repeated.add(message);
+/** `message`, which the gRPC door will send as `bytes`: its binary encoding, which it must be. */
+export function encodedAs<T extends object>(message: T, bytes: Buffer): T {
+  encodings.set(message, bytes);
   return message;
 }
 
-/** The binary encoding of an answer; a marked one's is kept with it. */
+/** The binary encoding of an answer: the registered one, else encoded now. */
 export function encodeAnswer<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): Buffer {
-  const kept = encodings.get(message);
-  if (kept) return kept;
-  const bytes = Buffer.from(toBinary(schema, message));
-  if (repeated.has(message)) encodings.set(message, bytes);
-  return bytes;
+  return encodings.get(message) ?? Buffer.from(toBinary(schema, message));
 }

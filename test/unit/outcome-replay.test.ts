@@ -1,10 +1,10 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { create, toJson } from "@bufbuild/protobuf";
+import { create, toBinary, toJson } from "@bufbuild/protobuf";
 import canonicalize from "canonicalize";
 import { RespondRequestSchema, RespondResponseSchema } from "../../gen/decisioning/v1/decisions_pb.js";
-import { OutcomeReplay, canonicalPayload, defaultIdempotencyKey, hashPayload } from "../../src/decisions/outcome-replay.js";
+import { OutcomeReplay, RECENT_WRITES, canonicalPayload, defaultIdempotencyKey, hashPayload } from "../../src/decisions/outcome-replay.js";
 import { encodeAnswer } from "../../src/platform/repeated-answers.js";
 import { createLogger } from "../../src/platform/logger.js";
 import type { OutcomeRow } from "../../src/decisions/outcome-store.js";
@@ -35,26 +35,30 @@ describe("Respond's idempotency (src/decisions/outcome-replay.ts)", () => {
     }
   });
 
-  test("replays of one key from memory share one answer, encoded once; one with another payload still warns each time", () => {
+  test("replays of one key from memory give one answer, sent as the same bytes; one with another payload still warns each time", async () => {
     const warnings: unknown[] = [];
     const logger = Object.assign(createLogger("silent"), { warn: (...args: unknown[]) => void warnings.push(args) });
-    const replay = new OutcomeReplay({ byKey: async () => null }, logger);
-    const under = {} as CompiledTenant;
     const [original, other] = requests.map(canonicalPayload);
     const row = {
       id: "r-1", customer_id: "c-1", outcome: "click", idempotency_key: "k-1", payload_hash: hashPayload(original), offer_id: "o-1",
       direction: "inbound", context: { age: 41 }, outcome_details: {}, occurred_at: new Date(0), created_at: new Date(0),
     } as unknown as OutcomeRow;
-    // Kept as read from PostgreSQL (no payload): the first replay compares hashes, the ones after the text.
-    replay.remember("t-1", "k-1", row, under);
-    const first = replay.recall("t-1", "k-1", original, under)!;
+    let reads = 0;
+    const replay = new OutcomeReplay({ byKey: async () => (reads++, row) }, logger);
+    const under = {} as CompiledTenant;
+    // Read back from PostgreSQL (no payload): the first replay compares hashes, the ones after the text.
+    const first = (await replay.find("t-1", "k-1", original, under))!;
     assert.equal(first.status, "already_recorded");
     assert.equal(first.id, "r-1");
-    assert.equal(replay.recall("t-1", "k-1", original, under), first);
-    assert.equal(encodeAnswer(RespondResponseSchema, first), encodeAnswer(RespondResponseSchema, first));
+    assert.deepEqual(first.context, { age: 41 });
+    const again = replay.recall("t-1", "k-1", original, under)!;
+    assert.deepEqual(again, first);
+    assert.equal(encodeAnswer(RespondResponseSchema, again), encodeAnswer(RespondResponseSchema, first), "sent as the bytes kept");
+    assert.deepEqual(new Uint8Array(encodeAnswer(RespondResponseSchema, again)), toBinary(RespondResponseSchema, first));
+    assert.equal(reads, 1);
     assert.equal(warnings.length, 0);
-    assert.equal(replay.recall("t-1", "k-1", other, under), first, "the original record stands");
-    assert.equal(replay.recall("t-1", "k-1", other, under), first);
+    assert.deepEqual(replay.recall("t-1", "k-1", other, under), first, "the original record stands");
+    assert.deepEqual(replay.recall("t-1", "k-1", other, under), first);
     assert.equal(warnings.length, 2);
     // Kept with the payload that wrote it (this process recorded it).
     replay.remember("t-1", "k-2", { ...row, idempotency_key: "k-2", payload_hash: "not compared" }, under, original);
@@ -63,5 +67,26 @@ describe("Respond's idempotency (src/decisions/outcome-replay.ts)", () => {
     replay.recall("t-1", "k-2", other, under);
     assert.equal(warnings.length, 3);
     assert.equal(replay.recall("t-1", "k-1", original, {} as CompiledTenant), null, "kept under another snapshot");
+  });
+
+  test("replaying more keys than are kept, in the order they were written, reads back only the ones dropped", async () => {
+    const rows = new Map<string, OutcomeRow>();
+    let reads = 0;
+    const replay = new OutcomeReplay({ byKey: async (_t, key) => (reads++, rows.get(key) ?? null) }, createLogger("silent"));
+    const under = {} as CompiledTenant;
+    const payload = (n: number) => `{"n":${n}}`;
+    const beyond = 1_000;
+    for (let n = 0; n < RECENT_WRITES + beyond; n++) {
+      const row = { id: `r-${n}`, customer_id: "c-1", outcome: "click", idempotency_key: `k-${n}`, payload_hash: hashPayload(payload(n)), offer_id: "o-1",
+        direction: "inbound", context: {}, outcome_details: {}, occurred_at: new Date(0), created_at: new Date(0) } as unknown as OutcomeRow;
+      rows.set(row.idempotency_key, row);
+      replay.remember("t-1", row.idempotency_key, row, under, payload(n));
+    }
+    for (let n = 0; n < RECENT_WRITES + beyond; n++) {
+      const answer = await replay.find("t-1", `k-${n}`, payload(n), under);
+      assert.equal(answer?.id, `r-${n}`);
+    }
+    // With one map, each key read back evicted the next one due, and every replay was a read.
+    assert.equal(reads, beyond);
   });
 });
