@@ -116,6 +116,7 @@ export function createIngestion(o: IngestionOptions): {
         find: (tenantId, id) => pipelineStore.find(tenantId, id),
         run: (row) => pipelines.run(row, "schedule"),
         runs: new ScheduledRunStore(o.db),
+        leaseMs: o.runLeaseMs,
         logger: o.logger,
       }),
       expiredRunsJob({

@@ -68,6 +68,23 @@ export class ScheduledRunStore {
     );
   }
 
+  /**
+   * Slots from `since` to `until`, of the jobs named `namePrefix` + anything, that are the newest of their
+   * job and did not end on their own: failed with `interruptedError`, or running under a lease that
+   * ran out (their process died). A job whose newer slot was claimed since has none.
+   */
+  async interruptedAcrossTenants(namePrefix: string, since: Date, until: Date, interruptedError: string): Promise<Array<{ job_name: string; slot: Date }>> {
+    return selectRows(
+      this.db,
+      `SELECT job_name, slot FROM (
+         SELECT DISTINCT ON (job_name) job_name, slot, status, error, lease_until FROM scheduled_runs
+         WHERE starts_with(job_name, $1) AND slot BETWEEN $2 AND $3 ORDER BY job_name, slot DESC) newest
+       WHERE (status = 'failed' AND error = $4) OR (status = 'running' AND lease_until < now())
+       ORDER BY slot`,
+      [namePrefix, since, until, interruptedError],
+    );
+  }
+
   /** Forgets slots before `before` that are over, or whose runner died; returns how many. A live run stays. */
   async deleteFinishedBeforeAcrossTenants(before: Date): Promise<number> {
     const rows = await execReturning(

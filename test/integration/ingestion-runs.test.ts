@@ -4,6 +4,7 @@ import { createHash } from "node:crypto";
 import { gzipSync } from "node:zlib";
 import { startIngestionHarness, type IngestionHarness } from "../support/ingestion-harness.js";
 import { rest } from "../support/clients.js";
+import { startTestService } from "../support/service.js";
 
 let h: IngestionHarness;
 let connectorId: string;
@@ -482,5 +483,90 @@ describe("scheduled pipelines (docs/ingestion.md, Schedules)", () => {
     assert.equal((await runsOf(due)).length, 1, "10:06 is not a slot of */5");
     await job.run(new Date("2030-01-01T10:10:00Z"));
     assert.equal((await runsOf(due)).length, 2);
+  });
+
+  test("the minute job runs again the newest slot a stop interrupted or whose process died, from the last day, while the pipeline is scheduled, three tries in all", async () => {
+    const s = await schema();
+    await h.put("resume/1.csv", csv(["r1,a,1,1,2025-01-01T00:00:00Z"]));
+    const make = async (schedule: string) => {
+      const res = await h.call("POST", "/api/v1/pipelines", { name: `resume${++n}`, connectorId, schedule, ir: { nodes: [source("resume/"), target(s.name)] } });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      return res.body.id as string;
+    };
+    // Daily at 03:00: none is due in the minute the job runs for.
+    const daily = "0 3 * * *";
+    const slot = new Date("2031-01-01T10:00:00Z");
+    const hoursBefore = (hours: number) => new Date(slot.getTime() - hours * 3_600_000);
+    const STOPPED = "stopped: the service shut down";
+    const slots: Array<[id: string, at: Date, status: string, attempts: number, error: string | null, leaseMinutes: number]> = [];
+    const stopped = await make(daily);
+    slots.push([stopped, hoursBefore(7), "failed", 1, STOPPED, -1]);
+    const died = await make(daily);
+    slots.push([died, hoursBefore(1), "running", 1, null, -1]);
+    const stillRunning = await make(daily);
+    slots.push([stillRunning, hoursBefore(1), "running", 1, null, 5]);
+    const failedOtherwise = await make(daily);
+    slots.push([failedOtherwise, hoursBefore(1), "failed", 1, "the file was bad", -1]);
+    const newerSlotSince = await make(daily);
+    slots.push([newerSlotSince, hoursBefore(7), "failed", 1, STOPPED, -1], [newerSlotSince, hoursBefore(6), "succeeded", 1, null, -1]);
+    const tooOld = await make(daily);
+    slots.push([tooOld, hoursBefore(25), "failed", 1, STOPPED, -1]);
+    const outOfTries = await make(daily);
+    slots.push([outOfTries, hoursBefore(1), "failed", 3, STOPPED, -1]);
+    const unscheduled = await make("");
+    slots.push([unscheduled, hoursBefore(1), "failed", 1, STOPPED, -1]);
+    const name = (id: string) => `ingestion-pipeline:${h.admin.tenantId}:${id}`;
+    for (const [id, at, status, attempts, error, leaseMinutes] of slots) {
+      await h.svc.sql(
+        `INSERT INTO scheduled_runs (job_name, slot, status, attempts, error, started_at, finished_at, lease_until)
+         VALUES ($1, $2, $3, $4, $5, now(), CASE WHEN $3 = 'running' THEN NULL ELSE now() END, now() + $6 * interval '1 minute')`,
+        [name(id), at, status, attempts, error, leaseMinutes],
+      );
+    }
+    const job = h.svc.running.services.jobs.find((j) => j.name === "ingestion-pipelines")!;
+    await Promise.all([job.run(slot), job.run(slot)]);
+    await job.run(slot);
+    const runsOf = async (id: string) => (await h.call("GET", `/api/v1/pipelines/${id}/runs`)).body.data as Array<{ trigger: string; ok: boolean }>;
+    for (const id of [stopped, died]) assert.deepEqual((await runsOf(id)).map((r) => [r.trigger, r.ok]), [["schedule", true]], "run again once, whoever fires the minute");
+    for (const id of [stillRunning, failedOtherwise, newerSlotSince, tooOld, outOfTries, unscheduled]) assert.deepEqual(await runsOf(id), []);
+    const state = async (id: string, at: Date) => (await h.svc.sql(`SELECT status, attempts, error FROM scheduled_runs WHERE job_name = $1 AND slot = $2`, [name(id), at]))[0];
+    assert.deepEqual(await state(stopped, hoursBefore(7)), { status: "succeeded", attempts: 2, error: null });
+    assert.deepEqual(await state(died, hoursBefore(1)), { status: "succeeded", attempts: 2, error: null });
+    assert.deepEqual(await rows(s.table), [{ customer_id: "r1", email: "a", age: 1, balance: "1.00" }]);
+  });
+
+  test("a scheduled run that a stop interrupts leaves its slot to be run again, and one the stop refused to start too", async () => {
+    const s = await schema();
+    const res = await h.call("POST", "/api/v1/pipelines", {
+      name: `stop${++n}`, connectorId, schedule: "*/5 * * * *",
+      // Waits for a file that never comes, far longer than the test.
+      ir: { nodes: [source("never/", { waitPolicy: { maxRetries: 10, intervalMinutes: 0.05, onMissAction: "fail" } }), target(s.name)] },
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    // A second process on the same database, to stop.
+    const { settingsKeys, outbound, ingestionStsEndpoint, redisKeyPrefix, databaseUrl } = h.svc.config;
+    const svc = await startTestService({ settingsKeys, outbound, ingestionStsEndpoint, redisKeyPrefix }, databaseUrl!);
+    try {
+      const job = svc.running.services.jobs.find((j) => j.name === "ingestion-pipelines")!;
+      const slot = new Date("2032-01-01T10:05:00Z");
+      const running = job.run(slot);
+      for (let i = 0; !(await h.svc.sql("SELECT 1 FROM ingestion_runs WHERE pipeline_id = $1", [res.body.id])).length; i++) {
+        assert.ok(i < 500, "the scheduled run started");
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      // The stop's first step, before the scheduler and the pools: runs in flight are interrupted.
+      await svc.running.services.interrupt(2000);
+      await running;
+      const slotOf = async (at: Date) =>
+        (await h.svc.sql(`SELECT status, error FROM scheduled_runs WHERE job_name = $1 AND slot = $2`, [`ingestion-pipeline:${h.admin.tenantId}:${res.body.id}`, at]))[0];
+      assert.deepEqual(await slotOf(slot), { status: "failed", error: "stopped: the service shut down" });
+      // A minute that fires while the service stops: the run is refused, and its slot stays to be run again.
+      const next = new Date("2032-01-01T10:10:00Z");
+      await job.run(next);
+      assert.deepEqual(await slotOf(next), { status: "failed", error: "stopped: the service shut down" });
+      assert.equal((await h.svc.sql("SELECT count(*)::int AS n FROM ingestion_runs WHERE pipeline_id = $1", [res.body.id]))[0].n, 1, "the refused one never started");
+    } finally {
+      await svc.stop();
+    }
   });
 });
