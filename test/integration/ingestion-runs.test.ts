@@ -445,28 +445,30 @@ describe("customer schemas and Recommend (docs/ingestion.md, Customer schemas)",
 });
 
 describe("scheduled pipelines (docs/ingestion.md, Schedules)", () => {
+  /** A pipeline on `schedule` that loads the CSV files under `path` into the schema; its id. */
+  const scheduled = async (schedule: string, path: string, schemaName: string, sourceConfig: Record<string, unknown> = {}) => {
+    const res = await h.call("POST", "/api/v1/pipelines", { name: `sched${++n}`, connectorId, schedule, ir: { nodes: [source(path, sourceConfig), target(schemaName)] } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.equal(res.body.schedule ?? "", schedule);
+    return res.body.id as string;
+  };
+
   test("with SCHEDULER=off an external cron runs them: the tick route runs the minute job", async () => {
     const s = await schema();
     await h.put("cron/1.csv", csv(["c1,a,1,1,2025-01-01T00:00:00Z"]));
-    const res = await h.call("POST", "/api/v1/pipelines", { name: `cron${++n}`, connectorId, schedule: "* * * * *", ir: { nodes: [source("cron/"), target(s.name)] } });
-    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const id = await scheduled("* * * * *", "cron/", s.name);
     const tick = await rest(h.svc.baseUrl, "POST", "/api/cron/tick", { bearer: CRON_SECRET });
     assert.equal(tick.status, 200, JSON.stringify(tick.body));
     const jobs = tick.body.runs.map((r: { job: string }) => r.job);
     assert.ok(jobs.includes("ingestion-pipelines") && jobs.includes("scheduled-runs-retention"), jobs.join(", "));
-    const runs = (await h.call("GET", `/api/v1/pipelines/${res.body.id}/runs`)).body.data;
+    const runs = (await h.call("GET", `/api/v1/pipelines/${id}/runs`)).body.data;
     assert.deepEqual(runs.map((r: { trigger: string; ok: boolean }) => [r.trigger, r.ok]), [["schedule", true]]);
   });
 
   test("the minute job runs each due pipeline once per slot, through its own scheduled_runs claim", async () => {
     const s = await schema();
     await h.put("sched/1.csv", csv(["x1,a,1,1,2025-01-01T00:00:00Z"]));
-    const make = async (schedule: string) => {
-      const res = await h.call("POST", "/api/v1/pipelines", { name: `sched${++n}`, connectorId, schedule, ir: { nodes: [source("sched/"), target(s.name)] } });
-      assert.equal(res.status, 201, JSON.stringify(res.body));
-      assert.equal(res.body.schedule, schedule);
-      return res.body.id as string;
-    };
+    const make = (schedule: string) => scheduled(schedule, "sched/", s.name);
     const due = await make("*/5 * * * *");
     const notDue = await make("0 3 * * *");
     const job = h.svc.running.services.jobs.find((j) => j.name === "ingestion-pipelines")!;
@@ -488,11 +490,7 @@ describe("scheduled pipelines (docs/ingestion.md, Schedules)", () => {
   test("the minute job runs again the newest slot a stop interrupted or whose process died, from the last day, while the pipeline is scheduled, three tries in all", async () => {
     const s = await schema();
     await h.put("resume/1.csv", csv(["r1,a,1,1,2025-01-01T00:00:00Z"]));
-    const make = async (schedule: string) => {
-      const res = await h.call("POST", "/api/v1/pipelines", { name: `resume${++n}`, connectorId, schedule, ir: { nodes: [source("resume/"), target(s.name)] } });
-      assert.equal(res.status, 201, JSON.stringify(res.body));
-      return res.body.id as string;
-    };
+    const make = (schedule: string) => scheduled(schedule, "resume/", s.name);
     // Daily at 03:00: none is due in the minute the job runs for.
     const daily = "0 3 * * *";
     const slot = new Date("2031-01-01T10:00:00Z");
@@ -537,12 +535,8 @@ describe("scheduled pipelines (docs/ingestion.md, Schedules)", () => {
 
   test("a scheduled run that a stop interrupts leaves its slot to be run again, and one the stop refused to start too", async () => {
     const s = await schema();
-    const res = await h.call("POST", "/api/v1/pipelines", {
-      name: `stop${++n}`, connectorId, schedule: "*/5 * * * *",
-      // Waits for a file that never comes, far longer than the test.
-      ir: { nodes: [source("never/", { waitPolicy: { maxRetries: 10, intervalMinutes: 0.05, onMissAction: "fail" } }), target(s.name)] },
-    });
-    assert.equal(res.status, 201, JSON.stringify(res.body));
+    // Waits for a file that never comes, far longer than the test.
+    const id = await scheduled("*/5 * * * *", "never/", s.name, { waitPolicy: { maxRetries: 10, intervalMinutes: 0.05, onMissAction: "fail" } });
     // A second process on the same database, to stop.
     const { settingsKeys, outbound, ingestionStsEndpoint, redisKeyPrefix, databaseUrl } = h.svc.config;
     const svc = await startTestService({ settingsKeys, outbound, ingestionStsEndpoint, redisKeyPrefix }, databaseUrl!);
@@ -550,7 +544,7 @@ describe("scheduled pipelines (docs/ingestion.md, Schedules)", () => {
       const job = svc.running.services.jobs.find((j) => j.name === "ingestion-pipelines")!;
       const slot = new Date("2032-01-01T10:05:00Z");
       const running = job.run(slot);
-      for (let i = 0; !(await h.svc.sql("SELECT 1 FROM ingestion_runs WHERE pipeline_id = $1", [res.body.id])).length; i++) {
+      for (let i = 0; !(await h.svc.sql("SELECT 1 FROM ingestion_runs WHERE pipeline_id = $1", [id])).length; i++) {
         assert.ok(i < 500, "the scheduled run started");
         await new Promise((r) => setTimeout(r, 10));
       }
@@ -558,13 +552,13 @@ describe("scheduled pipelines (docs/ingestion.md, Schedules)", () => {
       await svc.running.services.interrupt(2000);
       await running;
       const slotOf = async (at: Date) =>
-        (await h.svc.sql(`SELECT status, error FROM scheduled_runs WHERE job_name = $1 AND slot = $2`, [`ingestion-pipeline:${h.admin.tenantId}:${res.body.id}`, at]))[0];
+        (await h.svc.sql(`SELECT status, error FROM scheduled_runs WHERE job_name = $1 AND slot = $2`, [`ingestion-pipeline:${h.admin.tenantId}:${id}`, at]))[0];
       assert.deepEqual(await slotOf(slot), { status: "failed", error: "stopped: the service shut down" });
       // A minute that fires while the service stops: the run is refused, and its slot stays to be run again.
       const next = new Date("2032-01-01T10:10:00Z");
       await job.run(next);
       assert.deepEqual(await slotOf(next), { status: "failed", error: "stopped: the service shut down" });
-      assert.equal((await h.svc.sql("SELECT count(*)::int AS n FROM ingestion_runs WHERE pipeline_id = $1", [res.body.id]))[0].n, 1, "the refused one never started");
+      assert.equal((await h.svc.sql("SELECT count(*)::int AS n FROM ingestion_runs WHERE pipeline_id = $1", [id]))[0].n, 1, "the refused one never started");
     } finally {
       await svc.stop();
     }
