@@ -103,11 +103,12 @@ export function createDecisions(o: DecisionsOptions) {
   });
   const preview = new DecisionPreview({ snapshots, customers, counters: o.counters, pool: o.pool, minTreeWalksForPool: o.minTreeWalksForPool });
   const outcomes = new OutcomeStore(o.db);
+  const replay = new OutcomeReplay(outcomes, o.logger);
   const respond = new RespondService({
     snapshots,
     store: outcomes,
     writer: new OutcomeWriter(outcomes),
-    replay: new OutcomeReplay(outcomes, o.logger),
+    replay,
     attribution: new AttributionLadder(outcomes),
     learning: new OutcomeLearning(o.counters, outcomes),
     logger: o.logger,
@@ -182,7 +183,7 @@ export function createDecisions(o: DecisionsOptions) {
     decideBatch: (tenantId: string, flow: string, limit: number, customers: readonly BatchCustomer[]) =>
       decideBatch((ctx, req, options) => recommend.recommend(ctx, req, options), tenantId, flow, limit, customers),
     /** Subscribes the caches to cross-process invalidation. */
-    listen: () => Promise.all([snapshots.listen(), customers.listen(), o.bus.subscribe(WORKSPACE_RESET_CHANNEL, forgetTenant)]),
+    listen: () => Promise.all([snapshots.listen(), customers.listen(), replay.listen(o.bus), o.bus.subscribe(WORKSPACE_RESET_CHANNEL, forgetTenant)]),
     /** The keys of the tenant's outcome types in the `positive` category: what experiments count as conversions. */
     positiveOutcomes: async (tenantId: string) =>
       [...(await snapshots.get(tenantId)).outcomeTypes].filter(([, category]) => category === "positive").map(([key]) => key),

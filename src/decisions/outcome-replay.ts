@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
 import { RespondRequestSchema, RespondResponseSchema, type RespondRequest, type RespondResponse } from "../../gen/decisioning/v1/decisions_pb.js";
 import { canonicalJson, setNewest } from "../core/index.js";
+import type { Bus } from "../platform/bus.js";
 import type { Logger } from "../platform/logger.js";
 import { encodedAs } from "../platform/repeated-answers.js";
 import { toOutcomeRecord } from "./outcome-mapper.js";
@@ -16,6 +17,12 @@ import type { CompiledTenant } from "./snapshot-compiler.js";
 export const RECENT_WRITES = 100_000;
 /** Records read back from PostgreSQL for a replay, kept apart so that a run of old keys cannot push out what this process just wrote. */
 export const RECENT_READS = 10_000;
+
+/**
+ * Bus channel: a customer was erased (spec 4.15's GDPR erasure), `<tenantId>|<customerId>`; every
+ * process forgets its kept records of the customer before the erasure answers.
+ */
+export const ERASED_CUSTOMER_CHANNEL = "decisioning.customer.erased";
 
 /**
  * Respond's idempotency: a key already recorded answers its first record as `already_recorded`,
@@ -37,6 +44,22 @@ export class OutcomeReplay {
     private readonly store: Pick<OutcomeStore, "byKey">,
     private readonly logger: Logger,
   ) {}
+
+  /** Subscribes to erasures: an erased customer's records must not be answered from memory. */
+  async listen(bus: Bus): Promise<void> {
+    await bus.subscribe(ERASED_CUSTOMER_CHANNEL, (message) => {
+      const at = message.indexOf("|");
+      this.forgetCustomer(message.slice(0, at), message.slice(at + 1));
+    });
+  }
+
+  /** Drops the customer's records: a scan of every kept record, which an erasure (rare) can afford. */
+  forgetCustomer(tenantId: string, customerId: string): void {
+    const prefix = recentKey(tenantId, "");
+    for (const map of [this.written, this.read]) {
+      for (const [key, kept] of map) if (kept.customerId === customerId && key.startsWith(prefix)) map.delete(key);
+    }
+  }
 
   /**
    * The answer to a replay of `idempotencyKey`, or null when the key was never recorded. `payload`
@@ -70,7 +93,10 @@ export class OutcomeReplay {
   private keep(map: Map<string, Recent>, max: number, tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant, payload: string | null): Recent {
     // The answer is kept encoded: as a message beside its row it took about 2.2 KB of the heap.
     const answer = Buffer.from(toBinary(RespondResponseSchema, toOutcomeRecord(row, "already_recorded")));
-    const kept: Recent = payload === null ? { under, payload: row.payload_hash, hashed: true, answer } : { under, payload, hashed: false, answer };
+    const kept: Recent =
+      payload === null
+        ? { under, customerId: row.customer_id, payload: row.payload_hash, hashed: true, answer }
+        : { under, customerId: row.customer_id, payload, hashed: false, answer };
     setNewest(map, recentKey(tenantId, idempotencyKey), kept, max);
     return kept;
   }
@@ -91,6 +117,8 @@ export class OutcomeReplay {
 
 interface Recent {
   under: CompiledTenant;
+  /** Whose record it is, for an erasure. */
+  customerId: string;
   /** The canonicalPayload of the request that wrote the record, or, until a replay matches it, its stored SHA-256. */
   payload: string;
   hashed: boolean;

@@ -5,6 +5,7 @@ import type { Sequelize } from "sequelize";
 import { ErasureReportSchema, type EraseCustomerRequest, type ErasureReport } from "../../gen/decisioning/v1/portability_pb.js";
 import type { AuditLog } from "../audit/audit-log.js";
 import { CUSTOMER_CHANNEL } from "../decisions/customer-cache.js";
+import { ERASED_CUSTOMER_CHANNEL } from "../decisions/outcome-replay.js";
 import type { VariantAssignments } from "../experiments/variant-assignments.js";
 import type { EvidenceCount, EvidenceStore } from "../decisions/evidence-store.js";
 import type { CustomerCounterWipe } from "../decisions/tenant-counter-wipe.js";
@@ -116,8 +117,11 @@ export class CustomerErasure {
     removed.variantAssignments = await this.deps.assignments.forget(ctx.tenantId, customerId, experimentIds);
     removed.counters = await this.deps.counters.forgetCustomer(ctx.tenantId, customerId);
     removed.eventStreamEntries = await this.deps.streamEntries.forgetCustomer(ctx.tenantId, customerId);
-    // Confirmed: the answer waits until every process has dropped its cached attributes.
-    await this.deps.bus.publish(CUSTOMER_CHANNEL, `${ctx.tenantId}|${customerId}`, { confirmed: true });
+    // Confirmed: the answer waits until every process has dropped its cached attributes and the
+    // outcome records it kept to answer replays.
+    await Promise.all(
+      [CUSTOMER_CHANNEL, ERASED_CUSTOMER_CHANNEL].map((channel) => this.deps.bus.publish(channel, `${ctx.tenantId}|${customerId}`, { confirmed: true })),
+    );
     await this.verify(ctx.tenantId, customerId, experimentIds, removed);
     return create(ErasureReportSchema, {
       removed,

@@ -184,6 +184,27 @@ describe("GDPR erasure", () => {
     }
   });
 
+  test("no process answers a replay with an erased customer's outcome from memory", async () => {
+    const { t, flow, dataKey } = await tenantWithFlow();
+    const rec = await recommend(dataKey, "dana", flow.key);
+    const respond = (baseUrl: string) =>
+      rest(baseUrl, "POST", "/api/v1/respond", {
+        key: dataKey,
+        body: { customerId: "dana", outcome: "click", recommendationId: rec.recommendationId, rank: 1, context: { email: "dana@example.com" } },
+        headers: { "idempotency-key": "dana-click" },
+      });
+    assert.equal((await respond(svc.baseUrl)).body.status, "recorded");
+    // Each process keeps the record now: the one that wrote it, and the other, which read it back.
+    for (const baseUrl of [svc.baseUrl, child.baseUrl]) assert.equal((await respond(baseUrl)).body.status, "already_recorded");
+    assert.equal((await call(t.apiKey, "DELETE", "/api/v1/export/full?customerId=dana")).status, 200);
+    for (const baseUrl of [svc.baseUrl, child.baseUrl]) {
+      const res = await respond(baseUrl);
+      // The recommendation went with the customer: the key is new again and attributes nothing.
+      assert.equal(res.status, 400, `${baseUrl}: ${JSON.stringify(res.body)}`);
+      assert.doesNotMatch(JSON.stringify(res.body), /dana@example\.com/);
+    }
+  });
+
   test("removes the customer's events, journey enrollments and stream entries; the profile and CLV no longer see them", async () => {
     const { t, flow } = await tenantWithFlow();
     const journey = await created(t, "/api/v1/journeys", { name: unique("journey"), steps: [{ type: "decision", flow: flow.key }] });
