@@ -10,11 +10,11 @@ import type { OutcomeRow, OutcomeStore } from "./outcome-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 
 /**
- * Records this process wrote, kept to answer replays without a query: about 0.9 KB each, so at
- * most about 90 MB, and at 4,500 fresh keys a second (one process, docs/performance.md) the last
- * 20 seconds of them.
+ * Records this process wrote, kept to answer replays without a query: about 1.2 KB each until a
+ * replay and 0.9 KB after, so at most about 90 MB; at 4,500 fresh keys a second (one process,
+ * docs/performance.md) the last 16 seconds of them.
  */
-export const RECENT_WRITES = 100_000;
+export const RECENT_WRITES = 75_000;
 /** Records read back from PostgreSQL for a replay, kept apart so that a run of old keys cannot push out what this process just wrote. */
 export const RECENT_READS = 10_000;
 
@@ -69,7 +69,7 @@ export class OutcomeReplay {
     const recalled = this.recall(tenantId, idempotencyKey, payload, under);
     if (recalled) return recalled;
     const earlier = await this.store.byKey(tenantId, idempotencyKey);
-    return earlier ? this.replay(this.keep(this.read, RECENT_READS, tenantId, idempotencyKey, earlier, under, null), payload) : null;
+    return earlier ? this.replay(this.keepRead(tenantId, idempotencyKey, earlier, under), payload) : null;
   }
 
   /** Like `find`, from this process's recent records only: null means "not known here", not "never recorded". */
@@ -82,28 +82,40 @@ export class OutcomeReplay {
   /** Lost the race to a concurrent call with the same key: that call's record stands. */
   async replayWinner(tenantId: string, idempotencyKey: string, payload: string, under: CompiledTenant): Promise<RespondResponse> {
     const winner = (await this.store.byKey(tenantId, idempotencyKey))!;
-    return this.replay(this.keep(this.read, RECENT_READS, tenantId, idempotencyKey, winner, under, null), payload);
+    return this.replay(this.keepRead(tenantId, idempotencyKey, winner, under), payload);
   }
 
-  /** Keeps a record this process wrote, with the canonicalPayload of the request that wrote it, for the replays that follow. */
-  remember(tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant, payload: string): void {
-    this.keep(this.written, RECENT_WRITES, tenantId, idempotencyKey, row, under, payload);
+  /**
+   * Keeps a record this process wrote, as the answer it gave (`recorded`), with the
+   * canonicalPayload of the request that wrote it, for the replays that follow. Kept as it is:
+   * encoding the replay's answer here cost a fresh Respond about 5% of its CPU.
+   */
+  remember(tenantId: string, idempotencyKey: string, answer: RespondResponse, under: CompiledTenant, payload: string): void {
+    setNewest(this.written, recentKey(tenantId, idempotencyKey), { under, customerId: answer.customerId, payload, hashed: false, answered: answer, bytes: null }, RECENT_WRITES);
   }
 
-  private keep(map: Map<string, Recent>, max: number, tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant, payload: string | null): Recent {
-    // The answer is kept encoded: as a message beside its row it took about 2.2 KB of the heap.
-    const answer = Buffer.from(toBinary(RespondResponseSchema, toOutcomeRecord(row, "already_recorded")));
-    const kept: Recent =
-      payload === null
-        ? { under, customerId: row.customer_id, payload: row.payload_hash, hashed: true, answer }
-        : { under, customerId: row.customer_id, payload, hashed: false, answer };
-    setNewest(map, recentKey(tenantId, idempotencyKey), kept, max);
+  /** A record read back from PostgreSQL: a replay is answering it now, so its answer is encoded at once. */
+  private keepRead(tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant): Recent {
+    const kept: Recent = { under, customerId: row.customer_id, payload: row.payload_hash, hashed: true, answered: toOutcomeRecord(row, "already_recorded"), bytes: null };
+    setNewest(this.read, recentKey(tenantId, idempotencyKey), kept, RECENT_READS);
     return kept;
   }
 
-  /** Every replay of a key gets the same answer, decoded from its bytes (about 2 µs), which the gRPC door sends as they are. */
+  /**
+   * Every replay of a key gets the same answer. The first builds and encodes it and keeps only the
+   * bytes (0.9 KB with the rest of the entry); the later ones decode them (about 2 µs), and the
+   * gRPC door sends them as they are.
+   */
   private replay(earlier: Recent, payload: string): RespondResponse {
-    const answer = encodedAs(fromBinary(RespondResponseSchema, earlier.answer), earlier.answer);
+    let answer: RespondResponse;
+    if (earlier.bytes === null) {
+      answer = { ...earlier.answered!, status: "already_recorded" };
+      earlier.bytes = Buffer.from(toBinary(RespondResponseSchema, answer));
+      earlier.answered = null;
+    } else {
+      answer = fromBinary(RespondResponseSchema, earlier.bytes);
+    }
+    encodedAs(answer, earlier.bytes);
     // The text itself where this process has it: hashing it was most of a replay's own CPU.
     if (earlier.hashed ? earlier.payload === hashPayload(payload) : earlier.payload === payload) {
       earlier.payload = payload;
@@ -122,8 +134,10 @@ interface Recent {
   /** The canonicalPayload of the request that wrote the record, or, until a replay matches it, its stored SHA-256. */
   payload: string;
   hashed: boolean;
-  /** The `already_recorded` answer, encoded. */
-  answer: Buffer;
+  /** The record as first answered, until a replay encodes it. */
+  answered: RespondResponse | null;
+  /** The `already_recorded` answer, encoded, from the first replay on. */
+  bytes: Buffer | null;
 }
 
 const recentKey = (tenantId: string, idempotencyKey: string) => `${tenantId} ${idempotencyKey}`;

@@ -136,13 +136,14 @@ export class RespondService {
       occurred_at: occurredAt,
     });
     if (!row) return replay.replayWinner(ctx.tenantId, idempotencyKey, payload, compiled);
-    replay.remember(ctx.tenantId, idempotencyKey, row, compiled, payload);
+    const answer = toOutcomeRecord(row, status);
+    replay.remember(ctx.tenantId, idempotencyKey, answer, compiled, payload);
     // The record is committed; a retry would only replay it. So a learning failure (Redis down) is
     // logged for the operator rather than answered as an error the client cannot fix by retrying.
     await learning.learn(ctx.tenantId, compiled, row, category, status).catch((err) =>
       logger.error({ err, recordId: row.id }, "outcome recorded but not learned: counters unavailable"),
     );
-    return toOutcomeRecord(row, status);
+    return answer;
   }
 }
 

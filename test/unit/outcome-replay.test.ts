@@ -6,6 +6,7 @@ import canonicalize from "canonicalize";
 import { RespondRequestSchema, RespondResponseSchema } from "../../gen/decisioning/v1/decisions_pb.js";
 import { OutcomeReplay, RECENT_WRITES, canonicalPayload, defaultIdempotencyKey, hashPayload } from "../../src/decisions/outcome-replay.js";
 import { encodeAnswer } from "../../src/platform/repeated-answers.js";
+import { toOutcomeRecord } from "../../src/decisions/outcome-mapper.js";
 import { createLogger } from "../../src/platform/logger.js";
 import type { OutcomeRow } from "../../src/decisions/outcome-store.js";
 import type { CompiledTenant } from "../../src/decisions/snapshot-compiler.js";
@@ -60,9 +61,15 @@ describe("Respond's idempotency (src/decisions/outcome-replay.ts)", () => {
     assert.deepEqual(replay.recall("t-1", "k-1", other, under), first, "the original record stands");
     assert.deepEqual(replay.recall("t-1", "k-1", other, under), first);
     assert.equal(warnings.length, 2);
-    // Kept with the payload that wrote it (this process recorded it).
-    replay.remember("t-1", "k-2", { ...row, idempotency_key: "k-2", payload_hash: "not compared" }, under, original);
-    assert.equal(replay.recall("t-1", "k-2", original, under)?.idempotencyKey, "k-2");
+    // Kept as this process answered it, with the payload that wrote it.
+    const recorded = toOutcomeRecord({ ...row, idempotency_key: "k-2", payload_hash: "not compared" }, "recorded");
+    replay.remember("t-1", "k-2", recorded, under, original);
+    const replayed = replay.recall("t-1", "k-2", original, under)!;
+    assert.deepEqual(replayed, { ...recorded, status: "already_recorded" });
+    assert.equal(recorded.status, "recorded", "the answer given is not changed");
+    const bytes = encodeAnswer(RespondResponseSchema, replayed);
+    assert.deepEqual(new Uint8Array(bytes), toBinary(RespondResponseSchema, replayed));
+    assert.equal(encodeAnswer(RespondResponseSchema, replay.recall("t-1", "k-2", original, under)!), bytes, "encoded once");
     assert.equal(warnings.length, 2);
     replay.recall("t-1", "k-2", other, under);
     assert.equal(warnings.length, 3);
@@ -80,7 +87,7 @@ describe("Respond's idempotency (src/decisions/outcome-replay.ts)", () => {
       const row = { id: `r-${n}`, customer_id: "c-1", outcome: "click", idempotency_key: `k-${n}`, payload_hash: hashPayload(payload(n)), offer_id: "o-1",
         direction: "inbound", context: {}, outcome_details: {}, occurred_at: new Date(0), created_at: new Date(0) } as unknown as OutcomeRow;
       rows.set(row.idempotency_key, row);
-      replay.remember("t-1", row.idempotency_key, row, under, payload(n));
+      replay.remember("t-1", row.idempotency_key, toOutcomeRecord(row, "recorded"), under, payload(n));
     }
     for (let n = 0; n < RECENT_WRITES + beyond; n++) {
       const answer = await replay.find("t-1", `k-${n}`, payload(n), under);
