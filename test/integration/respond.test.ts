@@ -184,6 +184,23 @@ describe("POST /api/v1/respond", () => {
     assert.equal(rows[0].n, 2);
   });
 
+  test("concurrent positive outcomes with keys of their own: one success per exposure, however they are batched", async () => {
+    const { t, offers, key } = await setup();
+    const recs = [];
+    for (let i = 0; i < 20; i++) recs.push((await post("/api/v1/recommend", { customerId: `batch-${i}` }, key)).body);
+    assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 0, t: 20 });
+    // A click and a conversion on each exposure, all at once: the successes go to Redis together.
+    const answers = await Promise.all(
+      recs.flatMap((rec, i) =>
+        ["click", "conversion"].map((outcome) =>
+          post("/api/v1/respond", { customerId: `batch-${i}`, outcome, idempotencyKey: `${outcome}-${i}`, recommendationId: rec.recommendationId, rank: 1 }, key),
+        ),
+      ),
+    );
+    assert.ok(answers.every((a) => a.status === 200 && a.body.status === "recorded"), JSON.stringify(answers.find((a) => a.status !== 200)?.body));
+    assert.deepEqual(await evidence(t.tenantId, offers[0].id), { s: 20, t: 20 });
+  });
+
   test("100 concurrent calls with one key on two processes: one row, one record id, counters move once", async () => {
     const { t, offers, key } = await setup();
     await create("budgets", { name: "conversions", scope: "offer", scopeId: offers[0].id, maxConversions: 1000, costPerConversion: 2, maxSpend: 1000 }, t);
