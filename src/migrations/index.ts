@@ -34,6 +34,7 @@ import * as m0032 from "./0032-session-revocations.js";
 import * as m0033 from "./0033-outbound-messages.js";
 import * as m0034 from "./0034-ingestion-run-leases.js";
 import * as m0035 from "./0035-report-run-leases.js";
+import * as m0036 from "./0036-scheduled-runs-open.js";
 
 /** Numbered migrations, in order. Listed statically so they load the same under tsx and in workers. */
 export const migrations: Migration[] = [
@@ -72,4 +73,5 @@ export const migrations: Migration[] = [
   { name: "0033-outbound-messages", up: m0033.up },
   { name: "0034-ingestion-run-leases", up: m0034.up },
   { name: "0035-report-run-leases", up: m0035.up },
+  { name: "0036-scheduled-runs-open", up: m0036.up },
 ];

@@ -74,13 +74,15 @@ export class ScheduledRunStore {
    * ran out (their process died). A job whose newer slot was claimed since has none.
    */
   async interruptedAcrossTenants(namePrefix: string, since: Date, until: Date, interruptedError: string): Promise<Array<{ job_name: string; slot: Date }>> {
+    // The candidates come from the index of slots that did not succeed (migration 0036); whether a
+    // newer slot of the same job exists, from the primary key.
     return selectRows(
       this.db,
-      `SELECT job_name, slot FROM (
-         SELECT DISTINCT ON (job_name) job_name, slot, status, error, lease_until FROM scheduled_runs
-         WHERE starts_with(job_name, $1) AND slot BETWEEN $2 AND $3 ORDER BY job_name, slot DESC) newest
-       WHERE (status = 'failed' AND error = $4) OR (status = 'running' AND lease_until < now())
-       ORDER BY slot`,
+      `SELECT c.job_name, c.slot FROM scheduled_runs c
+       WHERE c.status <> 'succeeded' AND c.slot BETWEEN $2 AND $3 AND starts_with(c.job_name, $1)
+         AND ((c.status = 'failed' AND c.error = $4) OR (c.status = 'running' AND c.lease_until < now()))
+         AND NOT EXISTS (SELECT 1 FROM scheduled_runs n WHERE n.job_name = c.job_name AND n.slot > c.slot AND n.slot <= $3)
+       ORDER BY c.slot`,
       [namePrefix, since, until, interruptedError],
     );
   }
