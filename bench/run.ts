@@ -38,6 +38,7 @@ import pg from "pg";
 import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { RecommendRequestSchema, RespondRequestSchema } from "../gen/decisioning/v1/decisions_pb.js";
 import { DEFAULT_POOL_MIN_TREE_WALKS } from "../src/config.js";
+import { RECENT_WRITES } from "../src/decisions/outcome-replay.js";
 import { closedLoop, failures, warmUp, type Call, type LaneResult } from "./load.js";
 import { measureCore } from "./core.js";
 import { measureCrossover, type CrossoverResult } from "./crossover.js";
@@ -394,6 +395,11 @@ async function run(h2loadVersion: string): Promise<void> {
   let sent = 0;
   const respondFresh = await frameLane("Respond gRPC, fresh keys (frame client)", service, () => respond(sent++), RESPOND_IN_FLIGHT);
   const written = sent;
+  // Replays of keys the process no longer keeps read PostgreSQL: the lane would measure those.
+  const kept = RECENT_WRITES * WORKERS;
+  if (written > kept) {
+    console.log(`bench: the fresh lane wrote ${written} keys, more than the ${kept} the service keeps for replays (RECENT_WRITES per process): the first ${written - kept} replays read PostgreSQL`);
+  }
   const respondReplay = await frameLane("Respond gRPC, replayed keys (frame client)", service, (i) => respond(i % written), RESPOND_IN_FLIGHT);
 
   // --- E. the floor: the same writes and count without a decision (bench/floor-server.ts) ----------
