@@ -94,10 +94,16 @@ export class OutcomeReplay {
     setNewest(this.written, recentKey(tenantId, idempotencyKey), { under, customerId: answer.customerId, payload, hashed: false, answered: answer, bytes: null }, RECENT_WRITES);
   }
 
-  /** A record read back from PostgreSQL: a replay is answering it now, so its answer is encoded at once. */
+  /**
+   * A record read back from PostgreSQL. An entry this process wrote under an older snapshot (any
+   * configuration change replaces it) goes: it would hide this one from `recall`, and every replay
+   * of the key would read the database again.
+   */
   private keepRead(tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant): Recent {
+    const key = recentKey(tenantId, idempotencyKey);
+    this.written.delete(key);
     const kept: Recent = { under, customerId: row.customer_id, payload: row.payload_hash, hashed: true, answered: toOutcomeRecord(row, "already_recorded"), bytes: null };
-    setNewest(this.read, recentKey(tenantId, idempotencyKey), kept, RECENT_READS);
+    setNewest(this.read, key, kept, RECENT_READS);
     return kept;
   }
 

@@ -76,6 +76,23 @@ describe("Respond's idempotency (src/decisions/outcome-replay.ts)", () => {
     assert.equal(replay.recall("t-1", "k-1", original, {} as CompiledTenant), null, "kept under another snapshot");
   });
 
+  test("a record kept under an older snapshot is read back once, and then answered from memory again", async () => {
+    const row = {
+      id: "r-1", customer_id: "c-1", outcome: "click", idempotency_key: "k-1", payload_hash: hashPayload("{}"), offer_id: "o-1",
+      direction: "inbound", context: {}, outcome_details: {}, occurred_at: new Date(0), created_at: new Date(0),
+    } as unknown as OutcomeRow;
+    let reads = 0;
+    const replay = new OutcomeReplay({ byKey: async () => (reads++, row) }, createLogger("silent"));
+    const [before, after] = [{} as CompiledTenant, {} as CompiledTenant];
+    replay.remember("t-1", "k-1", toOutcomeRecord(row, "recorded"), before, "{}");
+    // A configuration change replaced the snapshot: the kept entry no longer answers.
+    assert.equal(replay.recall("t-1", "k-1", "{}", after), null);
+    assert.equal((await replay.find("t-1", "k-1", "{}", after))?.id, "r-1");
+    assert.equal(replay.recall("t-1", "k-1", "{}", after)?.status, "already_recorded");
+    assert.equal((await replay.find("t-1", "k-1", "{}", after))?.id, "r-1");
+    assert.equal(reads, 1);
+  });
+
   test("replaying more keys than are kept, in the order they were written, reads back only the ones dropped", async () => {
     const rows = new Map<string, OutcomeRow>();
     let reads = 0;
