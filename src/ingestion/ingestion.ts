@@ -114,7 +114,7 @@ export function createIngestion(o: IngestionOptions): {
       pipelineScheduleJob({
         scheduled: () => pipelineStore.scheduledAcrossTenants(),
         find: (tenantId, id) => pipelineStore.find(tenantId, id),
-        run: (row) => pipelines.run(row, "schedule"),
+        run: (row, stop) => pipelines.run(row, "schedule", stop),
         runs: new ScheduledRunStore(o.db),
         leaseMs: o.runLeaseMs,
         logger: o.logger,

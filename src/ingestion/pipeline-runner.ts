@@ -82,9 +82,10 @@ export class PipelineRunner {
 
   constructor(private readonly deps: RunnerDeps) {}
 
-  async run(pipeline: PipelineRow, ir: PipelineIr, irVersion: number, trigger: "manual" | "schedule"): Promise<RunResult> {
+  /** `stop` aborts the run as a stop does (the scheduler's, when the run's slot was taken over). */
+  async run(pipeline: PipelineRow, ir: PipelineIr, irVersion: number, trigger: "manual" | "schedule", stop?: AbortSignal): Promise<RunResult> {
     if (this.shutdown.signal.aborted) throw unavailable("SHUTTING_DOWN", "the service is stopping: run the pipeline again once it is back");
-    const running = this.runTracked(pipeline, ir, irVersion, trigger);
+    const running = this.runTracked(pipeline, ir, irVersion, trigger, stop);
     this.inFlight.add(running);
     const untrack = () => this.inFlight.delete(running);
     void running.then(untrack, untrack);
@@ -102,13 +103,13 @@ export class PipelineRunner {
     if (!(await settledWithin(Promise.allSettled([...this.inFlight]), graceMs))) this.deps.logger.warn({ runs: this.inFlight.size, graceMs }, "ingestion runs still going after the stop's grace");
   }
 
-  private async runTracked(pipeline: PipelineRow, ir: PipelineIr, irVersion: number, trigger: "manual" | "schedule"): Promise<RunResult> {
+  private async runTracked(pipeline: PipelineRow, ir: PipelineIr, irVersion: number, trigger: "manual" | "schedule", stop?: AbortSignal): Promise<RunResult> {
     const runId = newId();
     const { store, logger, leaseMs } = this.deps;
     const tenantId = pipeline.tenant_id;
     await store.startRun(tenantId, { id: runId, pipeline_id: pipeline.id, ir_version: irVersion, trigger }, leaseMs);
     const lease = new RunLease({ renew: () => store.renewLease(tenantId, runId, leaseMs), leaseMs, logger, kind: "ingestion run", runId });
-    const signal = AbortSignal.any([this.shutdown.signal, lease.lost]);
+    const signal = AbortSignal.any(stop ? [this.shutdown.signal, lease.lost, stop] : [this.shutdown.signal, lease.lost]);
     const eh = ir.errorHandling;
     let attempt = 0;
     let result: Omit<RunResult, "runId" | "irVersion">;

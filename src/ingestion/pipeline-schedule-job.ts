@@ -16,7 +16,8 @@ interface ScheduledPipeline {
 export interface PipelineScheduleOptions {
   scheduled(): Promise<ScheduledPipeline[]>;
   find(tenantId: string, id: string): Promise<PipelineRow | null>;
-  run(row: PipelineRow): Promise<{ ok: boolean; error: string | null }>;
+  /** Runs the pipeline; `stop` aborts the run (its slot was taken over). */
+  run(row: PipelineRow, stop: AbortSignal): Promise<{ ok: boolean; error: string | null }>;
   runs: ScheduledRunStore;
   /** RUN_LEASE_MS: a slot's claim holds this long without renewal, and is renewed every third of it while its run goes on. */
   leaseMs: number;
@@ -29,6 +30,8 @@ const SLOT_PREFIX = "ingestion-pipeline:";
 const RESUME_WINDOW_MS = 24 * 60 * MINUTE;
 /** Tries of one slot in all, the interrupted ones included, so that a run that brings its process down is not tried for ever. */
 const SLOT_ATTEMPTS = 3;
+/** Why a run stops when another process took its slot over (its claim's renewals failed for a whole lease). */
+export const SLOT_TAKEN_OVER_ERROR = "stopped: its scheduled slot was taken over by another process";
 
 /**
  * The scheduler's job list is static, so pipelines with a `schedule` run through one job that fires
@@ -36,40 +39,46 @@ const SLOT_ATTEMPTS = 3;
  * one's own slot (`ingestion-pipeline:<tenant>:<id>` in scheduled_runs) before running it, so a
  * pipeline runs once per slot whatever process or retry fires the minute.
  *
- * A slot whose run a stop of the service interrupted (recorded as failed with SHUTDOWN_ERROR), or
- * whose process died (its claim's lease ran out), is run again by the next minute's job, once the
- * service is back, if it is the pipeline's newest and from the last 24 hours and the pipeline is
- * still scheduled (docs/ingestion.md, "What a stop does to a run").
+ * Then it runs again each slot that a stop of the service interrupted (failed with SHUTDOWN_ERROR)
+ * or whose process died (its claim's lease ran out), once the service is back, if it is the
+ * pipeline's newest, from the last 24 hours, and the pipeline is still scheduled; the claim checks
+ * all of that again, since the list may be a long run old (docs/ingestion.md, "Schedules"). A
+ * pipeline due in this minute has a newer slot by then, so its interrupted one is not run.
  */
 export function pipelineScheduleJob(o: PipelineScheduleOptions): ScheduledJob {
-  const runSlot = async (p: ScheduledPipeline, slot: Date, maxAttempts: number) => {
+  /** Runs a slot that `claim` took (its attempt, or null when it was not to be had). */
+  const runSlot = async (p: ScheduledPipeline, slot: Date, claim: (name: string) => Promise<number | null>) => {
     const name = slotName(p);
-    const claim = await o.runs.claimAcrossTenants(name, slot, maxAttempts, o.leaseMs);
-    if (!claim.claimed) return;
+    const attempt = await claim(name);
+    if (attempt === null) return;
     const lease = new RunLease({
-      renew: () => o.runs.renewLeaseAcrossTenants(name, slot, claim.attempt, o.leaseMs),
+      renew: () => o.runs.renewLeaseAcrossTenants(name, slot, attempt, o.leaseMs),
       leaseMs: o.leaseMs,
       logger: o.logger,
       kind: "scheduled pipeline slot",
       runId: name,
+      lostError: SLOT_TAKEN_OVER_ERROR,
     });
     let status: "succeeded" | "failed" = "failed";
     let error: string | null = null;
+    let refused = false;
     try {
       const row = await o.find(p.tenant_id, p.id);
       if (row) {
-        const result = await o.run(row);
+        const result = await o.run(row, lease.lost);
         status = result.ok ? "succeeded" : "failed";
         error = result.error;
       }
     } catch (err) {
-      // A stop that began before the run could start interrupted it all the same.
-      error = isAppError(err) && err.reason === "SHUTTING_DOWN" ? SHUTDOWN_ERROR : (err as Error).message;
-      o.logger.warn({ err, pipelineId: p.id }, "scheduled pipeline run failed to start");
+      // A stop that began before the run could start: the slot is left to be run again, with its attempt back.
+      refused = isAppError(err) && err.reason === "SHUTTING_DOWN";
+      error = refused ? SHUTDOWN_ERROR : (err as Error).message;
+      if (!refused) o.logger.warn({ err, pipelineId: p.id }, "scheduled pipeline run failed to start");
     } finally {
       await lease.stop();
     }
-    await o.runs.finishAcrossTenants(name, slot, claim.attempt, status, error);
+    if (refused) await o.runs.releaseAcrossTenants(name, slot, attempt, SHUTDOWN_ERROR);
+    else await o.runs.finishAcrossTenants(name, slot, attempt, status, error);
   };
 
   return {
@@ -79,16 +88,21 @@ export function pipelineScheduleJob(o: PipelineScheduleOptions): ScheduledJob {
     route: "tick",
     async run(slot) {
       const scheduled = await o.scheduled();
-      const byName = new Map(scheduled.map((p) => [slotName(p), p]));
-      for (const interrupted of await o.runs.interruptedAcrossTenants(SLOT_PREFIX, new Date(slot.getTime() - RESUME_WINDOW_MS), slot, SHUTDOWN_ERROR)) {
-        const p = byName.get(interrupted.job_name);
-        if (p) await runSlot(p, interrupted.slot, SLOT_ATTEMPTS);
-      }
       const due = scheduled.filter((p) => {
         const next = new Cron(p.schedule, { timezone: "UTC", mode: "5-or-6-parts", paused: true }).nextRun(new Date(slot.getTime() - 1));
         return next !== null && next.getTime() < slot.getTime() + MINUTE;
       });
-      for (const p of due) await runSlot(p, slot, 1);
+      for (const p of due) {
+        await runSlot(p, slot, async (name) => {
+          const claim = await o.runs.claimAcrossTenants(name, slot, 1, o.leaseMs);
+          return claim.claimed ? claim.attempt : null;
+        });
+      }
+      const byName = new Map(scheduled.map((p) => [slotName(p), p]));
+      for (const interrupted of await o.runs.interruptedAcrossTenants(SLOT_PREFIX, new Date(slot.getTime() - RESUME_WINDOW_MS), slot, SHUTDOWN_ERROR)) {
+        const p = byName.get(interrupted.job_name);
+        if (p) await runSlot(p, interrupted.slot, (name) => o.runs.claimInterruptedAcrossTenants(name, interrupted.slot, SLOT_ATTEMPTS, o.leaseMs, SHUTDOWN_ERROR));
+      }
     },
   };
 }

@@ -148,11 +148,11 @@ export class PipelineService {
   }
 
   /** Runs a pipeline's current IR, revalidated against the schemas as they are now. */
-  async run(row: PipelineRow, trigger: "manual" | "schedule"): Promise<RunResult> {
+  async run(row: PipelineRow, trigger: "manual" | "schedule", stop?: AbortSignal): Promise<RunResult> {
     const version = row.current_version ? await this.deps.store.version(row.tenant_id, row.id, row.current_version) : null;
     if (!version) throw new AppError({ code: "FAILED_PRECONDITION", reason: "IR_NOT_FOUND", message: `pipeline ${row.id} has no IR to run; POST one to /api/v1/pipelines/${row.id}/ir` });
     const ir = await this.validate(row.tenant_id, row, version.ir, "ir");
-    return this.deps.runner.run(row, ir, version.version, trigger);
+    return this.deps.runner.run(row, ir, version.version, trigger, stop);
   }
 
   /** A tenant's pipeline, for the scheduled job. */

@@ -11,6 +11,8 @@ export interface RunLeaseOptions {
   logger: Logger;
   /** What the run is, for the log: `ingestion run`, `report run`. */
   kind: string;
+  /** The reason `lost` aborts with; LEASE_LOST_ERROR by default. */
+  lostError?: string;
   runId: string;
 }
 
@@ -45,7 +47,7 @@ export class RunLease {
       .renew()
       .then(
         (held) => {
-          if (!held && !this.stopped) this.lostController.abort(new Error(LEASE_LOST_ERROR));
+          if (!held && !this.stopped) this.lostController.abort(new Error(this.o.lostError ?? LEASE_LOST_ERROR));
         },
         (err: unknown) => this.o.logger.warn({ err, runId: this.o.runId, kind: this.o.kind }, "run lease not renewed"),
       )

@@ -48,6 +48,34 @@ export class ScheduledRunStore {
     return { claimed: false, current };
   }
 
+  /**
+   * Takes an interrupted slot (see interruptedAcrossTenants) for one more attempt, atomically and
+   * only while it still is one: failed with `interruptedError` or running under a lease that ran
+   * out, the newest of its job, with attempts left. A list read before a long run may be stale.
+   */
+  async claimInterruptedAcrossTenants(jobName: string, slot: Date, maxAttempts: number, leaseMs: number, interruptedError: string): Promise<number | null> {
+    const [row] = await execReturning<{ attempts: number }>(
+      this.db,
+      `UPDATE scheduled_runs c SET status = 'running', attempts = c.attempts + 1, started_at = now(), finished_at = NULL,
+         lease_until = now() + $4 * interval '1 millisecond'
+       WHERE c.job_name = $1 AND c.slot = $2 AND c.attempts < $3
+         AND ((c.status = 'failed' AND c.error = $5) OR (c.status = 'running' AND c.lease_until < now()))
+         AND NOT EXISTS (SELECT 1 FROM scheduled_runs n WHERE n.job_name = c.job_name AND n.slot > c.slot)
+       RETURNING c.attempts`,
+      [jobName, slot, maxAttempts, leaseMs, interruptedError],
+    );
+    return row ? row.attempts : null;
+  }
+
+  /** Ends an attempt that never started (a stop refused it) as failed with `error`, and gives the attempt back. */
+  async releaseAcrossTenants(jobName: string, slot: Date, attempt: number, error: string): Promise<void> {
+    await this.db.query(
+      `UPDATE scheduled_runs SET status = 'failed', error = $4, finished_at = now(), attempts = attempts - 1
+       WHERE job_name = $1 AND slot = $2 AND attempts = $3 AND status = 'running'`,
+      { bind: [jobName, slot, attempt, error] },
+    );
+  }
+
   /** Keeps a long attempt's claim; false when another runner has taken the slot over meanwhile. */
   async renewLeaseAcrossTenants(jobName: string, slot: Date, attempt: number, leaseMs: number): Promise<boolean> {
     const rows = await execReturning(

@@ -513,6 +513,9 @@ describe("scheduled pipelines (docs/ingestion.md, Schedules)", () => {
     slots.push([outOfTries, hoursBefore(1), "failed", 3, STOPPED, -1]);
     const unscheduled = await make("");
     slots.push([unscheduled, hoursBefore(1), "failed", 1, STOPPED, -1]);
+    // Hourly, so due at 10:00 too: that slot runs, and the 09:00 one it supersedes does not.
+    const dueNow = await make("0 * * * *");
+    slots.push([dueNow, hoursBefore(1), "failed", 1, STOPPED, -1]);
     const name = (id: string) => `ingestion-pipeline:${h.admin.tenantId}:${id}`;
     for (const [id, at, status, attempts, error, leaseMinutes] of slots) {
       await h.svc.sql(
@@ -527,9 +530,12 @@ describe("scheduled pipelines (docs/ingestion.md, Schedules)", () => {
     const runsOf = async (id: string) => (await h.call("GET", `/api/v1/pipelines/${id}/runs`)).body.data as Array<{ trigger: string; ok: boolean }>;
     for (const id of [stopped, died]) assert.deepEqual((await runsOf(id)).map((r) => [r.trigger, r.ok]), [["schedule", true]], "run again once, whoever fires the minute");
     for (const id of [stillRunning, failedOtherwise, newerSlotSince, tooOld, outOfTries, unscheduled]) assert.deepEqual(await runsOf(id), []);
+    assert.equal((await runsOf(dueNow)).length, 1, "the due slot alone");
     const state = async (id: string, at: Date) => (await h.svc.sql(`SELECT status, attempts, error FROM scheduled_runs WHERE job_name = $1 AND slot = $2`, [name(id), at]))[0];
     assert.deepEqual(await state(stopped, hoursBefore(7)), { status: "succeeded", attempts: 2, error: null });
     assert.deepEqual(await state(died, hoursBefore(1)), { status: "succeeded", attempts: 2, error: null });
+    assert.deepEqual(await state(dueNow, slot), { status: "succeeded", attempts: 1, error: null });
+    assert.deepEqual(await state(dueNow, hoursBefore(1)), { status: "failed", attempts: 1, error: STOPPED });
     assert.deepEqual(await rows(s.table), [{ customer_id: "r1", email: "a", age: 1, balance: "1.00" }]);
   });
 
@@ -552,12 +558,16 @@ describe("scheduled pipelines (docs/ingestion.md, Schedules)", () => {
       await svc.running.services.interrupt(2000);
       await running;
       const slotOf = async (at: Date) =>
-        (await h.svc.sql(`SELECT status, error FROM scheduled_runs WHERE job_name = $1 AND slot = $2`, [`ingestion-pipeline:${h.admin.tenantId}:${id}`, at]))[0];
-      assert.deepEqual(await slotOf(slot), { status: "failed", error: "stopped: the service shut down" });
-      // A minute that fires while the service stops: the run is refused, and its slot stays to be run again.
+        (await h.svc.sql(`SELECT status, error, attempts FROM scheduled_runs WHERE job_name = $1 AND slot = $2`, [`ingestion-pipeline:${h.admin.tenantId}:${id}`, at]))[0];
+      assert.deepEqual(await slotOf(slot), { status: "failed", error: "stopped: the service shut down", attempts: 1 });
+      // A minute that fires while the service stops (not due: 10:07): the 10:05 slot is claimed to
+      // run again, refused, and its attempt given back.
+      await job.run(new Date("2032-01-01T10:07:00Z"));
+      assert.deepEqual(await slotOf(slot), { status: "failed", error: "stopped: the service shut down", attempts: 1 });
+      // A due minute: refused too, and its slot stays to be run again with no attempt used.
       const next = new Date("2032-01-01T10:10:00Z");
       await job.run(next);
-      assert.deepEqual(await slotOf(next), { status: "failed", error: "stopped: the service shut down" });
+      assert.deepEqual(await slotOf(next), { status: "failed", error: "stopped: the service shut down", attempts: 0 });
       assert.equal((await h.svc.sql("SELECT count(*)::int AS n FROM ingestion_runs WHERE pipeline_id = $1", [id]))[0].n, 1, "the refused one never started");
     } finally {
       await svc.stop();

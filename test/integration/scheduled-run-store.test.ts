@@ -66,3 +66,33 @@ test("the retention job forgets finished slots older than 30 days, and keeps rec
   const [rows] = (await db.query(`SELECT job_name FROM scheduled_runs WHERE job_name IN ('old-done', 'recent-done', 'old-running') ORDER BY 1`)) as [Array<{ job_name: string }>, unknown];
   assert.deepEqual(rows.map((r) => r.job_name), ["old-running", "recent-done"]);
 });
+
+test("an interrupted slot is claimed again only while it still is one, by one of many claimers; a refused attempt is given back", async () => {
+  const STOPPED = "stopped";
+  const at = (minutes: number) => new Date(slot.getTime() + minutes * 60_000);
+  const interrupt = async (job: string, when: Date) => {
+    const claim = await store.claimAcrossTenants(job, when, 1, 30_000);
+    assert.ok(claim.claimed);
+    await store.finishAcrossTenants(job, when, claim.attempt, "failed", STOPPED);
+  };
+  await interrupt("int:a", at(1));
+  const claims = await Promise.all(Array.from({ length: 8 }, () => store.claimInterruptedAcrossTenants("int:a", at(1), 3, 30_000, STOPPED)));
+  assert.deepEqual(claims.filter((c) => c !== null), [2], "one claimer, the second attempt");
+  await store.finishAcrossTenants("int:a", at(1), 2, "failed", "the file was bad");
+  assert.equal(await store.claimInterruptedAcrossTenants("int:a", at(1), 3, 30_000, STOPPED), null, "failed for another reason since");
+
+  await interrupt("int:b", at(1));
+  await store.claimAcrossTenants("int:b", at(2), 1, 30_000);
+  assert.equal(await store.claimInterruptedAcrossTenants("int:b", at(1), 3, 30_000, STOPPED), null, "a newer slot was claimed since");
+
+  await interrupt("int:c", at(1));
+  assert.equal(await store.claimInterruptedAcrossTenants("int:c", at(1), 3, 30_000, STOPPED), 2);
+  await store.releaseAcrossTenants("int:c", at(1), 2, STOPPED);
+  assert.equal(await store.claimInterruptedAcrossTenants("int:c", at(1), 3, 30_000, STOPPED), 2, "the refused attempt was given back");
+  await store.finishAcrossTenants("int:c", at(1), 2, "failed", STOPPED);
+  assert.equal(await store.claimInterruptedAcrossTenants("int:c", at(1), 3, 30_000, STOPPED), 3);
+  await store.finishAcrossTenants("int:c", at(1), 3, "failed", STOPPED);
+  assert.equal(await store.claimInterruptedAcrossTenants("int:c", at(1), 3, 30_000, STOPPED), null, "out of attempts");
+  // Listed (a, failed otherwise, and b, superseded, are not); the claim is what counts the attempts.
+  assert.deepEqual((await store.interruptedAcrossTenants("int:", at(-60), at(60), STOPPED)).map((r) => r.job_name), ["int:c"]);
+});
