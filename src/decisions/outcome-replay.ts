@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
 import { RespondRequestSchema, RespondResponseSchema, type RespondRequest, type RespondResponse } from "../../gen/decisioning/v1/decisions_pb.js";
-import { canonicalJson, setNewest } from "../core/index.js";
+import { canonicalJson } from "../core/index.js";
 import type { Bus } from "../platform/bus.js";
 import type { Logger } from "../platform/logger.js";
 import { encodedAs } from "../platform/repeated-answers.js";
@@ -10,13 +10,18 @@ import type { OutcomeRow, OutcomeStore } from "./outcome-store.js";
 import type { CompiledTenant } from "./snapshot-compiler.js";
 
 /**
- * Records this process wrote, kept to answer replays without a query: about 1.2 KB each until a
- * replay and 0.9 KB after, so at most about 90 MB; at 4,500 fresh keys a second (one process,
- * docs/performance.md) the last 16 seconds of them.
+ * How much of the heap the records this process wrote may take, kept to answer replays without a
+ * query: a bench-sized record takes about 1.2 KB, so about 75,000 of them, at 4,500 fresh keys a
+ * second (one process, docs/performance.md) the last 16 seconds. A budget of bytes, not a count:
+ * a Respond may carry a large context.
  */
-export const RECENT_WRITES = 75_000;
-/** Records read back from PostgreSQL for a replay, kept apart so that a run of old keys cannot push out what this process just wrote. */
-export const RECENT_READS = 10_000;
+export const RECENT_WRITES_BYTES = 90 * 1024 * 1024;
+/** The same for records read back from PostgreSQL for a replay, kept apart so that a run of old keys cannot push out what this process just wrote. */
+export const RECENT_READS_BYTES = 12 * 1024 * 1024;
+/** What an entry takes beyond the text it holds twice (the request and the answer's context): the key, the ids and the objects. */
+const ENTRY_BYTES = 800;
+/** Records of a bench-sized request (about 190 characters) that RECENT_WRITES_BYTES holds: what the bench compares its fresh lane with. */
+export const RECENT_WRITES = Math.floor(RECENT_WRITES_BYTES / (ENTRY_BYTES + 2 * 190));
 
 /**
  * Bus channel: a customer was erased (spec 4.15's GDPR erasure), `<tenantId>|<customerId>`; every
@@ -37,13 +42,17 @@ export class OutcomeReplay {
    * with one map, replays of more keys than it holds, in the order they were written, each read
    * back the key that the next one needed and evicted it (every replay went to PostgreSQL).
    */
-  private readonly written = new Map<string, Recent>();
-  private readonly read = new Map<string, Recent>();
+  private readonly written: Kept;
+  private readonly read: Kept;
 
   constructor(
     private readonly store: Pick<OutcomeStore, "byKey">,
     private readonly logger: Logger,
-  ) {}
+    budgets: { writtenBytes?: number; readBytes?: number } = {},
+  ) {
+    this.written = new Kept(budgets.writtenBytes ?? RECENT_WRITES_BYTES);
+    this.read = new Kept(budgets.readBytes ?? RECENT_READS_BYTES);
+  }
 
   /** Subscribes to erasures: an erased customer's records must not be answered from memory. */
   async listen(bus: Bus): Promise<void> {
@@ -56,9 +65,7 @@ export class OutcomeReplay {
   /** Drops the customer's records: a scan of every kept record, which an erasure (rare) can afford. */
   forgetCustomer(tenantId: string, customerId: string): void {
     const prefix = recentKey(tenantId, "");
-    for (const map of [this.written, this.read]) {
-      for (const [key, kept] of map) if (kept.customerId === customerId && key.startsWith(prefix)) map.delete(key);
-    }
+    for (const kept of [this.written, this.read]) kept.dropWhere((key, entry) => entry.customerId === customerId && key.startsWith(prefix));
   }
 
   /**
@@ -76,7 +83,7 @@ export class OutcomeReplay {
   recall(tenantId: string, idempotencyKey: string, payload: string, under: CompiledTenant): RespondResponse | null {
     const key = recentKey(tenantId, idempotencyKey);
     const known = this.written.get(key) ?? this.read.get(key);
-    return known?.under === under ? this.replay(known, payload) : null;
+    return known?.generation === generationOf(under) ? this.replay(known, payload) : null;
   }
 
   /** Lost the race to a concurrent call with the same key: that call's record stands. */
@@ -91,7 +98,8 @@ export class OutcomeReplay {
    * encoding the replay's answer here cost a fresh Respond about 5% of its CPU.
    */
   remember(tenantId: string, idempotencyKey: string, answer: RespondResponse, under: CompiledTenant, payload: string): void {
-    setNewest(this.written, recentKey(tenantId, idempotencyKey), { under, customerId: answer.customerId, payload, hashed: false, answered: answer, bytes: null }, RECENT_WRITES);
+    const entry: Recent = { generation: generationOf(under), customerId: answer.customerId, payload, hashed: false, answered: answer, bytes: null, size: ENTRY_BYTES + 2 * payload.length };
+    this.written.set(recentKey(tenantId, idempotencyKey), entry);
   }
 
   /**
@@ -102,8 +110,10 @@ export class OutcomeReplay {
   private keepRead(tenantId: string, idempotencyKey: string, row: OutcomeRow, under: CompiledTenant): Recent {
     const key = recentKey(tenantId, idempotencyKey);
     this.written.delete(key);
-    const kept: Recent = { under, customerId: row.customer_id, payload: row.payload_hash, hashed: true, answered: toOutcomeRecord(row, "already_recorded"), bytes: null };
-    setNewest(this.read, key, kept, RECENT_READS);
+    // The request's text is not known here: the stored context and details stand for it.
+    const size = ENTRY_BYTES + 2 * (JSON.stringify(row.context).length + JSON.stringify(row.outcome_details).length);
+    const kept: Recent = { generation: generationOf(under), customerId: row.customer_id, payload: row.payload_hash, hashed: true, answered: toOutcomeRecord(row, "already_recorded"), bytes: null, size };
+    this.read.set(key, kept);
     return kept;
   }
 
@@ -134,7 +144,8 @@ export class OutcomeReplay {
 }
 
 interface Recent {
-  under: CompiledTenant;
+  /** The tenant snapshot it was kept under, by number: holding the snapshot itself would keep every replaced one alive. */
+  generation: number;
   /** Whose record it is, for an erasure. */
   customerId: string;
   /** The canonicalPayload of the request that wrote the record, or, until a replay matches it, its stored SHA-256. */
@@ -144,6 +155,51 @@ interface Recent {
   answered: RespondResponse | null;
   /** The `already_recorded` answer, encoded, from the first replay on. */
   bytes: Buffer | null;
+  /** What it is counted as against its map's budget: an estimate, from the text it holds. */
+  size: number;
+}
+
+/** Entries in the order they were kept, the oldest dropped first while the estimated bytes exceed the budget. */
+class Kept {
+  private readonly entries = new Map<string, Recent>();
+  private bytes = 0;
+
+  constructor(private readonly budget: number) {}
+
+  get(key: string): Recent | undefined {
+    return this.entries.get(key);
+  }
+
+  set(key: string, entry: Recent): void {
+    this.delete(key);
+    this.entries.set(key, entry);
+    this.bytes += entry.size;
+    for (const [oldest, old] of this.entries) {
+      if (this.bytes <= this.budget) break;
+      this.entries.delete(oldest);
+      this.bytes -= old.size;
+    }
+  }
+
+  delete(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    this.bytes -= entry.size;
+  }
+
+  dropWhere(drop: (key: string, entry: Recent) => boolean): void {
+    for (const [key, entry] of this.entries) if (drop(key, entry)) this.delete(key);
+  }
+}
+
+/** Each compiled snapshot's number in this process, given when first asked: a recompiled one is a new object and a new number. */
+const generations = new WeakMap<CompiledTenant, number>();
+let lastGeneration = 0;
+function generationOf(under: CompiledTenant): number {
+  let generation = generations.get(under);
+  if (generation === undefined) generations.set(under, (generation = ++lastGeneration));
+  return generation;
 }
 
 const recentKey = (tenantId: string, idempotencyKey: string) => `${tenantId} ${idempotencyKey}`;

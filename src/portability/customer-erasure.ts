@@ -123,6 +123,9 @@ export class CustomerErasure {
       [CUSTOMER_CHANNEL, ERASED_CUSTOMER_CHANNEL].map((channel) => this.deps.bus.publish(channel, `${ctx.tenantId}|${customerId}`, { confirmed: true })),
     );
     await this.verify(ctx.tenantId, customerId, experimentIds, removed);
+    // Again once the late rows are gone: a Respond recorded meanwhile was kept for its replays
+    // before verify deleted its row.
+    await this.deps.bus.publish(ERASED_CUSTOMER_CHANNEL, `${ctx.tenantId}|${customerId}`, { confirmed: true });
     return create(ErasureReportSchema, {
       removed,
       verified: true,

@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { create, toBinary, toJson } from "@bufbuild/protobuf";
 import canonicalize from "canonicalize";
 import { RespondRequestSchema, RespondResponseSchema } from "../../gen/decisioning/v1/decisions_pb.js";
-import { OutcomeReplay, RECENT_WRITES, canonicalPayload, defaultIdempotencyKey, hashPayload } from "../../src/decisions/outcome-replay.js";
+import { OutcomeReplay, canonicalPayload, defaultIdempotencyKey, hashPayload } from "../../src/decisions/outcome-replay.js";
 import { encodeAnswer } from "../../src/platform/repeated-answers.js";
 import { toOutcomeRecord } from "../../src/decisions/outcome-mapper.js";
 import { createLogger } from "../../src/platform/logger.js";
@@ -96,21 +96,34 @@ describe("Respond's idempotency (src/decisions/outcome-replay.ts)", () => {
   test("replaying more keys than are kept, in the order they were written, reads back only the ones dropped", async () => {
     const rows = new Map<string, OutcomeRow>();
     let reads = 0;
-    const replay = new OutcomeReplay({ byKey: async (_t, key) => (reads++, rows.get(key) ?? null) }, createLogger("silent"));
+    // A budget of 1 MB: about 1,200 records of this size.
+    const replay = new OutcomeReplay({ byKey: async (_t, key) => (reads++, rows.get(key) ?? null) }, createLogger("silent"), { writtenBytes: 1_000_000 });
     const under = {} as CompiledTenant;
-    const payload = (n: number) => `{"n":${n}}`;
-    const beyond = 1_000;
-    for (let n = 0; n < RECENT_WRITES + beyond; n++) {
+    const payload = (n: number) => `{"n":${String(n).padStart(5, "0")}}`;
+    const written = 2_000;
+    for (let n = 0; n < written; n++) {
       const row = { id: `r-${n}`, customer_id: "c-1", outcome: "click", idempotency_key: `k-${n}`, payload_hash: hashPayload(payload(n)), offer_id: "o-1",
         direction: "inbound", context: {}, outcome_details: {}, occurred_at: new Date(0), created_at: new Date(0) } as unknown as OutcomeRow;
       rows.set(row.idempotency_key, row);
       replay.remember("t-1", row.idempotency_key, toOutcomeRecord(row, "recorded"), under, payload(n));
     }
-    for (let n = 0; n < RECENT_WRITES + beyond; n++) {
+    const kept = Math.floor(1_000_000 / (800 + 2 * payload(0).length));
+    for (let n = 0; n < written; n++) {
       const answer = await replay.find("t-1", `k-${n}`, payload(n), under);
       assert.equal(answer?.id, `r-${n}`);
     }
     // With one map, each key read back evicted the next one due, and every replay was a read.
-    assert.equal(reads, beyond);
+    assert.equal(reads, written - kept);
+  });
+
+  test("the records kept are bounded by their size, not their number: large contexts make fewer of them", async () => {
+    const replay = new OutcomeReplay({ byKey: async () => null }, createLogger("silent"), { writtenBytes: 1_000_000 });
+    const under = {} as CompiledTenant;
+    const big = JSON.stringify({ context: { blob: "x".repeat(100_000) } });
+    for (let n = 0; n < 20; n++) replay.remember("t-1", `k-${n}`, toOutcomeRecord({ id: `r-${n}`, customer_id: "c-1", idempotency_key: `k-${n}`, context: {}, outcome_details: {}, occurred_at: new Date(0), created_at: new Date(0) } as unknown as OutcomeRow, "recorded"), under, big);
+    const answered = [];
+    for (let n = 0; n < 20; n++) if (replay.recall("t-1", `k-${n}`, big, under)) answered.push(n);
+    // Each counts about 200 KB: the last four fit in 1 MB.
+    assert.deepEqual(answered, [16, 17, 18, 19]);
   });
 });
