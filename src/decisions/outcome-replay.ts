@@ -4,6 +4,7 @@ import { RespondRequestSchema, RespondResponseSchema, type RespondRequest, type 
 import { canonicalJson } from "../core/index.js";
 import type { Bus } from "../platform/bus.js";
 import type { Logger } from "../platform/logger.js";
+import { objectNumbers } from "../platform/object-numbers.js";
 import { encodedAs } from "../platform/repeated-answers.js";
 import { toOutcomeRecord } from "./outcome-mapper.js";
 import type { OutcomeRow, OutcomeStore } from "./outcome-store.js";
@@ -193,14 +194,8 @@ class Kept {
   }
 }
 
-/** Each compiled snapshot's number in this process, given when first asked: a recompiled one is a new object and a new number. */
-const generations = new WeakMap<CompiledTenant, number>();
-let lastGeneration = 0;
-function generationOf(under: CompiledTenant): number {
-  let generation = generations.get(under);
-  if (generation === undefined) generations.set(under, (generation = ++lastGeneration));
-  return generation;
-}
+/** Each compiled snapshot's number in this process: a recompiled one is a new object and a new number. */
+const generationOf = objectNumbers<CompiledTenant>();
 
 const recentKey = (tenantId: string, idempotencyKey: string) => `${tenantId} ${idempotencyKey}`;
 

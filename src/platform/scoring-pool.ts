@@ -14,6 +14,7 @@ import {
 } from "../core/index.js";
 import { DEFAULT_POOL_TIMEOUT_MS } from "../config.js";
 import type { Logger } from "./logger.js";
+import { objectNumbers } from "./object-numbers.js";
 import { inSpan } from "./tracing.js";
 
 export interface ScoringPoolOptions {
@@ -35,14 +36,7 @@ const digests = new WeakMap<ModelConfig, string>();
  * Offer numbers by snapshot view: a snapshot's offers are immutable views (src/core/decide.ts), so a
  * number names one version of one offer, and a new snapshot's views get new numbers.
  */
-const offerRefs = new WeakMap<ScoringOffer, number>();
-let lastOfferRef = 0;
-
-function offerRef(offer: ScoringOffer): number {
-  let ref = offerRefs.get(offer);
-  if (ref === undefined) offerRefs.set(offer, (ref = ++lastOfferRef));
-  return ref;
-}
+const offerRef = objectNumbers<ScoringOffer>();
 
 /**
  * A model's version reference: tenant, model id and a digest of its configuration. A model update
