@@ -21,6 +21,12 @@ export const RECENT_WRITES_BYTES = 90 * 1024 * 1024;
 export const RECENT_READS_BYTES = 12 * 1024 * 1024;
 /** What an entry takes beyond the text it holds twice (the request and the answer's context): the key, the ids and the objects. */
 const ENTRY_BYTES = 800;
+/**
+ * How long after an erasure's message a customer's records are not kept: a Respond recorded, or a
+ * read started, before the erasure deleted its row may come back after the message. The erasure's
+ * verification rounds take about a second.
+ */
+const ERASED_HOLD_MS = 60_000;
 /** Records of a bench-sized request (about 190 characters) that RECENT_WRITES_BYTES holds: what the bench compares its fresh lane with. */
 export const RECENT_WRITES = Math.floor(RECENT_WRITES_BYTES / (ENTRY_BYTES + 2 * 190));
 
@@ -45,6 +51,8 @@ export class OutcomeReplay {
    */
   private readonly written: Kept;
   private readonly read: Kept;
+  /** `<tenantId>|<customerId>` of customers erased lately → until when their records are not kept. */
+  private readonly erased = new Map<string, number>();
 
   constructor(
     private readonly store: Pick<OutcomeStore, "byKey">,
@@ -63,8 +71,11 @@ export class OutcomeReplay {
     });
   }
 
-  /** Drops the customer's records: a scan of every kept record, which an erasure (rare) can afford. */
+  /** Drops the customer's records, and keeps none of theirs for a while: a scan of every kept record, which an erasure (rare) can afford. */
   forgetCustomer(tenantId: string, customerId: string): void {
+    const now = Date.now();
+    for (const [erased, until] of this.erased) if (until <= now) this.erased.delete(erased);
+    this.erased.set(`${tenantId}|${customerId}`, now + ERASED_HOLD_MS);
     const prefix = recentKey(tenantId, "");
     for (const kept of [this.written, this.read]) kept.dropWhere((key, entry) => entry.customerId === customerId && key.startsWith(prefix));
   }
@@ -99,6 +110,7 @@ export class OutcomeReplay {
    * encoding the replay's answer here cost a fresh Respond about 5% of its CPU.
    */
   remember(tenantId: string, idempotencyKey: string, answer: RespondResponse, under: CompiledTenant, payload: string): void {
+    if (this.heldBack(tenantId, answer.customerId)) return;
     const entry: Recent = { generation: generationOf(under), customerId: answer.customerId, payload, hashed: false, answered: answer, bytes: null, size: ENTRY_BYTES + 2 * payload.length };
     this.written.set(recentKey(tenantId, idempotencyKey), entry);
   }
@@ -114,8 +126,13 @@ export class OutcomeReplay {
     // The request's text is not known here: the stored context and details stand for it.
     const size = ENTRY_BYTES + 2 * (JSON.stringify(row.context).length + JSON.stringify(row.outcome_details).length);
     const kept: Recent = { generation: generationOf(under), customerId: row.customer_id, payload: row.payload_hash, hashed: true, answered: toOutcomeRecord(row, "already_recorded"), bytes: null, size };
-    this.read.set(key, kept);
+    if (!this.heldBack(tenantId, row.customer_id)) this.read.set(key, kept);
     return kept;
+  }
+
+  /** Whether the customer was erased too lately for their records to be kept. */
+  private heldBack(tenantId: string, customerId: string): boolean {
+    return this.erased.size > 0 && (this.erased.get(`${tenantId}|${customerId}`) ?? 0) > Date.now();
   }
 
   /**

@@ -76,6 +76,26 @@ describe("Respond's idempotency (src/decisions/outcome-replay.ts)", () => {
     assert.equal(replay.recall("t-1", "k-1", original, {} as CompiledTenant), null, "kept under another snapshot");
   });
 
+  test("after an erasure's message, the customer's records are answered but not kept, others' are", async () => {
+    const rowOf = (customer: string, key: string) =>
+      ({ id: `r-${key}`, customer_id: customer, outcome: "click", idempotency_key: key, payload_hash: hashPayload("{}"), offer_id: "o-1",
+        direction: "inbound", context: {}, outcome_details: {}, occurred_at: new Date(0), created_at: new Date(0) }) as unknown as OutcomeRow;
+    const replay = new OutcomeReplay({ byKey: async (_t, key) => rowOf(key.startsWith("erased") ? "c-erased" : "c-other", key) }, createLogger("silent"));
+    const under = {} as CompiledTenant;
+    replay.remember("t-1", "erased-1", toOutcomeRecord(rowOf("c-erased", "erased-1"), "recorded"), under, "{}");
+    replay.forgetCustomer("t-1", "c-erased");
+    assert.equal(replay.recall("t-1", "erased-1", "{}", under), null, "dropped");
+    // A Respond recorded, or a read begun, before the erasure deleted the row, ending after its message.
+    replay.remember("t-1", "erased-2", toOutcomeRecord(rowOf("c-erased", "erased-2"), "recorded"), under, "{}");
+    assert.equal(replay.recall("t-1", "erased-2", "{}", under), null, "not kept");
+    assert.equal((await replay.find("t-1", "erased-3", "{}", under))?.id, "r-erased-3", "a read back is still answered");
+    assert.equal(replay.recall("t-1", "erased-3", "{}", under), null, "but not kept");
+    replay.remember("t-1", "other-1", toOutcomeRecord(rowOf("c-other", "other-1"), "recorded"), under, "{}");
+    assert.equal(replay.recall("t-1", "other-1", "{}", under)?.id, "r-other-1");
+    replay.remember("t-2", "erased-4", toOutcomeRecord(rowOf("c-erased", "erased-4"), "recorded"), under, "{}");
+    assert.equal(replay.recall("t-2", "erased-4", "{}", under)?.id, "r-erased-4", "the same id in another tenant is another customer");
+  });
+
   test("a record kept under an older snapshot is read back once, and then answered from memory again", async () => {
     const row = {
       id: "r-1", customer_id: "c-1", outcome: "click", idempotency_key: "k-1", payload_hash: hashPayload("{}"), offer_id: "o-1",
