@@ -31,7 +31,7 @@ const ERASED_HOLD_MS = 60_000;
 export const RECENT_WRITES = Math.floor(RECENT_WRITES_BYTES / (ENTRY_BYTES + 2 * 190));
 
 /**
- * Bus channel: a customer was erased (spec 4.15's GDPR erasure), `<tenantId>|<customerId>`; every
+ * Bus channel: a customer was erased (spec 4.13's GDPR erasure), `<tenantId>|<customerId>`; every
  * process forgets its kept records of the customer before the erasure answers.
  */
 export const ERASED_CUSTOMER_CHANNEL = "decisioning.customer.erased";
