@@ -12,9 +12,11 @@ export interface Bus {
   /**
    * With `confirmed`, resolves only once every subscribed process has run its handlers (or after a
    * timeout, {@link CONFIRM_TIMEOUT_MS} by default, for a process that hangs), so that a change that
-   * must bite at once (a revocation) has reached every process before the caller answers.
+   * must bite at once (a revocation) has reached every process before the caller answers. Resolves
+   * with whether every process did confirm (false after the timeout, or when Redis refused the
+   * message): a caller that must not answer otherwise (an erasure) says so; the others go on.
    */
-  publish(channel: string, message: string, options?: { confirmed?: boolean }): Promise<void>;
+  publish(channel: string, message: string, options?: { confirmed?: boolean }): Promise<boolean>;
   subscribe(channel: string, handler: (message: string) => void): Promise<void>;
   close(): Promise<void>;
 }
@@ -25,6 +27,7 @@ export function createLocalBus(): Bus {
   return {
     async publish(channel, message) {
       emitter.emit(channel, message);
+      return true;
     },
     async subscribe(channel, handler) {
       emitter.on(channel, handler);
@@ -117,15 +120,19 @@ export async function createRedisBus(redis: RedisClient, prefix: string, logger:
     async publish(channel, message, options) {
       run(prefix + channel, message);
       if (!options?.confirmed) {
-        await redis.publish(prefix + channel, message).catch((err: Error) => warnUnpublished(err, channel));
-        return;
+        return redis.publish(prefix + channel, message).then(
+          () => true,
+          (err: Error) => (warnUnpublished(err, channel), false),
+        );
       }
       const id = String(++sequence);
       const confirm: PendingConfirm = { received: 0, expected: Infinity, done: () => {} };
+      let all = true;
       const confirmed = new Promise<void>((resolve) => (confirm.done = resolve));
       pending.set(id, confirm);
       const timer = setTimeout(() => {
         logger.warn({ channel, received: confirm.received, expected: confirm.expected }, "bus confirmation timed out; a process that did not answer sees the change when its cache expires");
+        all = false;
         confirm.done();
       }, confirmTimeoutMs);
       publishCounted(redis, prefix + channel, ["", replyChannel, id, message].join(CONFIRM_MARK)).then(
@@ -135,12 +142,14 @@ export async function createRedisBus(redis: RedisClient, prefix: string, logger:
         },
         (err: Error) => {
           warnUnpublished(err, channel);
+          all = false;
           confirm.done();
         },
       );
       await confirmed;
       clearTimeout(timer);
       pending.delete(id);
+      return all;
     },
     async subscribe(channel, handler) {
       const full = prefix + channel;

@@ -119,13 +119,16 @@ export class CustomerErasure {
     removed.eventStreamEntries = await this.deps.streamEntries.forgetCustomer(ctx.tenantId, customerId);
     // Confirmed: the answer waits until every process has dropped its cached attributes and the
     // outcome records it kept to answer replays.
-    await Promise.all(
-      [CUSTOMER_CHANNEL, ERASED_CUSTOMER_CHANNEL].map((channel) => this.deps.bus.publish(channel, `${ctx.tenantId}|${customerId}`, { confirmed: true })),
-    );
+    const subject = `${ctx.tenantId}|${customerId}`;
+    const dropped = await Promise.all([CUSTOMER_CHANNEL, ERASED_CUSTOMER_CHANNEL].map((channel) => this.deps.bus.publish(channel, subject, { confirmed: true })));
     await this.verify(ctx.tenantId, customerId, experimentIds, removed);
     // Again once the late rows are gone: a Respond recorded meanwhile was kept for its replays
     // before verify deleted its row.
-    await this.deps.bus.publish(ERASED_CUSTOMER_CHANNEL, `${ctx.tenantId}|${customerId}`, { confirmed: true });
+    dropped.push(await this.deps.bus.publish(ERASED_CUSTOMER_CHANNEL, subject, { confirmed: true }));
+    // A process that did not confirm may still hold the customer's data in memory: not verified.
+    if (!dropped.every(Boolean)) {
+      throw unavailable("ERASURE_INCOMPLETE", "erasure could not be verified: a service process did not confirm that it dropped the customer's cached data; retry the request");
+    }
     return create(ErasureReportSchema, {
       removed,
       verified: true,

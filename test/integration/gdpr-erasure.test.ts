@@ -205,6 +205,25 @@ describe("GDPR erasure", () => {
     }
   });
 
+  test("a process that does not confirm it dropped the customer's cached data: 503 ERASURE_INCOMPLETE, and a retry once it answers is verified", async () => {
+    const { t, flow, dataKey } = await tenantWithFlow();
+    await recommend(dataKey, "gil", flow.key);
+    // Subscribed like a service process, but it never confirms (a process that hangs).
+    const silent = redis().duplicate({ keyPrefix: "", lazyConnect: false, enableOfflineQueue: true });
+    await silent.subscribe(`${svc.config.redisKeyPrefix}decisioning.customer.erased`);
+    try {
+      const res = await call(t.apiKey, "DELETE", "/api/v1/export/full?customerId=gil");
+      assert.equal(res.status, 503, JSON.stringify(res.body));
+      assert.match(JSON.stringify(res.body), /ERASURE_INCOMPLETE/);
+      assert.deepEqual(await rowsOf(t.tenantId, "gil"), { customers: 0, recommendations: 0, interactions: 0, decision_traces: 0 }, "the rows are gone all the same");
+    } finally {
+      await silent.quit();
+    }
+    const retry = await call(t.apiKey, "DELETE", "/api/v1/export/full?customerId=gil");
+    assert.equal(retry.status, 200, JSON.stringify(retry.body));
+    assert.equal(retry.body.verified, true);
+  });
+
   test("removes the customer's events, journey enrollments and stream entries; the profile and CLV no longer see them", async () => {
     const { t, flow } = await tenantWithFlow();
     const journey = await created(t, "/api/v1/journeys", { name: unique("journey"), steps: [{ type: "decision", flow: flow.key }] });
