@@ -7,7 +7,7 @@ import { rest } from "../support/clients.js";
 import { tenantKey } from "../../src/platform/redis.js";
 import { ALL_CONTEXTS_BUCKET } from "../../src/core/index.js";
 import { subjectHash } from "../../src/portability/customer-erasure.js";
-import { eventStreamKey } from "../../src/platform/redis.js";
+import { duplicateForSubscribing, eventStreamKey } from "../../src/platform/redis.js";
 
 let svc: TestService;
 let child: ChildService;
@@ -209,7 +209,7 @@ describe("GDPR erasure", () => {
     const { t, flow, dataKey } = await tenantWithFlow();
     await recommend(dataKey, "gil", flow.key);
     // Subscribed like a service process, but it never confirms (a process that hangs).
-    const silent = redis().duplicate({ keyPrefix: "", lazyConnect: false, enableOfflineQueue: true });
+    const silent = duplicateForSubscribing(redis());
     await silent.subscribe(`${svc.config.redisKeyPrefix}decisioning.customer.erased`);
     try {
       const res = await call(t.apiKey, "DELETE", "/api/v1/export/full?customerId=gil");
