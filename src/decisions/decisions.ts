@@ -125,7 +125,7 @@ export function createDecisions(o: DecisionsOptions) {
     seedTenant: o.seedTenant,
     otherWorkspaceData: o.otherWorkspaceData ?? [],
     // Confirmed: the reset answers only once every process has forgotten the tenant.
-    forgetTenantEverywhere: async (tenantId) => void (await o.bus.publish(WORKSPACE_RESET_CHANNEL, tenantId, { confirmed: true })),
+    forgetTenantEverywhere: (tenantId) => o.bus.publish(WORKSPACE_RESET_CHANNEL, tenantId, { confirmed: true }),
     logger: o.logger,
     decisionQuota: o.decisionQuota,
   });

@@ -19,7 +19,7 @@ export interface WorkspaceDeps {
    * Makes every process forget what it keeps of the tenant (its configuration snapshot, with which
    * the replayable outcomes go, and its customers), resolving once they all have.
    */
-  forgetTenantEverywhere: (tenantId: string) => Promise<void>;
+  forgetTenantEverywhere: (tenantId: string) => Promise<unknown>;
   logger: Logger;
   decisionQuota: number | null;
 }

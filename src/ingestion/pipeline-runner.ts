@@ -109,7 +109,7 @@ export class PipelineRunner {
     const tenantId = pipeline.tenant_id;
     await store.startRun(tenantId, { id: runId, pipeline_id: pipeline.id, ir_version: irVersion, trigger }, leaseMs);
     const lease = new RunLease({ renew: () => store.renewLease(tenantId, runId, leaseMs), leaseMs, logger, kind: "ingestion run", runId });
-    const signal = AbortSignal.any(stop ? [this.shutdown.signal, lease.lost, stop] : [this.shutdown.signal, lease.lost]);
+    const signal = AbortSignal.any([this.shutdown.signal, lease.lost, ...(stop ? [stop] : [])]);
     const eh = ir.errorHandling;
     let attempt = 0;
     let result: Omit<RunResult, "runId" | "irVersion">;

@@ -59,7 +59,7 @@ export class ScheduledRunStore {
       `UPDATE scheduled_runs c SET status = 'running', attempts = c.attempts + 1, started_at = now(), finished_at = NULL,
          lease_until = now() + $4 * interval '1 millisecond'
        WHERE c.job_name = $1 AND c.slot = $2 AND c.attempts < $3
-         AND ((c.status = 'failed' AND c.error = $5) OR (c.status = 'running' AND c.lease_until < now()))
+         AND ${interrupted("$5")}
          AND NOT EXISTS (SELECT 1 FROM scheduled_runs n WHERE n.job_name = c.job_name AND n.slot > c.slot)
        RETURNING c.attempts`,
       [jobName, slot, maxAttempts, leaseMs, interruptedError],
@@ -108,7 +108,7 @@ export class ScheduledRunStore {
       this.db,
       `SELECT c.job_name, c.slot FROM scheduled_runs c
        WHERE c.status <> 'succeeded' AND c.slot BETWEEN $2 AND $3 AND starts_with(c.job_name, $1)
-         AND ((c.status = 'failed' AND c.error = $4) OR (c.status = 'running' AND c.lease_until < now()))
+         AND ${interrupted("$4")}
          AND NOT EXISTS (SELECT 1 FROM scheduled_runs n WHERE n.job_name = c.job_name AND n.slot > c.slot AND n.slot <= $3)
        ORDER BY c.slot`,
       [namePrefix, since, until, interruptedError],
@@ -134,3 +134,6 @@ export class ScheduledRunStore {
     );
   }
 }
+
+/** A slot `c` that did not end on its own: failed with the error in parameter `errorParam`, or running under a lease that ran out. */
+const interrupted = (errorParam: string) => `((c.status = 'failed' AND c.error = ${errorParam}) OR (c.status = 'running' AND c.lease_until < now()))`;
